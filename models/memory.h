@@ -1,0 +1,44 @@
+// The analytical (closed-form) memory model. The simulator allocates exactly these
+// items along the schedule; its peak is cross-checked against `analytical_memory`.
+#pragma once
+#include <vector>
+#include "models/model_spec.h"
+#include "models/parallelism.h"
+
+namespace ptsim::models {
+
+// Model states on one GPU of `stage` (bytes): weights, gradients, optimizer state,
+// after TP/PP/EP sharding and the ZeRO stage over dp. Mixed precision Adam:
+// 2 bytes weights, 2 bytes grads, K = 12 bytes optimizer (fp32 master + m + v)
+// (ZeRO paper §3.1); fp32 training: 4 + 4 + 8.
+struct ModelStates { double params = 0, grads = 0, optimizer = 0; };
+ModelStates model_states(const ModelSpec& m, const Parallelism& p, int stage);
+
+// Layers held by each pipeline stage (pipeline_layers or an even split).
+std::vector<int> layers_per_stage(const ModelSpec& m, const Parallelism& p);
+
+// Saved activations of one transformer layer for one micro-batch on one GPU,
+// Korthikanti et al. 2022 Table 2 with the flash-attention change (the 5as/h term
+// is gone: no s×s scores are stored) and GQA / SwiGLU / MoE generalisations.
+double activation_bytes_per_layer(const ModelSpec& m, const Parallelism& p, bool moe_layer);
+// Saved activations of the embedding (first stage) and of the head (last stage:
+// logits in fp32 for the loss) for one micro-batch.
+double embedding_activation_bytes(const ModelSpec& m, const Parallelism& p);
+double head_activation_bytes(const ModelSpec& m, const Parallelism& p);
+
+// Micro-batches whose activations a stage holds at its peak: GPipe m; 1F1B
+// min(m, p − stage); interleaved per Megatron (stage 0: (1 + (p−1)/(p·v))·p worth).
+// Returned as a count of (micro-batch, model-chunk) pairs held at once.
+int in_flight_microbatch_chunks(const Parallelism& p, int stage);
+
+// Transient buffers (bytes): the largest op workspace during backward, DP gradient
+// buckets, ZeRO-3 gathered layers, pipeline send/recv buffers.
+double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage);
+
+struct StageMemory {
+  int stage = 0;
+  double params = 0, grads = 0, optimizer = 0, activations = 0, buffers = 0, peak = 0;
+};
+std::vector<StageMemory> analytical_memory(const ModelSpec& m, const Parallelism& p);
+
+}  // namespace ptsim::models

@@ -1,0 +1,49 @@
+// A transformer architecture (Megatron-LM argument names) and the built-in presets.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ptsim::models {
+
+enum class Mlp { gelu, swiglu };
+enum class Norm { layernorm, rmsnorm };
+
+struct MoeSpec {
+  int num_experts = 0;
+  int top_k = 0;
+  std::int64_t ffn_hidden_size = 0;
+  int layer_freq = 1;      // every Nth layer is MoE
+  int shared_experts = 0;  // always-on experts of the same ffn size
+};
+
+struct ModelSpec {
+  std::string name;
+  int num_layers = 0;
+  std::int64_t hidden_size = 0;
+  int num_attention_heads = 0;
+  int num_query_groups = 0;  // kv heads; = heads for MHA
+  std::int64_t ffn_hidden_size = 0;
+  std::int64_t vocab_size = 0;
+  std::int64_t seq_length = 0;
+  Mlp mlp = Mlp::gelu;
+  Norm norm = Norm::layernorm;
+  bool untie_embeddings = false;
+  bool add_bias_linear = true;          // GPT: biases on linear layers; Llama: none
+  bool learned_position_embeddings = true;  // GPT: s×h table; Llama: RoPE (no params)
+  std::optional<MoeSpec> moe;
+
+  std::int64_t head_dim() const { return hidden_size / num_attention_heads; }
+  bool is_moe_layer(int layer_index) const;  // 0-based
+};
+
+// Built-in presets (data embedded in the binary, models/presets.yaml).
+const std::vector<ModelSpec>& presets();
+std::optional<ModelSpec> find_preset(const std::string& name);
+
+// A HuggingFace config.json (LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM,
+// GPT2/GPT-NeoX style). Throws std::invalid_argument naming the file and key.
+ModelSpec from_hf_config(const std::string& path);
+
+}  // namespace ptsim::models

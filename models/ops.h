@@ -1,0 +1,40 @@
+// The per-layer op list: what one GPU computes for one micro-batch, after the
+// plan's sharding (TP, SP, CP, EP), with forward and backward FLOPs and bytes.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+#include "models/model_spec.h"
+#include "models/parallelism.h"
+
+namespace ptsim::models {
+
+enum class OpClass { gemm, attention, elementwise, norm, embedding, loss, router };
+
+// A GEMM C[m×n] = A[m×k]·B[k×n]; backward issues dgrad (m×k = m×n · n×k) and wgrad
+// (k×n = k×m · m×n). `count` identical GEMMs (e.g. local experts).
+struct GemmShape { std::int64_t m = 0, n = 0, k = 0; int count = 1; };
+// Attention over `batch_heads` (micro-batch × local heads) with local query length
+// `seq_q`, key length `seq_kv`, head dimension `head_dim`.
+struct AttentionShape { std::int64_t batch_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0; bool causal = true; };
+
+struct Op {
+  std::string name;           // "qkv", "attention", "proj", "mlp_up", "mlp_down", ...
+  OpClass cls = OpClass::elementwise;
+  double fwd_flops = 0;       // per GPU, per micro-batch
+  double bwd_flops = 0;       // dgrad + wgrad
+  double fwd_bytes = 0;       // HBM bytes read + written
+  double bwd_bytes = 0;
+  GemmShape gemm;             // set for cls == gemm
+  AttentionShape attn;        // set for cls == attention
+  bool recomputed_selective = false;  // re-run in backward under selective recompute
+};
+
+// One transformer layer (dense or MoE), per GPU, per micro-batch.
+std::vector<Op> layer_ops(const ModelSpec& m, const Parallelism& p, bool moe_layer);
+// First stage: token (+ position) embedding lookup.
+std::vector<Op> embedding_ops(const ModelSpec& m, const Parallelism& p);
+// Last stage: final norm, output projection (logits) and cross-entropy loss.
+std::vector<Op> head_ops(const ModelSpec& m, const Parallelism& p);
+
+}  // namespace ptsim::models

@@ -1,0 +1,47 @@
+// The parallel plan as the model library sees it: degrees and options that change
+// per-GPU FLOPs, bytes and memory. sim/ wraps it into a validated Plan.
+#pragma once
+#include <string_view>
+#include <vector>
+
+namespace ptsim::models {
+
+enum class Precision { fp32, fp16, bf16, fp8 };
+enum class Recompute { none, selective, full };
+enum class Schedule { gpipe, one_f_one_b, interleaved_1f1b };
+enum class AttentionImpl { flash, naive };
+
+struct Parallelism {
+  int tp = 1;   // tensor parallel
+  int pp = 1;   // pipeline parallel
+  int dp = 1;   // data parallel
+  int cp = 1;   // context parallel
+  int ep = 1;   // expert parallel (carved out of dp for the experts, as Megatron does)
+  int vpp = 1;  // virtual pipeline stages (model chunks per rank)
+  bool sequence_parallel = false;
+  int zero_stage = 0;  // 0..3
+  Recompute recompute = Recompute::none;
+  Schedule schedule = Schedule::one_f_one_b;
+  bool offload_optimizer = false;
+  bool offload_params = false;
+  // Layers per pipeline stage, first to last; empty = even split.
+  std::vector<int> pipeline_layers;
+  int micro_batch_size = 1;
+  int num_microbatches = 1;  // gradient-accumulation steps per iteration
+  Precision precision = Precision::bf16;
+  AttentionImpl attention = AttentionImpl::flash;
+  double moe_capacity_factor = 1.0;   // tokens an expert accepts, × the mean
+  double moe_load_imbalance = 1.0;    // hottest expert's tokens, × the mean
+};
+
+std::string_view to_string(Precision p);
+std::string_view to_string(Recompute r);
+std::string_view to_string(Schedule s);
+std::string_view to_string(AttentionImpl a);
+
+// Bytes of one element in the compute (activation / weight) precision: fp32 4,
+// fp16/bf16 2, fp8 1 for GEMM inputs (activations saved in bf16 under fp8, as
+// Transformer Engine does).
+double compute_bytes(Precision p);
+
+}  // namespace ptsim::models
