@@ -4,6 +4,7 @@
 #include <vector>
 #include "models/model_spec.h"
 #include "models/parallelism.h"
+#include "models/params.h"
 
 namespace ptsim::models {
 
@@ -11,8 +12,33 @@ namespace ptsim::models {
 // after TP/PP/EP sharding and the ZeRO stage over dp. Mixed precision Adam:
 // 2 bytes weights, 2 bytes grads, K = 12 bytes optimizer (fp32 master + m + v)
 // (ZeRO paper §3.1); fp32 training: 4 + 4 + 8.
-struct ModelStates { double params = 0, grads = 0, optimizer = 0; };
+struct ModelStates {
+  double params = 0, grads = 0, optimizer = 0;
+  double total() const { return params + grads + optimizer; }
+};
 ModelStates model_states(const ModelSpec& m, const Parallelism& p, int stage);
+
+// Bytes per parameter of weights, gradients and optimizer state (Adam) for a
+// training precision: fp32 4/4/8; fp16, bf16 and fp8 2/2/12 (ZeRO §3.1, K = 12).
+ModelStates state_bytes_per_param(Precision precision);
+// ZeRO (Rajbhandari et al. SC'20 §5): model states of `psi` parameters on one of
+// `dp` data-parallel GPUs at ZeRO stage 0..3 (0: replicated; 1: optimizer
+// sharded; 2: + gradients; 3: + parameters).
+ModelStates zero_model_state_bytes(double psi, int dp, int stage, Precision precision);
+
+// Parameters held by one GPU of `stage` after TP/PP/EP (before ZeRO): its layers,
+// plus the embedding on stage 0 and final norm + output layer on the last stage
+// (a copy of the tied word embedding there when pp > 1, as Megatron-LM does).
+LocalParams stage_params(const ModelSpec& m, const Parallelism& p, int stage);
+
+// Global layer indices [first, first + count) of model chunk `chunk` (0..vpp−1)
+// on pipeline stage `stage`. Megatron-LM interleaving: virtual stage
+// chunk·pp + stage holds the next layers_per_stage[stage]/vpp layers.
+struct LayerRange { int first = 0, count = 0; };
+LayerRange chunk_layers(const ModelSpec& m, const Parallelism& p, int stage, int chunk);
+// Model chunk that the k-th forward on a stage runs (Megatron-LM
+// schedules.py get_model_chunk_id: (k / pp) % vpp; 0 without interleaving).
+int forward_chunk(const Parallelism& p, int k);
 
 // Layers held by each pipeline stage (pipeline_layers or an even split).
 std::vector<int> layers_per_stage(const ModelSpec& m, const Parallelism& p);

@@ -20,6 +20,7 @@ struct MoeSpec {
 
 struct ModelSpec {
   std::string name;
+  std::string source;  // where the figures come from (paper / config.json)
   int num_layers = 0;
   std::int64_t hidden_size = 0;
   int num_attention_heads = 0;

@@ -30,6 +30,16 @@ struct Op {
   bool recomputed_selective = false;  // re-run in backward under selective recompute
 };
 
+// Throws std::invalid_argument (naming the value) when the plan cannot shard the
+// model: heads, query groups, ffn sizes not divisible by tp; seq_length not
+// divisible by cp; num_experts not divisible by ep; non-positive degrees.
+void check_sharding(const ModelSpec& m, const Parallelism& p);
+
+// MoE: rows of each local expert's GEMMs on the busiest GPU for one micro-batch:
+// ceil(T·top_k·ep/num_experts × min(moe_load_imbalance, moe_capacity_factor)),
+// T = micro_batch_size·seq_length/cp (no cap when moe_capacity_factor <= 0).
+double moe_tokens_per_expert(const ModelSpec& m, const Parallelism& p);
+
 // One transformer layer (dense or MoE), per GPU, per micro-batch.
 std::vector<Op> layer_ops(const ModelSpec& m, const Parallelism& p, bool moe_layer);
 // First stage: token (+ position) embedding lookup.

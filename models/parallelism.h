@@ -30,6 +30,9 @@ struct Parallelism {
   int num_microbatches = 1;  // gradient-accumulation steps per iteration
   Precision precision = Precision::bf16;
   AttentionImpl attention = AttentionImpl::flash;
+  // The busiest GPU's experts process mean × min(moe_load_imbalance,
+  // moe_capacity_factor) tokens each (tokens beyond capacity are dropped, GShard);
+  // moe_capacity_factor <= 0 means dropless (no cap, Megatron-core's default).
   double moe_capacity_factor = 1.0;   // tokens an expert accepts, × the mean
   double moe_load_imbalance = 1.0;    // hottest expert's tokens, × the mean
 };
@@ -43,5 +46,8 @@ std::string_view to_string(AttentionImpl a);
 // fp16/bf16 2, fp8 1 for GEMM inputs (activations saved in bf16 under fp8, as
 // Transformer Engine does).
 double compute_bytes(Precision p);
+// Bytes of one saved activation element: 4 for fp32, 2 otherwise (fp8 training
+// keeps activations in bf16 between GEMMs, as Transformer Engine does).
+double activation_element_bytes(Precision p);
 
 }  // namespace ptsim::models

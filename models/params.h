@@ -18,4 +18,16 @@ struct ParamCounts {
 
 ParamCounts count_params(const ModelSpec& m);
 
+// Parameters of one transformer layer held by ONE GPU after tensor parallelism
+// (column/row-parallel weights split by tp; norms, row-parallel biases and the
+// router replicated) and expert parallelism (num_experts/ep local experts).
+// `expert` are the routed experts' parameters (sharded by ZeRO over the
+// expert-data-parallel group), `dense` everything else.
+struct LocalParams {
+  std::int64_t dense = 0;
+  std::int64_t expert = 0;
+  std::int64_t total() const { return dense + expert; }
+};
+LocalParams layer_params_per_gpu(const ModelSpec& m, int tp, int ep, bool moe_layer);
+
 }  // namespace ptsim::models

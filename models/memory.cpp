@@ -1,0 +1,397 @@
+#include "models/memory.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+#include "models/ops.h"
+
+namespace ptsim::models {
+
+namespace {
+
+void check_stage(const Parallelism& p, int stage) {
+  if (stage < 0 || stage >= p.pp) {
+    throw std::invalid_argument(fmt::format("pipeline stage {} out of range [0, {})", stage, p.pp));
+  }
+}
+
+bool interleaved(const Parallelism& p) {
+  if (p.vpp > 1 && p.schedule != Schedule::interleaved_1f1b) {
+    throw std::invalid_argument(fmt::format("virtual_pipeline_stages = {} needs pipeline_schedule interleaved-1f1b, got {}",
+                                            p.vpp, to_string(p.schedule)));
+  }
+  // Megatron-LM runs the interleaved schedule only when virtual stages exist;
+  // with vpp = 1 "interleaved-1f1b" is plain 1F1B.
+  return p.vpp > 1;
+}
+
+double local_vocab(const ModelSpec& m, const Parallelism& p) {
+  return std::ceil(static_cast<double>(m.vocab_size) / p.tp);
+}
+
+double chunk_activation_bytes(const ModelSpec& m, const Parallelism& p, int stage, int chunk) {
+  const LayerRange r = chunk_layers(m, p, stage, chunk);
+  double bytes = 0;
+  for (int i = r.first; i < r.first + r.count; ++i) bytes += activation_bytes_per_layer(m, p, m.is_moe_layer(i));
+  return bytes;
+}
+
+// Global layer indices held by `stage` (all its chunks).
+std::vector<int> stage_layer_indices(const ModelSpec& m, const Parallelism& p, int stage) {
+  std::vector<int> out;
+  for (int c = 0; c < p.vpp; ++c) {
+    const LayerRange r = chunk_layers(m, p, stage, c);
+    for (int i = r.first; i < r.first + r.count; ++i) out.push_back(i);
+  }
+  return out;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------ model states ---
+
+ModelStates state_bytes_per_param(Precision precision) {
+  // ZeRO (Rajbhandari et al. SC'20) §3.1: mixed-precision Adam keeps fp16/bf16
+  // weights and gradients (2 + 2 bytes) and K = 12 bytes of fp32 master weights,
+  // momentum and variance. fp32 training: 4-byte weights and gradients, Adam's m
+  // and v (8 bytes), no separate master copy. fp8 (Transformer Engine): weights
+  // stay bf16 and are cast to fp8 per GEMM (the fp8 copies are transient
+  // workspace), so the states are the bf16 ones.
+  if (precision == Precision::fp32) return {4.0, 4.0, 8.0};
+  return {2.0, 2.0, 12.0};
+}
+
+ModelStates zero_model_state_bytes(double psi, int dp, int stage, Precision precision) {
+  if (dp < 1) throw std::invalid_argument(fmt::format("data-parallel size must be >= 1, got {}", dp));
+  if (stage < 0 || stage > 3) throw std::invalid_argument(fmt::format("zero_stage must be 0..3, got {}", stage));
+  if (psi < 0) throw std::invalid_argument(fmt::format("parameter count must be >= 0, got {}", psi));
+  const ModelStates per = state_bytes_per_param(precision);
+  const double n = dp;
+  // ZeRO §5: P_os shards the optimizer state, P_os+g also the gradients,
+  // P_os+g+p also the parameters, each 1/N_d per GPU.
+  ModelStates s;
+  s.optimizer = psi * per.optimizer / (stage >= 1 ? n : 1.0);
+  s.grads = psi * per.grads / (stage >= 2 ? n : 1.0);
+  s.params = psi * per.params / (stage >= 3 ? n : 1.0);
+  return s;
+}
+
+std::vector<int> layers_per_stage(const ModelSpec& m, const Parallelism& p) {
+  if (p.pp < 1) throw std::invalid_argument(fmt::format("pipeline_parallel must be >= 1, got {}", p.pp));
+  if (!p.pipeline_layers.empty()) {
+    if (static_cast<int>(p.pipeline_layers.size()) != p.pp) {
+      throw std::invalid_argument(fmt::format("pipeline_layers has {} entries, pipeline_parallel is {}",
+                                              p.pipeline_layers.size(), p.pp));
+    }
+    const int sum = std::accumulate(p.pipeline_layers.begin(), p.pipeline_layers.end(), 0);
+    for (int n : p.pipeline_layers) {
+      if (n < 1) throw std::invalid_argument(fmt::format("pipeline_layers entry {} must be >= 1", n));
+    }
+    if (sum != m.num_layers) {
+      throw std::invalid_argument(fmt::format("pipeline_layers sum to {}, model '{}' has {} layers", sum, m.name,
+                                              m.num_layers));
+    }
+    return p.pipeline_layers;
+  }
+  if (m.num_layers % p.pp != 0) {
+    throw std::invalid_argument(fmt::format("num_layers {} of model '{}' is not divisible by pipeline_parallel {}; "
+                                            "give pipeline_layers",
+                                            m.num_layers, m.name, p.pp));
+  }
+  return std::vector<int>(static_cast<std::size_t>(p.pp), m.num_layers / p.pp);
+}
+
+LayerRange chunk_layers(const ModelSpec& m, const Parallelism& p, int stage, int chunk) {
+  check_stage(p, stage);
+  if (chunk < 0 || chunk >= p.vpp) {
+    throw std::invalid_argument(fmt::format("model chunk {} out of range [0, {})", chunk, p.vpp));
+  }
+  const std::vector<int> per_stage = layers_per_stage(m, p);
+  for (int r = 0; r < p.pp; ++r) {
+    if (per_stage[r] % p.vpp != 0) {
+      throw std::invalid_argument(fmt::format("stage {} has {} layers, not divisible by virtual_pipeline_stages {}", r,
+                                              per_stage[r], p.vpp));
+    }
+  }
+  // Virtual stages in model order: (chunk 0: stages 0..pp−1), (chunk 1: ...), ...
+  LayerRange out;
+  for (int c = 0; c <= chunk; ++c) {
+    for (int r = 0; r < p.pp; ++r) {
+      const int n = per_stage[r] / p.vpp;
+      if (c == chunk && r == stage) {
+        out.count = n;
+        return out;
+      }
+      out.first += n;
+    }
+  }
+  return out;  // unreachable: the loop returns at (chunk, stage)
+}
+
+int forward_chunk(const Parallelism& p, int k) {
+  if (k < 0) throw std::invalid_argument(fmt::format("forward index must be >= 0, got {}", k));
+  if (!interleaved(p)) return 0;
+  // Megatron-LM pipeline_parallel/schedules.py, get_model_chunk_id (forward):
+  // groups of pp micro-batches run chunk 0, then chunk 1, ...
+  return (k / p.pp) % p.vpp;
+}
+
+LocalParams stage_params(const ModelSpec& m, const Parallelism& p, int stage) {
+  check_stage(p, stage);
+  LocalParams out;
+  for (int i : stage_layer_indices(m, p, stage)) {
+    const LocalParams l = layer_params_per_gpu(m, p.tp, p.ep, m.is_moe_layer(i));
+    out.dense += l.dense;
+    out.expert += l.expert;
+  }
+  const auto word = static_cast<std::int64_t>(local_vocab(m, p)) * m.hidden_size;  // vocab-parallel
+  if (stage == 0) {
+    out.dense += word;
+    // Learned positions are replicated on every TP rank (Megatron Embedding).
+    if (m.learned_position_embeddings) out.dense += m.seq_length * m.hidden_size;
+  }
+  if (stage == p.pp - 1) {
+    out.dense += m.norm == Norm::layernorm ? 2 * m.hidden_size : m.hidden_size;  // final norm
+    // Untied: the output layer. Tied with pp > 1: Megatron-LM keeps a copy of the
+    // word embedding on the last stage and all-reduces its gradient with stage 0.
+    if (m.untie_embeddings || p.pp > 1) out.dense += word;
+  }
+  return out;
+}
+
+ModelStates model_states(const ModelSpec& m, const Parallelism& p, int stage) {
+  check_sharding(m, p);
+  if (p.offload_params && p.zero_stage != 3) {
+    throw std::invalid_argument(
+        fmt::format("offload_params needs zero_stage 3 (ZeRO-Infinity), got zero_stage {}", p.zero_stage));
+  }
+  const LocalParams lp = stage_params(m, p, stage);
+  // Megatron-core shards the distributed optimizer over the data-parallel group
+  // including context parallelism (dp·cp ranks hold the same weights); expert
+  // weights over the expert-data-parallel group dp·cp/ep.
+  const int n_dense = p.dp * p.cp;
+  const int n_expert = n_dense / p.ep;
+  const ModelStates d = zero_model_state_bytes(static_cast<double>(lp.dense), n_dense, p.zero_stage, p.precision);
+  const ModelStates e = zero_model_state_bytes(static_cast<double>(lp.expert), n_expert, p.zero_stage, p.precision);
+  ModelStates s{d.params + e.params, d.grads + e.grads, d.optimizer + e.optimizer};
+  // ZeRO-Offload (Ren et al. 2021): the optimizer state and step live in CPU
+  // memory. ZeRO-Infinity parameter offload: the parameter shards live in CPU
+  // memory; only the gathered layers (buffer_bytes) occupy the GPU.
+  if (p.offload_optimizer) s.optimizer = 0;
+  if (p.offload_params) s.params = 0;
+  return s;
+}
+
+// ----------------------------------------------------------- activations ---
+
+// Korthikanti et al. 2022 (arXiv 2205.05198) §4.1 decomposes the 34·s·b·h bytes
+// of a GPT layer (2-byte activations, 1-byte dropout masks) as:
+//   attention: LN1 input 2sbh, QKV input 2sbh, Q and K 4sbh, V 2sbh,
+//              softmax 2as²b, dropout mask as²b, dropout output 2as²b,
+//              projection input 2sbh, dropout mask sbh   = 11sbh + 5as²b
+//   MLP:       LN2 input 2sbh, up input 2sbh, up output 8sbh, GeLU output 8sbh,
+//              dropout mask sbh                          = 19sbh (+ 2 LN = 4sbh counted above)
+// With tensor parallelism the Q, K, V, projection input, up output and GeLU
+// output (24sbh) and the scores are split by t; the rest (10sbh) is replicated
+// (Table 2: sbh(10 + 24/t + 5as/(ht))); sequence parallelism splits the 10sbh
+// too (sbh/t·(34 + 5as/h)). Selective recompute drops the 5as²b score terms;
+// full recompute keeps only the layer input, 2sbh (/t with SP).
+// Generalisations here, element size e (2 bytes; 4 for fp32), masks 1 byte:
+//   GQA: Q, K, V = e·sb·(a·d + 2·g·d)/t; projection input e·sb·a·d/t.
+//   MLP: GeLU keeps up output + activation output = 2·e·sb·ffn/t;
+//        SwiGLU keeps gate+up output (2·ffn) + activation output = 3·e·sb·ffn/t.
+//   MoE: router probabilities in fp32 (4·sb·E, replicated part), and per routed
+//        token copy (T·top_k·load on this GPU): its dispatched input e·h, the
+//        expert MLP tensors as above with the expert ffn, and the expert output
+//        e·h kept by unpermute for the gradient of the routing weights; shared
+//        experts as a dense MLP of shared·ffn.
+//   Flash attention stores no s×s tensor: the 5as²b term disappears (its fp32
+//   log-sum-exp, 4·a·s·b/t bytes, is < 0.1 % of the layer and left out, so flash
+//   equals the selective row, as Korthikanti note for FlashAttention).
+//   Context parallelism: s → s/cp for every term; naive scores s/cp × s.
+// Dropout masks are counted for every model (Megatron's hidden_dropout default 0.1).
+double activation_bytes_per_layer(const ModelSpec& m, const Parallelism& p, bool moe_layer) {
+  check_sharding(m, p);
+  const double e = activation_element_bytes(p.precision);
+  const double t = p.tp;
+  const double s_local = static_cast<double>(m.seq_length) / p.cp;
+  const double tokens = p.micro_batch_size * s_local;  // s·b on this GPU
+  const double h = static_cast<double>(m.hidden_size);
+  const double sbh = tokens * h;
+  const double rep = p.sequence_parallel ? 1.0 / t : 1.0;  // factor on the replicated part
+  if (p.recompute == Recompute::full) return e * sbh * rep;
+
+  const double d = static_cast<double>(m.head_dim());
+  const double a = m.num_attention_heads;
+  const double g = m.num_query_groups;
+  // Replicated part: LN1 in, QKV in, LN2 in, MLP in (4e) + two dropout masks (2).
+  double bytes = sbh * rep * (4.0 * e + 2.0);
+  bytes += e * tokens * (a * d + 2.0 * g * d) / t;  // Q, K, V
+  bytes += e * tokens * a * d / t;                  // projection input
+  if (p.attention == AttentionImpl::naive && p.recompute == Recompute::none) {
+    // softmax (e) + dropout mask (1) + dropout output (e) per score.
+    bytes += p.micro_batch_size * (a / t) * s_local * static_cast<double>(m.seq_length) * (2.0 * e + 1.0);
+  }
+  const double mlp_per_ffn = m.mlp == Mlp::swiglu ? 3.0 * e : 2.0 * e;
+  if (!moe_layer) {
+    bytes += tokens * mlp_per_ffn * static_cast<double>(m.ffn_hidden_size) / t;
+    return bytes;
+  }
+  const MoeSpec& moe = *m.moe;
+  const double ffn_e = static_cast<double>(moe.ffn_hidden_size) / t;
+  bytes += 4.0 * tokens * rep * moe.num_experts;  // router probabilities (fp32)
+  const double routed = moe_tokens_per_expert(m, p) * (moe.num_experts / p.ep);
+  bytes += routed * (2.0 * e * h + mlp_per_ffn * ffn_e);  // dispatched input, expert output, MLP
+  if (moe.shared_experts > 0) bytes += tokens * mlp_per_ffn * moe.shared_experts * ffn_e;
+  return bytes;
+}
+
+double embedding_activation_bytes(const ModelSpec& m, const Parallelism& p) {
+  check_sharding(m, p);
+  // The embedding output goes through dropout: its 1-byte mask is saved (the
+  // output itself is the first layer's input, counted there).
+  const double tokens = p.micro_batch_size * static_cast<double>(m.seq_length) / p.cp;
+  const double rep = p.sequence_parallel ? 1.0 / p.tp : 1.0;
+  return tokens * static_cast<double>(m.hidden_size) * rep;
+}
+
+double head_activation_bytes(const ModelSpec& m, const Parallelism& p) {
+  check_sharding(m, p);
+  const double e = activation_element_bytes(p.precision);
+  const double tokens = p.micro_batch_size * static_cast<double>(m.seq_length) / p.cp;
+  const double rep = p.sequence_parallel ? 1.0 / p.tp : 1.0;
+  const double sbh = tokens * static_cast<double>(m.hidden_size);
+  const double vocab = local_vocab(m, p);
+  // Final-norm input and logits-GEMM input (SP keeps the sharded copy and
+  // re-gathers in backward, Korthikanti §4.2.2); Megatron's
+  // vocab_parallel_cross_entropy saves the fp32 softmax (s·b·V/t·4) and its
+  // backward turns it into the logits gradient (s·b·V/t·e), both live at once.
+  return 2.0 * e * sbh * rep + tokens * vocab * (4.0 + e);
+}
+
+// ---------------------------------------------------------------- pipeline ---
+
+int in_flight_microbatch_chunks(const Parallelism& p, int stage) {
+  check_stage(p, stage);
+  if (p.num_microbatches < 1) {
+    throw std::invalid_argument(fmt::format("num_microbatches must be >= 1, got {}", p.num_microbatches));
+  }
+  const int m = p.num_microbatches;
+  if (p.schedule == Schedule::gpipe) {
+    if (p.vpp > 1) throw std::invalid_argument(fmt::format("gpipe has no virtual stages, got {}", p.vpp));
+    return m;  // GPipe (Huang et al. 2019): all forwards before any backward
+  }
+  if (!interleaved(p)) {
+    // 1F1B (PipeDream-Flush; Megatron forward_backward_pipelining_without_
+    // interleaving): min(pp − rank − 1, m) warm-up forwards + 1 in steady state.
+    return std::min(m, p.pp - stage);
+  }
+  // Megatron-LM forward_backward_pipelining_with_interleaving: warm-up forwards
+  // (pp − rank − 1)·2 + (vpp − 1)·pp, all of them when m == pp, capped at m·vpp;
+  // one more forward runs before the first backward frees anything.
+  const int total = m * p.vpp;
+  if (m == p.pp) return total;
+  const int warmup = (p.pp - stage - 1) * 2 + (p.vpp - 1) * p.pp;
+  return std::min(total, warmup + 1);
+}
+
+// ------------------------------------------------------------------ buffers ---
+
+double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage) {
+  check_sharding(m, p);
+  check_stage(p, stage);
+  const double e = activation_element_bytes(p.precision);
+  const double tokens = p.micro_batch_size * static_cast<double>(m.seq_length) / p.cp;
+  const double h = static_cast<double>(m.hidden_size);
+  const double rep = p.sequence_parallel ? 1.0 / p.tp : 1.0;
+  const LocalParams lp = stage_params(m, p, stage);
+  double bytes = 0;
+
+  // Gradient reduction bucket: Megatron-core DistributedDataParallel sets
+  // bucket_size = max(40,000,000, 1,000,000 · dp_size) elements; one bucket is
+  // staged in the fp32 gradient-accumulation dtype while its reduce-scatter runs
+  // (distributed optimizer, ZeRO >= 1). Never more than the stage's gradients.
+  const int dp = p.dp * p.cp;
+  if (p.zero_stage >= 1 && dp > 1) {
+    const double bucket = std::max(40'000'000.0, 1'000'000.0 * dp);
+    bytes += 4.0 * std::min(bucket, static_cast<double>(lp.total()));
+  }
+  // Pipeline p2p: one received activation (forward) and one received gradient
+  // (backward) of shape s/cp × b × h (/tp with SP: Megatron's scatter-gather).
+  if (p.pp > 1) bytes += 2.0 * e * tokens * h * rep;
+  // Sequence parallel: the all-gathered layer input lives in Megatron's
+  // GlobalMemoryBuffer (core/utils.py), one s/cp × b × h tensor.
+  if (p.sequence_parallel && p.tp > 1) bytes += e * tokens * h;
+
+  const std::vector<int> layers = stage_layer_indices(m, p, stage);
+  // ZeRO-3: the current layer's gathered parameters plus the prefetched next
+  // layer (DeepSpeed stage3_prefetch_bucket_size / FSDP's one-ahead prefetch).
+  if (p.zero_stage == 3 || p.offload_params) {
+    std::int64_t largest = 0;
+    for (int i : layers) largest = std::max(largest, layer_params_per_gpu(m, p.tp, p.ep, m.is_moe_layer(i)).total());
+    bytes += 2.0 * state_bytes_per_param(p.precision).params * static_cast<double>(largest);
+  }
+  // Largest transient gradient a layer's backward materialises: the MLP
+  // up-projection output gradient, the naive-attention score gradient, or the
+  // fp32 dQ accumulator of FlashAttention-2's backward.
+  double transient = 0;
+  const double heads = static_cast<double>(m.num_attention_heads / p.tp);
+  if (p.attention == AttentionImpl::naive) {
+    transient = e * p.micro_batch_size * heads * tokens / p.micro_batch_size * static_cast<double>(m.seq_length);
+  } else {
+    transient = 4.0 * tokens * heads * static_cast<double>(m.head_dim());
+  }
+  const double up = m.mlp == Mlp::swiglu ? 2.0 : 1.0;
+  for (int i : layers) {
+    if (m.is_moe_layer(i)) {
+      const double routed = moe_tokens_per_expert(m, p) * (m.moe->num_experts / p.ep);
+      transient = std::max(transient, e * routed * up * static_cast<double>(m.moe->ffn_hidden_size) / p.tp);
+    } else {
+      transient = std::max(transient, e * tokens * up * static_cast<double>(m.ffn_hidden_size) / p.tp);
+    }
+  }
+  return bytes + transient;
+}
+
+// ---------------------------------------------------------------- summary ---
+
+// Consistent with what the simulator allocates: static model states from the
+// start; on each forward of a (micro-batch, chunk) the chunk's layers'
+// activations (+ the embedding activation for chunk 0 of stage 0, + the head
+// activation for the last chunk of the last stage), freed at its backward; the
+// buffers held throughout. A stage's peak is reached with the most forwards in
+// flight, in_flight_microbatch_chunks, which are the first ones of the schedule
+// (their chunks given by forward_chunk).
+std::vector<StageMemory> analytical_memory(const ModelSpec& m, const Parallelism& p) {
+  check_sharding(m, p);
+  std::vector<StageMemory> out;
+  const double emb = embedding_activation_bytes(m, p);
+  const double head = head_activation_bytes(m, p);
+  for (int stage = 0; stage < p.pp; ++stage) {
+    StageMemory sm;
+    sm.stage = stage;
+    const ModelStates ms = model_states(m, p, stage);
+    sm.params = ms.params;
+    sm.grads = ms.grads;
+    sm.optimizer = ms.optimizer;
+    std::vector<double> chunk_bytes(static_cast<std::size_t>(p.vpp));
+    for (int c = 0; c < p.vpp; ++c) chunk_bytes[c] = chunk_activation_bytes(m, p, stage, c);
+    const int in_flight = in_flight_microbatch_chunks(p, stage);
+    for (int k = 0; k < in_flight; ++k) {
+      const int c = forward_chunk(p, k);
+      sm.activations += chunk_bytes[c];
+      if (stage == 0 && c == 0) sm.activations += emb;
+      if (stage == p.pp - 1 && c == p.vpp - 1) sm.activations += head;
+    }
+    sm.buffers = buffer_bytes(m, p, stage);
+    sm.peak = sm.params + sm.grads + sm.optimizer + sm.activations + sm.buffers;
+    out.push_back(sm);
+  }
+  return out;
+}
+
+}  // namespace ptsim::models

@@ -1,0 +1,262 @@
+#include "models/model_spec.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+
+namespace ptsim::embedded {
+extern const char presets_yaml[];  // models/presets.yaml, embedded by CMake
+}
+
+namespace ptsim::models {
+
+bool ModelSpec::is_moe_layer(int layer_index) const {
+  if (layer_index < 0 || layer_index >= num_layers) {
+    throw std::invalid_argument(
+        fmt::format("layer index {} out of range [0, {}) for model '{}'", layer_index, num_layers, name));
+  }
+  if (!moe || moe->num_experts <= 0) return false;
+  // Megatron-core moe_layer_freq = N: layer i is MoE when i % N == 0
+  // (megatron/core/transformer/moe: moe_layer_pattern).
+  return layer_index % moe->layer_freq == 0;
+}
+
+namespace {
+
+// ---------------------------------------------------------------- presets ---
+
+constexpr const char* kPresetsFile = "models/presets.yaml";
+
+[[noreturn]] void preset_error(const std::string& model, const std::string& key, const std::string& what) {
+  throw std::invalid_argument(fmt::format("{}: model '{}', key '{}': {}", kPresetsFile, model, key, what));
+}
+
+template <typename T>
+T required(const YAML::Node& node, const std::string& model, const std::string& key) {
+  const YAML::Node v = node[key];
+  if (!v) preset_error(model, key, "missing");
+  try {
+    return v.as<T>();
+  } catch (const YAML::Exception& e) {
+    preset_error(model, key, fmt::format("bad value '{}'", v.Scalar()));
+  }
+}
+
+Mlp parse_mlp(const std::string& s, const std::string& model) {
+  if (s == "gelu") return Mlp::gelu;
+  if (s == "swiglu") return Mlp::swiglu;
+  preset_error(model, "mlp", fmt::format("'{}' is not gelu | swiglu", s));
+}
+
+Norm parse_norm(const std::string& s, const std::string& model) {
+  if (s == "layernorm") return Norm::layernorm;
+  if (s == "rmsnorm") return Norm::rmsnorm;
+  preset_error(model, "norm", fmt::format("'{}' is not layernorm | rmsnorm", s));
+}
+
+void reject_unknown_keys(const YAML::Node& node, const std::set<std::string>& known, const std::string& model) {
+  for (const auto& kv : node) {
+    const auto key = kv.first.as<std::string>();
+    if (!known.contains(key)) preset_error(model, key, "unknown key");
+  }
+}
+
+ModelSpec parse_preset(const YAML::Node& node) {
+  ModelSpec m;
+  if (!node["name"]) preset_error("?", "name", "missing");
+  m.name = node["name"].as<std::string>();
+  reject_unknown_keys(node,
+                      {"name", "source", "num_layers", "hidden_size", "num_attention_heads", "num_query_groups",
+                       "ffn_hidden_size", "vocab_size", "seq_length", "mlp", "norm", "untie_embeddings",
+                       "add_bias_linear", "learned_position_embeddings", "moe"},
+                      m.name);
+  m.source = required<std::string>(node, m.name, "source");
+  m.num_layers = required<int>(node, m.name, "num_layers");
+  m.hidden_size = required<std::int64_t>(node, m.name, "hidden_size");
+  m.num_attention_heads = required<int>(node, m.name, "num_attention_heads");
+  m.num_query_groups =
+      node["num_query_groups"] ? required<int>(node, m.name, "num_query_groups") : m.num_attention_heads;
+  m.ffn_hidden_size = required<std::int64_t>(node, m.name, "ffn_hidden_size");
+  m.vocab_size = required<std::int64_t>(node, m.name, "vocab_size");
+  m.seq_length = required<std::int64_t>(node, m.name, "seq_length");
+  m.mlp = parse_mlp(required<std::string>(node, m.name, "mlp"), m.name);
+  m.norm = parse_norm(required<std::string>(node, m.name, "norm"), m.name);
+  m.untie_embeddings = required<bool>(node, m.name, "untie_embeddings");
+  m.add_bias_linear = required<bool>(node, m.name, "add_bias_linear");
+  m.learned_position_embeddings = required<bool>(node, m.name, "learned_position_embeddings");
+  if (const YAML::Node moe = node["moe"]) {
+    reject_unknown_keys(moe, {"num_experts", "top_k", "ffn_hidden_size", "layer_freq", "shared_experts"}, m.name);
+    MoeSpec s;
+    s.num_experts = required<int>(moe, m.name, "num_experts");
+    s.top_k = required<int>(moe, m.name, "top_k");
+    s.ffn_hidden_size = required<std::int64_t>(moe, m.name, "ffn_hidden_size");
+    s.layer_freq = moe["layer_freq"] ? required<int>(moe, m.name, "layer_freq") : 1;
+    s.shared_experts = moe["shared_experts"] ? required<int>(moe, m.name, "shared_experts") : 0;
+    m.moe = s;
+  }
+  return m;
+}
+
+std::vector<ModelSpec> parse_presets() {
+  const YAML::Node root = YAML::Load(ptsim::embedded::presets_yaml);
+  const YAML::Node list = root["models"];
+  if (!list || !list.IsSequence()) preset_error("-", "models", "missing or not a list");
+  std::vector<ModelSpec> out;
+  std::set<std::string> names;
+  for (const auto& node : list) {
+    out.push_back(parse_preset(node));
+    if (!names.insert(out.back().name).second) preset_error(out.back().name, "name", "duplicate preset name");
+  }
+  return out;
+}
+
+// ------------------------------------------------------- HuggingFace import ---
+
+using Json = nlohmann::json;
+
+[[noreturn]] void hf_error(const std::string& path, const std::string& key, const std::string& what) {
+  throw std::invalid_argument(fmt::format("{}: key '{}': {}", path, key, what));
+}
+
+// The first of `keys` present in the config (GPT-2 spells them n_embd, ...).
+const Json* find_key(const Json& j, std::initializer_list<const char*> keys, std::string* found) {
+  for (const char* k : keys) {
+    auto it = j.find(k);
+    if (it != j.end() && !it->is_null()) {
+      *found = k;
+      return &*it;
+    }
+  }
+  return nullptr;
+}
+
+std::int64_t hf_int(const Json& j, const std::string& path, std::initializer_list<const char*> keys) {
+  std::string key;
+  const Json* v = find_key(j, keys, &key);
+  if (v == nullptr) hf_error(path, *keys.begin(), "missing");
+  if (!v->is_number_integer()) hf_error(path, key, fmt::format("expected an integer, got {}", v->dump()));
+  const auto x = v->get<std::int64_t>();
+  if (x <= 0) hf_error(path, key, fmt::format("must be positive, got {}", x));
+  return x;
+}
+
+std::optional<std::int64_t> hf_opt_int(const Json& j, const std::string& path,
+                                       std::initializer_list<const char*> keys) {
+  std::string key;
+  if (find_key(j, keys, &key) == nullptr) return std::nullopt;
+  return hf_int(j, path, keys);
+}
+
+bool hf_bool(const Json& j, const std::string& path, const char* key, bool fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) hf_error(path, key, fmt::format("expected true/false, got {}", it->dump()));
+  return it->get<bool>();
+}
+
+std::string hf_string(const Json& j, const std::string& path, const char* key, const std::string& fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_string()) hf_error(path, key, fmt::format("expected a string, got {}", it->dump()));
+  return it->get<std::string>();
+}
+
+}  // namespace
+
+const std::vector<ModelSpec>& presets() {
+  // Parsed once on first use; immutable afterwards (thread-safe static init).
+  static const std::vector<ModelSpec> parsed = parse_presets();
+  return parsed;
+}
+
+std::optional<ModelSpec> find_preset(const std::string& name) {
+  for (const auto& m : presets()) {
+    if (m.name == name) return m;
+  }
+  return std::nullopt;
+}
+
+ModelSpec from_hf_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument(fmt::format("{}: cannot open HuggingFace config", path));
+  Json j;
+  try {
+    j = Json::parse(in);
+  } catch (const Json::parse_error& e) {
+    throw std::invalid_argument(fmt::format("{}: not valid JSON: {}", path, e.what()));
+  }
+  if (!j.is_object()) throw std::invalid_argument(fmt::format("{}: expected a JSON object", path));
+
+  const std::string model_type = hf_string(j, path, "model_type", "");
+  // GPT-2 (transformers GPT2Config) and GPT-NeoX keep GPT-3's LayerNorm + biases;
+  // Llama / Mistral / Mixtral / Qwen2 use RMSNorm, no biases, RoPE, SwiGLU.
+  const bool gpt2 = model_type == "gpt2";
+  const bool neox = model_type == "gpt_neox";
+
+  ModelSpec m;
+  m.name = path;
+  m.source = fmt::format("HuggingFace config {} (model_type '{}')", path, model_type);
+  m.hidden_size = hf_int(j, path, {"hidden_size", "n_embd"});
+  m.num_layers = static_cast<int>(hf_int(j, path, {"num_hidden_layers", "n_layer"}));
+  m.num_attention_heads = static_cast<int>(hf_int(j, path, {"num_attention_heads", "n_head"}));
+  m.num_query_groups =
+      static_cast<int>(hf_opt_int(j, path, {"num_key_value_heads"}).value_or(m.num_attention_heads));
+  // GPT-2: n_inner = null means 4·n_embd (transformers GPT2MLP).
+  m.ffn_hidden_size = hf_opt_int(j, path, {"intermediate_size", "n_inner"}).value_or(4 * m.hidden_size);
+  m.vocab_size = hf_int(j, path, {"vocab_size"});
+  m.seq_length = hf_int(j, path, {"max_position_embeddings", "n_positions"});
+  if (m.hidden_size % m.num_attention_heads != 0) {
+    hf_error(path, "num_attention_heads",
+             fmt::format("{} does not divide hidden_size {}", m.num_attention_heads, m.hidden_size));
+  }
+  if (m.num_attention_heads % m.num_query_groups != 0) {
+    hf_error(path, "num_key_value_heads",
+             fmt::format("{} does not divide num_attention_heads {}", m.num_query_groups, m.num_attention_heads));
+  }
+  if (auto hd = hf_opt_int(j, path, {"head_dim"}); hd && *hd != m.head_dim()) {
+    hf_error(path, "head_dim",
+             fmt::format("{} differs from hidden_size/num_attention_heads = {}; not supported", *hd, m.head_dim()));
+  }
+
+  const std::string act =
+      hf_string(j, path, gpt2 ? "activation_function" : "hidden_act", gpt2 ? "gelu_new" : "silu");
+  if (act == "silu" || act == "swish") {
+    m.mlp = Mlp::swiglu;  // Llama-style gated MLP: down(silu(gate(x)) * up(x))
+  } else if (act.starts_with("gelu")) {
+    m.mlp = Mlp::gelu;
+  } else {
+    hf_error(path, gpt2 ? "activation_function" : "hidden_act", fmt::format("'{}' is not silu or gelu*", act));
+  }
+
+  if (gpt2 || neox) {
+    m.norm = Norm::layernorm;
+    m.add_bias_linear = true;
+    m.learned_position_embeddings = gpt2;  // NeoX uses rotary embeddings
+  } else {
+    m.norm = j.contains("layer_norm_eps") && !j.contains("rms_norm_eps") ? Norm::layernorm : Norm::rmsnorm;
+    m.add_bias_linear = hf_bool(j, path, "attention_bias", false) || hf_bool(j, path, "mlp_bias", false);
+    m.learned_position_embeddings = false;
+  }
+  // transformers' PretrainedConfig defaults tie_word_embeddings to true; Llama,
+  // Mistral, Mixtral and GPT-NeoX configs override that default with false.
+  m.untie_embeddings = !hf_bool(j, path, "tie_word_embeddings", gpt2);
+
+  if (auto experts = hf_opt_int(j, path, {"num_local_experts", "num_experts"})) {
+    MoeSpec s;
+    s.num_experts = static_cast<int>(*experts);
+    s.top_k = static_cast<int>(hf_int(j, path, {"num_experts_per_tok"}));
+    s.ffn_hidden_size = hf_opt_int(j, path, {"moe_intermediate_size"}).value_or(m.ffn_hidden_size);
+    s.layer_freq = static_cast<int>(hf_opt_int(j, path, {"decoder_sparse_step"}).value_or(1));
+    if (s.top_k > s.num_experts) {
+      hf_error(path, "num_experts_per_tok", fmt::format("{} exceeds the {} experts", s.top_k, s.num_experts));
+    }
+    m.moe = s;
+  }
+  return m;
+}
+
+}  // namespace ptsim::models

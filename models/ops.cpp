@@ -1,0 +1,325 @@
+#include "models/ops.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <stdexcept>
+
+// Per-GPU, per-micro-batch operations of one transformer layer after sharding.
+//
+// Conventions (documented here once, used by every op below):
+// * Tokens: a GPU sees T = b·s/cp tokens of its micro-batch (context parallel
+//   splits the sequence). GEMMs in the tensor-parallel region always see all T
+//   tokens (sequence parallel all-gathers them first, Korthikanti et al. 2022
+//   §4.2.2); norms, dropout and residual adds see T/tp tokens with sequence
+//   parallelism and all T (replicated work) without it.
+// * FLOPs: GEMM forward 2·m·n·k; backward 2× forward (dgrad + wgrad). Attention
+//   forward 4·b·(a/tp)·(s/cp)·s·d: Q·Kᵀ and P·V, causal counted in FULL (the
+//   model-FLOPs convention of CONTRACT §3) with `attn.causal = true` so a cost
+//   model may halve the work a causal kernel really does. Context parallelism:
+//   ring attention with load-balanced causal chunks (Megatron-core CP) gives each
+//   rank s/cp queries against all s keys, i.e. total/cp FLOPs per GPU.
+//   Flash backward = 2.5× forward: five matmuls (recomputed S = Q·Kᵀ, dV, dP,
+//   dQ, dK) against two in forward (Dao, FlashAttention-2, arXiv 2307.08691 §3.1
+//   and its FLOPs count "2.5× forward" for backward). Naive backward = 2× (four
+//   matmuls: dV, dP, dQ, dK; the probabilities are stored, not recomputed).
+// * Element-wise / norm FLOPs are small per-element counts (they never enter
+//   model FLOPs); their time is memory-bound, so their bytes are what matters.
+// * Bytes: HBM traffic. GEMM forward reads A (m×k) and B (k×n) in the compute
+//   precision and writes C (m×n) in the activation precision; backward dgrad
+//   reads dC and B and writes dA, wgrad reads A and dC and accumulates dB into
+//   the fp32 main gradient (read + write 8 bytes per weight: Megatron-LM's
+//   gradient_accumulation_fusion).
+namespace ptsim::models {
+
+namespace {
+
+struct Dims {
+  double b = 0;        // micro-batch size
+  double s_local = 0;  // s / cp
+  double s_full = 0;   // s (keys seen by ring attention)
+  double h = 0;
+  double d = 0;        // head dim
+  double heads = 0;    // local query heads a/tp
+  double groups = 0;   // local kv groups g/tp
+  double tokens = 0;   // T = b·s/cp
+  double sp_tokens = 0;  // tokens of replicated-region work: T/tp with SP, T otherwise
+  double ab = 0;       // activation element bytes
+  double cb = 0;       // GEMM operand element bytes
+  int tp = 1;
+};
+
+Dims dims(const ModelSpec& m, const Parallelism& p) {
+  check_sharding(m, p);
+  Dims x;
+  x.tp = p.tp;
+  x.b = p.micro_batch_size;
+  x.s_full = static_cast<double>(m.seq_length);
+  x.s_local = x.s_full / p.cp;
+  x.h = static_cast<double>(m.hidden_size);
+  x.d = static_cast<double>(m.head_dim());
+  x.heads = static_cast<double>(m.num_attention_heads / p.tp);
+  x.groups = static_cast<double>(m.num_query_groups / p.tp);
+  x.tokens = x.b * x.s_local;
+  x.sp_tokens = p.sequence_parallel ? x.tokens / p.tp : x.tokens;
+  x.ab = activation_element_bytes(p.precision);
+  x.cb = compute_bytes(p.precision);
+  return x;
+}
+
+Op gemm(std::string name, double m, double n, double k, int count, const Dims& x, OpClass cls = OpClass::gemm) {
+  Op op;
+  op.name = std::move(name);
+  op.cls = cls;
+  op.gemm = GemmShape{static_cast<std::int64_t>(m), static_cast<std::int64_t>(n), static_cast<std::int64_t>(k), count};
+  const double c = count;
+  op.fwd_flops = 2.0 * m * n * k * c;
+  op.bwd_flops = 2.0 * op.fwd_flops;
+  op.fwd_bytes = c * ((m * k + k * n) * x.cb + m * n * x.ab);
+  const double dgrad = (m * n + k * n) * x.cb + m * k * x.ab;
+  const double wgrad = (m * k + m * n) * x.cb + k * n * 8.0;
+  op.bwd_bytes = c * (dgrad + wgrad);
+  return op;
+}
+
+// `elems` elements; per element: forward/backward FLOPs and bytes.
+Op pointwise(std::string name, OpClass cls, double elems, double fwd_flops, double fwd_bytes, double bwd_flops,
+             double bwd_bytes) {
+  Op op;
+  op.name = std::move(name);
+  op.cls = cls;
+  op.fwd_flops = elems * fwd_flops;
+  op.fwd_bytes = elems * fwd_bytes;
+  op.bwd_flops = elems * bwd_flops;
+  op.bwd_bytes = elems * bwd_bytes;
+  return op;
+}
+
+Op norm(std::string name, const ModelSpec& m, const Dims& x) {
+  // LayerNorm ≈ 8 FLOPs per element (mean, centre, square, variance, normalise,
+  // scale, shift), RMSNorm ≈ 4 (square, sum, normalise, scale); backward ≈ 2×.
+  // Forward reads x and writes y; backward reads x and dy and writes dx.
+  const double f = m.norm == Norm::layernorm ? 8.0 : 4.0;
+  return pointwise(std::move(name), OpClass::norm, x.sp_tokens * x.h, f, 2.0 * x.ab, 2.0 * f, 3.0 * x.ab);
+}
+
+Op bias_dropout_add(std::string name, const Dims& x) {
+  // Fused bias + dropout + residual add (Megatron bias_dropout_add_fused):
+  // forward reads input and residual, writes output and a 1-byte dropout mask;
+  // backward reads dy and the mask and writes the branch gradient.
+  return pointwise(std::move(name), OpClass::elementwise, x.sp_tokens * x.h, 3.0, 3.0 * x.ab + 1.0, 1.0,
+                   2.0 * x.ab + 1.0);
+}
+
+// Activation of an MLP whose up projection produced `rows` × `ffn_local`.
+Op activation(std::string name, const ModelSpec& m, double rows, double ffn_local, const Dims& x) {
+  const double e = rows * ffn_local;
+  if (m.mlp == Mlp::swiglu) {
+    // silu(g)·u: forward reads g and u, writes y; backward reads g, u, dy and
+    // writes dg, du. ≈ 6 FLOPs forward (sigmoid, two products), ≈ 12 backward.
+    return pointwise(std::move(name), OpClass::elementwise, e, 6.0, 3.0 * x.ab, 12.0, 5.0 * x.ab);
+  }
+  // GeLU (tanh approximation ≈ 8 FLOPs), backward ≈ 2×; reads x (and dy), writes.
+  return pointwise(std::move(name), OpClass::elementwise, e, 8.0, 2.0 * x.ab, 16.0, 3.0 * x.ab);
+}
+
+// Up (+ activation) + down of an MLP with `ffn_local` columns per GPU over `rows`
+// tokens, `count` times (local experts).
+void add_mlp(std::vector<Op>& ops, const std::string& prefix, const ModelSpec& m, double rows, double ffn_local,
+             int count, const Dims& x) {
+  const double up_cols = m.mlp == Mlp::swiglu ? 2.0 * ffn_local : ffn_local;  // gate + up for SwiGLU
+  ops.push_back(gemm(prefix + "_up", rows, up_cols, x.h, count, x));
+  ops.push_back(activation(prefix + "_act", m, rows * count, ffn_local, x));
+  ops.push_back(gemm(prefix + "_down", rows, x.h, ffn_local, count, x));
+}
+
+Op attention(const ModelSpec& /*m*/, const Parallelism& p, const Dims& x) {
+  Op op;
+  op.name = "attention";
+  op.cls = OpClass::attention;
+  op.attn = AttentionShape{static_cast<std::int64_t>(x.b * x.heads), static_cast<std::int64_t>(x.s_local),
+                           static_cast<std::int64_t>(x.s_full), static_cast<std::int64_t>(x.d), true};
+  // Selective recompute re-runs the attention core in backward (Korthikanti §5).
+  op.recomputed_selective = true;
+  const double bh = x.b * x.heads;
+  op.fwd_flops = 4.0 * bh * x.s_local * x.s_full * x.d;
+  const double q = x.tokens * x.heads * x.d;              // Q, O, dO, dQ elements
+  const double kv = x.b * x.groups * x.s_full * x.d;     // K (or V) elements over the full sequence
+  const double lse = 4.0 * bh * x.s_local;                // fp32 log-sum-exp per query row
+  // Flash forward: read Q, K, V, write O and the LSE. Backward: read Q, K, V, O,
+  // dO, LSE; write dQ, dK, dV. No s×s tensor touches HBM.
+  op.fwd_bytes = (2.0 * q + 2.0 * kv) * x.ab + lse;
+  op.bwd_bytes = (4.0 * q + 4.0 * kv) * x.ab + lse;
+  if (p.attention == AttentionImpl::flash) {
+    op.bwd_flops = 2.5 * op.fwd_flops;
+  } else {
+    op.bwd_flops = 2.0 * op.fwd_flops;
+    // Naive attention materialises the s×s scores (Korthikanti §4.1 lists the
+    // softmax output, dropout mask and dropout output as saved). Forward per
+    // score element: write Q·Kᵀ, read it for softmax, write softmax, read it for
+    // dropout, write mask (1 B) and dropout output, read that for P·V: 6·ab + 1.
+    // Backward: read dropout output (dV), write dP, read dP + mask + softmax,
+    // write dS, read dS for dQ and dK: 7·ab + 1.
+    const double scores = bh * x.s_local * x.s_full;
+    op.fwd_bytes += scores * (6.0 * x.ab + 1.0);
+    op.bwd_bytes += scores * (7.0 * x.ab + 1.0);
+  }
+  return op;
+}
+
+}  // namespace
+
+void check_sharding(const ModelSpec& m, const Parallelism& p) {
+  auto positive = [](int v, const char* what) {
+    if (v < 1) throw std::invalid_argument(fmt::format("{} must be >= 1, got {}", what, v));
+  };
+  positive(p.tp, "tensor_parallel");
+  positive(p.pp, "pipeline_parallel");
+  positive(p.dp, "data_parallel");
+  positive(p.cp, "context_parallel");
+  positive(p.ep, "expert_parallel");
+  positive(p.vpp, "virtual_pipeline_stages");
+  positive(p.micro_batch_size, "micro_batch_size");
+  positive(p.num_microbatches, "num_microbatches");
+  if (p.zero_stage < 0 || p.zero_stage > 3) {
+    throw std::invalid_argument(fmt::format("zero_stage must be 0..3, got {}", p.zero_stage));
+  }
+  auto divides = [&](std::int64_t value, int by, const char* what, const char* degree) {
+    if (value % by != 0) {
+      throw std::invalid_argument(
+          fmt::format("model '{}': {} = {} is not divisible by {} = {}", m.name, what, value, degree, by));
+    }
+  };
+  if (m.num_attention_heads <= 0 || m.num_query_groups <= 0 || m.hidden_size <= 0 || m.seq_length <= 0) {
+    throw std::invalid_argument(fmt::format("model '{}': heads {}, query groups {}, hidden {}, seq {} must be > 0",
+                                            m.name, m.num_attention_heads, m.num_query_groups, m.hidden_size,
+                                            m.seq_length));
+  }
+  divides(m.hidden_size, m.num_attention_heads, "hidden_size", "num_attention_heads");
+  divides(m.num_attention_heads, p.tp, "num_attention_heads", "tensor_parallel");
+  divides(m.num_query_groups, p.tp, "num_query_groups", "tensor_parallel");
+  divides(m.ffn_hidden_size, p.tp, "ffn_hidden_size", "tensor_parallel");
+  // Load-balanced causal CP cuts the sequence into 2·cp chunks.
+  divides(m.seq_length, p.cp > 1 ? 2 * p.cp : 1, "seq_length", "2 × context_parallel");
+  if (m.moe && m.moe->num_experts > 0) {
+    divides(m.moe->num_experts, p.ep, "moe.num_experts", "expert_parallel");
+    divides(m.moe->ffn_hidden_size, p.tp, "moe.ffn_hidden_size", "tensor_parallel");
+    if (m.moe->top_k < 1 || m.moe->top_k > m.moe->num_experts) {
+      throw std::invalid_argument(
+          fmt::format("model '{}': moe.top_k {} must be in 1..{}", m.name, m.moe->top_k, m.moe->num_experts));
+    }
+    if (m.moe->layer_freq < 1) {
+      throw std::invalid_argument(fmt::format("model '{}': moe.layer_freq must be >= 1, got {}", m.name,
+                                              m.moe->layer_freq));
+    }
+  } else if (p.ep != 1) {
+    throw std::invalid_argument(fmt::format("expert_parallel = {} but model '{}' has no experts", p.ep, m.name));
+  }
+  // Expert parallelism is carved out of data parallelism (× context parallel,
+  // Megatron-core's expert-data-parallel group = dp·cp/ep).
+  if ((static_cast<std::int64_t>(p.dp) * p.cp) % p.ep != 0) {
+    throw std::invalid_argument(
+        fmt::format("expert_parallel = {} does not divide data_parallel × context_parallel = {}", p.ep, p.dp * p.cp));
+  }
+  if (!(p.moe_load_imbalance > 0)) {
+    throw std::invalid_argument(fmt::format("moe_load_imbalance must be > 0, got {}", p.moe_load_imbalance));
+  }
+}
+
+double moe_tokens_per_expert(const ModelSpec& m, const Parallelism& p) {
+  const Dims x = dims(m, p);
+  if (!m.moe || m.moe->num_experts <= 0) {
+    throw std::invalid_argument(fmt::format("model '{}' has no experts", m.name));
+  }
+  double load = p.moe_load_imbalance;
+  if (p.moe_capacity_factor > 0 && p.moe_capacity_factor < load) load = p.moe_capacity_factor;
+  return std::ceil(x.tokens * m.moe->top_k * p.ep / static_cast<double>(m.moe->num_experts) * load);
+}
+
+std::vector<Op> layer_ops(const ModelSpec& m, const Parallelism& p, bool moe_layer) {
+  const Dims x = dims(m, p);
+  std::vector<Op> ops;
+  ops.push_back(norm("input_norm", m, x));
+  // QKV: column-parallel, GQA width a/tp·d queries + 2·g/tp·d keys and values.
+  ops.push_back(gemm("qkv", x.tokens, (x.heads + 2.0 * x.groups) * x.d, x.h, 1, x));
+  ops.push_back(attention(m, p, x));
+  ops.push_back(gemm("proj", x.tokens, x.h, x.heads * x.d, 1, x));
+  ops.push_back(bias_dropout_add("attn_bias_dropout_add", x));
+  ops.push_back(norm("post_attn_norm", m, x));
+
+  if (!moe_layer) {
+    add_mlp(ops, "mlp", m, x.tokens, static_cast<double>(m.ffn_hidden_size) / p.tp, 1, x);
+  } else {
+    if (!m.moe || m.moe->num_experts <= 0) {
+      throw std::invalid_argument(fmt::format("model '{}' has no MoE spec but a MoE layer was requested", m.name));
+    }
+    const MoeSpec& moe = *m.moe;
+    const double experts = moe.num_experts;
+    // Router logits on the sequence-parallel-local tokens (Megatron-core TopKRouter).
+    ops.push_back(gemm("router", x.sp_tokens, experts, x.h, 1, x, OpClass::router));
+    // Every EP rank sends T·top_k token copies spread over E experts; a GPU's
+    // E/ep local experts receive, on average, T·top_k·ep/E tokens each. The
+    // busiest GPU (the one the combine all-to-all waits for) gets
+    // mean × moe_load_imbalance, capped by the capacity factor when tokens
+    // beyond capacity are dropped; its expert GEMMs carry that many rows.
+    const double per_expert = moe_tokens_per_expert(m, p);
+    const int local_experts = moe.num_experts / p.ep;
+    const double routed = per_expert * local_experts;
+    // Permute / unpermute of the routed token copies (read + write each).
+    ops.push_back(pointwise("moe_permute", OpClass::elementwise, routed * x.h, 0.0, 2.0 * x.ab, 0.0, 2.0 * x.ab));
+    add_mlp(ops, "expert", m, per_expert, static_cast<double>(moe.ffn_hidden_size) / p.tp, local_experts, x);
+    // Unpermute multiplies each copy by its routing probability and sums top_k copies.
+    ops.push_back(pointwise("moe_unpermute", OpClass::elementwise, routed * x.h, 2.0, 2.0 * x.ab, 2.0, 3.0 * x.ab));
+    if (moe.shared_experts > 0) {
+      add_mlp(ops, "shared_expert", m, x.tokens,
+              static_cast<double>(moe.shared_experts) * static_cast<double>(moe.ffn_hidden_size) / p.tp, 1, x);
+    }
+  }
+  ops.push_back(bias_dropout_add("mlp_bias_dropout_add", x));
+  return ops;
+}
+
+std::vector<Op> embedding_ops(const ModelSpec& m, const Parallelism& p) {
+  const Dims x = dims(m, p);
+  std::vector<Op> ops;
+  // Vocab-parallel lookup (Megatron VocabParallelEmbedding): each TP rank reads
+  // the rows of its V/tp slice (≈ T/tp of the tokens), writes a T×h partial
+  // output (zeros elsewhere) that the TP all-reduce / reduce-scatter sums; learned
+  // positions add a read of T×h and one add per element. Backward scatter-adds dY
+  // into the fp32 main gradient of those rows (read + write 8 bytes).
+  const double rows = x.tokens / p.tp;
+  const double elems = x.tokens * x.h;
+  Op lookup;
+  lookup.name = "embedding";
+  lookup.cls = OpClass::embedding;
+  lookup.fwd_bytes = rows * x.h * x.cb + elems * x.ab + x.tokens * 8.0 /* int64 token ids */;
+  lookup.bwd_bytes = elems * x.ab + rows * x.h * 8.0 + x.tokens * 8.0;
+  lookup.bwd_flops = rows * x.h;
+  if (m.learned_position_embeddings) {
+    lookup.fwd_flops = elems;
+    lookup.fwd_bytes += 2.0 * elems * x.ab;
+    lookup.bwd_bytes += elems * x.ab + elems * 8.0 / p.tp;
+    lookup.bwd_flops += elems;
+  }
+  ops.push_back(lookup);
+  // Embedding dropout (Megatron hidden_dropout on the embedding output).
+  ops.push_back(pointwise("embedding_dropout", OpClass::elementwise, x.sp_tokens * x.h, 1.0, 2.0 * x.ab + 1.0, 1.0,
+                          2.0 * x.ab + 1.0));
+  return ops;
+}
+
+std::vector<Op> head_ops(const ModelSpec& m, const Parallelism& p) {
+  const Dims x = dims(m, p);
+  std::vector<Op> ops;
+  ops.push_back(norm("final_norm", m, x));
+  // Vocab-parallel logits: h × ceil(V/tp) per GPU (Megatron pads V to a multiple of tp).
+  const double vocab_local = std::ceil(static_cast<double>(m.vocab_size) / p.tp);
+  ops.push_back(gemm("logits", x.tokens, vocab_local, x.h, 1, x));
+  // Vocab-parallel cross entropy (Megatron vocab_parallel_cross_entropy): forward
+  // reads the logits, writes the fp32 softmax it keeps for backward (max, sub,
+  // exp, sum, divide ≈ 5 FLOPs); backward reads it and writes the logits gradient.
+  ops.push_back(pointwise("cross_entropy", OpClass::loss, x.tokens * vocab_local, 5.0, x.ab + 4.0, 2.0, 4.0 + x.ab));
+  return ops;
+}
+
+}  // namespace ptsim::models

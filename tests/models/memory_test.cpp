@@ -1,0 +1,302 @@
+// The analytical memory model (models/memory.h).
+#include <gtest/gtest.h>
+
+#include "models/memory.h"
+#include "models/model_spec.h"
+#include "models/params.h"
+
+namespace ptsim::models {
+namespace {
+
+ModelSpec preset(const char* name) { return *find_preset(name); }
+
+TEST(Zero, PaperExample) {
+  // Rajbhandari et al. SC'20 §5 (Figure 1): Ψ = 7.5e9, N_d = 64, K = 12.
+  //   baseline (2 + 2 + 12)Ψ = 120e9 B; P_os 4Ψ + 12Ψ/64 = 31.40625e9 (paper: 31.4 GB);
+  //   P_os+g 2Ψ + 14Ψ/64 = 16.640625e9 (16.6 GB); P_os+g+p 16Ψ/64 = 1.875e9 (1.9 GB).
+  const double psi = 7.5e9;
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 64, 0, Precision::bf16).total(), 120e9);
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 64, 1, Precision::bf16).total(), 31.40625e9);
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 64, 2, Precision::bf16).total(), 16.640625e9);
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 64, 3, Precision::bf16).total(), 1.875e9);
+  const ModelStates s1 = zero_model_state_bytes(psi, 64, 1, Precision::fp16);
+  EXPECT_DOUBLE_EQ(s1.params, 2 * psi);
+  EXPECT_DOUBLE_EQ(s1.grads, 2 * psi);
+  EXPECT_DOUBLE_EQ(s1.optimizer, 12 * psi / 64);
+  // fp32 Adam: 4 + 4 + 8 bytes; ZeRO-1 → 8Ψ + 8Ψ/N.
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 64, 0, Precision::fp32).total(), 16 * psi);
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 64, 1, Precision::fp32).total(), 8 * psi + 8 * psi / 64);
+  // fp8 (Transformer Engine) keeps bf16 weights: same as bf16.
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 64, 2, Precision::fp8).total(), 16.640625e9);
+  EXPECT_THROW(zero_model_state_bytes(psi, 64, 4, Precision::bf16), std::invalid_argument);
+  EXPECT_THROW(zero_model_state_bytes(psi, 0, 1, Precision::bf16), std::invalid_argument);
+}
+
+// Korthikanti et al. 2022, Table 2, for the 175B GPT (s = 2048, b = 1, h = 12288,
+// a = 96), t = 8, naive attention (scores stored), bf16.
+class Table2 : public ::testing::Test {
+ protected:
+  ModelSpec m = preset("gpt3-175b");
+  const double s = 2048, b = 1, h = 12288, a = 96, t = 8;
+  const double sbh = s * b * h;
+  Parallelism plan(int tp, bool sp, Recompute r, AttentionImpl attn = AttentionImpl::naive) const {
+    Parallelism p;
+    p.tp = tp;
+    p.sequence_parallel = sp;
+    p.recompute = r;
+    p.attention = attn;
+    return p;
+  }
+  double bytes(const Parallelism& p) const { return activation_bytes_per_layer(m, p, false); }
+};
+
+TEST_F(Table2, NoParallelism) {
+  // sbh(34 + 5as/h)
+  EXPECT_DOUBLE_EQ(bytes(plan(1, false, Recompute::none)), sbh * (34 + 5 * a * s / h));
+}
+TEST_F(Table2, TensorParallel) {
+  // sbh(10 + 24/t + 5as/(ht))
+  EXPECT_DOUBLE_EQ(bytes(plan(8, false, Recompute::none)), sbh * (10 + 24 / t + 5 * a * s / (h * t)));
+}
+TEST_F(Table2, TensorAndSequenceParallel) {
+  // sbh/t·(34 + 5as/h)
+  EXPECT_DOUBLE_EQ(bytes(plan(8, true, Recompute::none)), sbh / t * (34 + 5 * a * s / h));
+}
+TEST_F(Table2, TensorParallelSelective) {
+  // sbh(10 + 24/t)
+  EXPECT_DOUBLE_EQ(bytes(plan(8, false, Recompute::selective)), sbh * (10 + 24 / t));
+}
+TEST_F(Table2, TensorSequenceParallelSelective) {
+  // 34·sbh/t
+  EXPECT_DOUBLE_EQ(bytes(plan(8, true, Recompute::selective)), 34 * sbh / t);
+}
+TEST_F(Table2, FullRecompute) {
+  // 2sbh (layer input only), /t with SP.
+  EXPECT_DOUBLE_EQ(bytes(plan(8, false, Recompute::full)), 2 * sbh);
+  EXPECT_DOUBLE_EQ(bytes(plan(8, true, Recompute::full)), 2 * sbh / t);
+}
+TEST_F(Table2, FlashDropsTheScoreTerm) {
+  // Flash attention stores no s×s tensor: no recompute equals the selective rows.
+  EXPECT_DOUBLE_EQ(bytes(plan(8, false, Recompute::none, AttentionImpl::flash)), sbh * (10 + 24 / t));
+  EXPECT_DOUBLE_EQ(bytes(plan(8, true, Recompute::none, AttentionImpl::flash)), 34 * sbh / t);
+  EXPECT_DOUBLE_EQ(bytes(plan(1, false, Recompute::none, AttentionImpl::flash)), 34 * sbh);
+}
+TEST_F(Table2, ContextParallelHalvesAndMicroBatchDoubles) {
+  // Every term is linear in the local sequence s/cp (naive scores: s/cp × s).
+  Parallelism p = plan(8, true, Recompute::none);
+  Parallelism c = p;
+  c.cp = 2;
+  EXPECT_DOUBLE_EQ(bytes(c), bytes(p) / 2);
+  Parallelism mb = p;
+  mb.micro_batch_size = 2;
+  EXPECT_DOUBLE_EQ(bytes(mb), 2 * bytes(p));
+}
+TEST_F(Table2, Fp32) {
+  // 4-byte activations, 1-byte masks, flash, no TP: replicated 4·4 + 2 = 18,
+  // Q K V 12, projection input 4, MLP 2·4·4h/h = 32 → 66·sbh.
+  Parallelism p = plan(1, false, Recompute::none, AttentionImpl::flash);
+  p.precision = Precision::fp32;
+  EXPECT_DOUBLE_EQ(bytes(p), 66 * sbh);
+}
+
+TEST(Activations, GqaSwiGlu) {
+  // Llama-3 8B, flash, bf16, no TP, per sbh: replicated 10, Q K V 2·(h + 2048)/h = 3,
+  // projection input 2, SwiGLU 3·2·ffn/h = 6·3.5 = 21 → 36·sbh.
+  const double sbh = 8192.0 * 4096;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(preset("llama3-8b"), Parallelism{}, false), 36 * sbh);
+}
+
+TEST(Activations, Moe) {
+  // Mixtral 8x7B, flash, bf16, no TP/EP, s = 32768, b = 1, per sbh: replicated 10,
+  // Q K V 3, projection input 2; router probabilities 4·8/h = 1/128; two routed
+  // copies per token, each: dispatched input 2 + expert output 2 + SwiGLU 6·3.5 = 25
+  // → 50. Total (65 + 1/128)·sbh.
+  const double sbh = 32768.0 * 4096;
+  Parallelism p;
+  p.moe_capacity_factor = 0;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(preset("mixtral-8x7b"), p, true), (65 + 1.0 / 128) * sbh);
+}
+
+TEST(Activations, EmbeddingAndHead) {
+  // GPT-3 175B, t = 8, SP: embedding dropout mask s·b·h/t (1 byte);
+  // head: final-norm and logits inputs 2·2·sbh/t + fp32 softmax and bf16 logits
+  // gradient (4 + 2)·s·b·V/t.
+  const ModelSpec m = preset("gpt3-175b");
+  Parallelism p;
+  p.tp = 8;
+  p.sequence_parallel = true;
+  const double sbh = 2048.0 * 12288;
+  EXPECT_DOUBLE_EQ(embedding_activation_bytes(m, p), sbh / 8);
+  EXPECT_DOUBLE_EQ(head_activation_bytes(m, p), 4 * sbh / 8 + 6.0 * 2048 * 6400);
+}
+
+TEST(Pipeline, InFlightMicrobatches) {
+  Parallelism p;
+  p.pp = 4;
+  p.num_microbatches = 16;
+  // 1F1B: min(m, p − stage).
+  EXPECT_EQ(in_flight_microbatch_chunks(p, 0), 4);
+  EXPECT_EQ(in_flight_microbatch_chunks(p, 3), 1);
+  p.num_microbatches = 2;
+  EXPECT_EQ(in_flight_microbatch_chunks(p, 0), 2);
+  // GPipe: all m.
+  p.schedule = Schedule::gpipe;
+  p.num_microbatches = 16;
+  EXPECT_EQ(in_flight_microbatch_chunks(p, 0), 16);
+  EXPECT_EQ(in_flight_microbatch_chunks(p, 3), 16);
+  // Interleaved, p = 4, v = 2, m = 16: stage 0 warm-up 2·3 + 1·4 = 10, +1 = 11
+  // chunks of L/8 layers = 11L/8 = L·(1 + (p−1)/(p·v)) (Korthikanti §4.2.3).
+  p.schedule = Schedule::interleaved_1f1b;
+  p.vpp = 2;
+  EXPECT_EQ(in_flight_microbatch_chunks(p, 0), 11);
+  EXPECT_EQ(in_flight_microbatch_chunks(p, 3), 5);  // 0·2 + 4 + 1
+  // m == pp: Megatron runs every forward first (all_warmup_microbatches).
+  p.num_microbatches = 4;
+  EXPECT_EQ(in_flight_microbatch_chunks(p, 3), 8);
+  // Virtual stages need the interleaved schedule.
+  p.schedule = Schedule::one_f_one_b;
+  EXPECT_THROW(in_flight_microbatch_chunks(p, 0), std::invalid_argument);
+  EXPECT_THROW(in_flight_microbatch_chunks(Parallelism{}, 1), std::invalid_argument);
+}
+
+TEST(Pipeline, LayerAssignment) {
+  const ModelSpec m = preset("gpt3-1.7b");  // 24 layers
+  Parallelism p;
+  p.pp = 4;
+  EXPECT_EQ(layers_per_stage(m, p), (std::vector<int>{6, 6, 6, 6}));
+  p.pipeline_layers = {5, 7, 7, 5};
+  EXPECT_EQ(layers_per_stage(m, p), (std::vector<int>{5, 7, 7, 5}));
+  p.pipeline_layers = {5, 7, 7, 4};
+  EXPECT_THROW(layers_per_stage(m, p), std::invalid_argument);
+  p.pipeline_layers.clear();
+  p.pp = 5;
+  EXPECT_THROW(layers_per_stage(m, p), std::invalid_argument);
+  // Interleaving, pp = 2, vpp = 2 → 6 layers per virtual stage, in model order
+  // (chunk 0: stage 0, stage 1; chunk 1: stage 0, stage 1).
+  p.pp = 2;
+  p.vpp = 2;
+  p.schedule = Schedule::interleaved_1f1b;
+  EXPECT_EQ(chunk_layers(m, p, 0, 0).first, 0);
+  EXPECT_EQ(chunk_layers(m, p, 1, 0).first, 6);
+  EXPECT_EQ(chunk_layers(m, p, 0, 1).first, 12);
+  EXPECT_EQ(chunk_layers(m, p, 1, 1).first, 18);
+  EXPECT_EQ(chunk_layers(m, p, 1, 1).count, 6);
+  // Megatron get_model_chunk_id: forwards 0–1 chunk 0, 2–3 chunk 1, 4 chunk 0.
+  EXPECT_EQ(forward_chunk(p, 1), 0);
+  EXPECT_EQ(forward_chunk(p, 2), 1);
+  EXPECT_EQ(forward_chunk(p, 4), 0);
+}
+
+TEST(States, StageParamsAndTiedEmbeddingCopy) {
+  // GPT-3 175B, t = 8, p = 8: 12 layers per stage of 226,576,896 (params_test)
+  // = 2,718,922,752; stage 0 adds the word embedding V/t·h = 78,643,200 and the
+  // positions s·h = 25,165,824; the last stage adds its final LayerNorm 2h = 24,576
+  // and the tied word-embedding copy 78,643,200.
+  const ModelSpec m = preset("gpt3-175b");
+  Parallelism p;
+  p.tp = 8;
+  p.pp = 8;
+  EXPECT_EQ(stage_params(m, p, 3).total(), 2'718'922'752);
+  EXPECT_EQ(stage_params(m, p, 0).total(), 2'718'922'752 + 78'643'200 + 25'165'824);
+  EXPECT_EQ(stage_params(m, p, 7).total(), 2'718'922'752 + 24'576 + 78'643'200);
+  // pp = 1, tp = 1: exactly the model's parameter count (no copy).
+  EXPECT_EQ(stage_params(m, Parallelism{}, 0).total(), count_params(m).total);
+}
+
+TEST(States, ZeroOverDataAndExpertDataParallel) {
+  // Mixtral 8x7B, tp = 1, pp = 1, ep = 8, dp = 8, ZeRO-1: non-expert params
+  // (embeddings 262,144,000 + final norm 4,096 + 32 × 41,984,000) = 1,605,636,096
+  // with optimizer over dp = 8; expert params 32 × 176,160,768 = 5,637,144,576
+  // (one local expert) with optimizer over dp/ep = 1.
+  const ModelSpec m = preset("mixtral-8x7b");
+  Parallelism p;
+  p.ep = 8;
+  p.dp = 8;
+  p.zero_stage = 1;
+  const double dense = 1'605'636'096.0, expert = 5'637'144'576.0;
+  const ModelStates s = model_states(m, p, 0);
+  EXPECT_DOUBLE_EQ(s.params, 2 * (dense + expert));
+  EXPECT_DOUBLE_EQ(s.grads, 2 * (dense + expert));
+  EXPECT_DOUBLE_EQ(s.optimizer, 12 * dense / 8 + 12 * expert);
+  // Offload: the optimizer leaves the GPU; parameter offload needs ZeRO-3.
+  p.offload_optimizer = true;
+  EXPECT_DOUBLE_EQ(model_states(m, p, 0).optimizer, 0);
+  p.offload_params = true;
+  EXPECT_THROW(model_states(m, p, 0), std::invalid_argument);
+  p.zero_stage = 3;
+  EXPECT_DOUBLE_EQ(model_states(m, p, 0).params, 0);
+  EXPECT_DOUBLE_EQ(model_states(m, p, 0).grads, 2 * dense / 8 + 2 * expert);
+}
+
+TEST(Buffers, Components) {
+  // GPT-3 175B, t = 8, no SP, flash, ZeRO-0, pp = 1: only the largest backward
+  // transient: max(fp32 dQ 4·s·(a/t)·d = 12,582,912, MLP-up gradient
+  // 2·s·4h/t = 25,165,824) = 25,165,824.
+  const ModelSpec m = preset("gpt3-175b");
+  Parallelism p;
+  p.tp = 8;
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0);
+  // pp = 2 adds p2p receive buffers 2·2·s·h = 100,663,296; ZeRO-1 over dp = 64 a
+  // fp32 bucket of max(40e6, 64e6) = 64e6 elements = 256e6 bytes.
+  p.pp = 2;
+  p.dp = 64;
+  p.zero_stage = 1;
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0 + 256e6);
+  // ZeRO-3 adds two gathered layers: 2 × 226,576,896 × 2 bytes.
+  p.zero_stage = 3;
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0 + 256e6 + 4.0 * 226'576'896);
+  // SP (t = 8) divides the p2p buffers by t and adds one gathered input 2·s·h.
+  p.zero_stage = 0;
+  p.sequence_parallel = true;
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0 / 8 + 50'331'648.0);
+}
+
+TEST(Analytical, OneFOneBMatchesTheAllocationRule) {
+  // GPT-3 175B, t = 8, p = 8, SP, selective, m = 64: stage 0 holds p = 8
+  // micro-batches × 12 layers × 34·sbh/t plus 8 embedding masks sbh/t; the last
+  // stage holds one micro-batch and one head activation.
+  const ModelSpec m = preset("gpt3-175b");
+  Parallelism p;
+  p.tp = 8;
+  p.pp = 8;
+  p.dp = 16;
+  p.sequence_parallel = true;
+  p.recompute = Recompute::selective;
+  p.zero_stage = 1;
+  p.num_microbatches = 64;
+  const double sbh = 2048.0 * 12288;
+  const auto mem = analytical_memory(m, p);
+  ASSERT_EQ(mem.size(), 8u);
+  EXPECT_DOUBLE_EQ(mem[0].activations, 8 * 12 * 34 * sbh / 8 + 8 * sbh / 8);
+  EXPECT_DOUBLE_EQ(mem[7].activations, 12 * 34 * sbh / 8 + head_activation_bytes(m, p));
+  EXPECT_DOUBLE_EQ(mem[4].activations, 4 * 12 * 34 * sbh / 8);
+  for (const auto& s : mem) {
+    const ModelStates ms = model_states(m, p, s.stage);
+    EXPECT_DOUBLE_EQ(s.params, ms.params);
+    EXPECT_DOUBLE_EQ(s.optimizer, ms.optimizer);
+    EXPECT_DOUBLE_EQ(s.buffers, buffer_bytes(m, p, s.stage));
+    EXPECT_DOUBLE_EQ(s.peak, s.params + s.grads + s.optimizer + s.activations + s.buffers);
+  }
+  // Stage 0 with ZeRO-1 over dp = 16: 2,822,731,776 params × (2 + 2 + 12/16) bytes.
+  EXPECT_DOUBLE_EQ(mem[0].params + mem[0].grads + mem[0].optimizer, 2'822'731'776.0 * 4.75);
+}
+
+TEST(Analytical, InterleavedStageZero) {
+  // GPT-3 1.7B (24 layers), p = 4, v = 2, m = 16, flash, no TP: stage 0 holds 11
+  // chunks of 3 layers = 33 layers = L·(1 + (p−1)/(p·v)) = 24·11/8, each 34·sbh;
+  // forwards 0–3 and 8–10 are chunk 0 → 7 embedding masks sbh.
+  const ModelSpec m = preset("gpt3-1.7b");
+  Parallelism p;
+  p.pp = 4;
+  p.vpp = 2;
+  p.schedule = Schedule::interleaved_1f1b;
+  p.num_microbatches = 16;
+  const double sbh = 2048.0 * 2304;
+  const auto mem = analytical_memory(m, p);
+  EXPECT_DOUBLE_EQ(mem[0].activations, 33 * 34 * sbh + 7 * sbh);
+  // Last stage: 5 forwards in flight (chunks 0,0,0,0,1): 15 layers and one head.
+  EXPECT_DOUBLE_EQ(mem[3].activations, 15 * 34 * sbh + head_activation_bytes(m, p));
+}
+
+}  // namespace
+}  // namespace ptsim::models

@@ -1,0 +1,241 @@
+// Per-GPU op lists (models/ops.h) and the precision helpers (models/parallelism.h).
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "models/flops.h"
+#include "models/model_spec.h"
+#include "models/ops.h"
+
+namespace ptsim::models {
+namespace {
+
+ModelSpec preset(const char* name) { return *find_preset(name); }
+
+const Op& find(const std::vector<Op>& ops, const std::string& name) {
+  for (const auto& op : ops) {
+    if (op.name == name) return op;
+  }
+  throw std::out_of_range("no op " + name);
+}
+
+TEST(Parallelism, NamesAndBytes) {
+  EXPECT_EQ(to_string(Precision::bf16), "bf16");
+  EXPECT_EQ(to_string(Precision::fp8), "fp8");
+  EXPECT_EQ(to_string(Recompute::selective), "selective");
+  EXPECT_EQ(to_string(Schedule::one_f_one_b), "1f1b");
+  EXPECT_EQ(to_string(Schedule::interleaved_1f1b), "interleaved-1f1b");
+  EXPECT_EQ(to_string(Schedule::gpipe), "gpipe");
+  EXPECT_EQ(to_string(AttentionImpl::flash), "flash");
+  EXPECT_EQ(compute_bytes(Precision::fp32), 4.0);
+  EXPECT_EQ(compute_bytes(Precision::fp16), 2.0);
+  EXPECT_EQ(compute_bytes(Precision::bf16), 2.0);
+  EXPECT_EQ(compute_bytes(Precision::fp8), 1.0);
+  EXPECT_EQ(activation_element_bytes(Precision::fp8), 2.0);
+  EXPECT_EQ(activation_element_bytes(Precision::fp32), 4.0);
+}
+
+TEST(Ops, Gpt175bLayerUnsharded) {
+  // One sequence (b = 1, s = 2048, h = 12288): GEMM forward FLOPs 24·s·h²,
+  // attention 4·s²·h; GEMM backward 2×, flash attention backward 2.5×.
+  const ModelSpec m = preset("gpt3-175b");
+  Parallelism p;
+  const auto ops = layer_ops(m, p, false);
+  const double s = 2048, h = 12288;
+  double gemm_fwd = 0;
+  for (const auto& op : ops) {
+    if (op.cls == OpClass::gemm) {
+      gemm_fwd += op.fwd_flops;
+      EXPECT_DOUBLE_EQ(op.bwd_flops, 2.0 * op.fwd_flops) << op.name;
+    }
+  }
+  EXPECT_DOUBLE_EQ(gemm_fwd, 24.0 * s * h * h);
+  const Op& attn = find(ops, "attention");
+  EXPECT_EQ(attn.cls, OpClass::attention);
+  EXPECT_DOUBLE_EQ(attn.fwd_flops, 4.0 * s * s * h);
+  EXPECT_DOUBLE_EQ(attn.bwd_flops, 2.5 * attn.fwd_flops);
+  EXPECT_TRUE(attn.attn.causal);
+  EXPECT_TRUE(attn.recomputed_selective);
+  EXPECT_EQ(attn.attn.batch_heads, 96);
+  EXPECT_EQ(attn.attn.seq_q, 2048);
+  EXPECT_EQ(attn.attn.seq_kv, 2048);
+  EXPECT_EQ(attn.attn.head_dim, 128);
+  // QKV GEMM: m = s, n = 3h, k = h.
+  const Op& qkv = find(ops, "qkv");
+  EXPECT_EQ(qkv.gemm.m, 2048);
+  EXPECT_EQ(qkv.gemm.n, 3 * 12288);
+  EXPECT_EQ(qkv.gemm.k, 12288);
+  // The op order of a Megatron layer.
+  std::vector<std::string> names;
+  for (const auto& op : ops) names.push_back(op.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"input_norm", "qkv", "attention", "proj", "attn_bias_dropout_add",
+                                             "post_attn_norm", "mlp_up", "mlp_act", "mlp_down",
+                                             "mlp_bias_dropout_add"}));
+}
+
+// Sum of fwd + bwd matmul FLOPs of the whole model for one sequence at tp = cp = 1
+// with naive attention (backward exactly 2× like the GEMMs): must equal the model
+// FLOPs for a batch of one.
+double op_model_flops(const ModelSpec& m) {
+  Parallelism p;
+  p.attention = AttentionImpl::naive;
+  p.moe_capacity_factor = 0;
+  double f = 0;
+  auto add = [&](const std::vector<Op>& ops) {
+    for (const auto& op : ops) {
+      if (op.cls == OpClass::gemm || op.cls == OpClass::attention || op.cls == OpClass::router) {
+        f += op.fwd_flops + op.bwd_flops;
+      }
+    }
+  };
+  for (int i = 0; i < m.num_layers; ++i) add(layer_ops(m, p, m.is_moe_layer(i)));
+  add(head_ops(m, p));
+  return f;
+}
+
+TEST(Ops, OpListAgreesWithModelFlops) {
+  for (const char* name : {"gpt3-1.7b", "llama3-8b", "mixtral-8x7b"}) {
+    const ModelSpec m = preset(name);
+    const double expected = model_flops_per_iteration(m, 1);
+    EXPECT_NEAR(op_model_flops(m), expected, expected * 1e-12) << name;
+  }
+}
+
+TEST(Ops, NaiveAttentionBackwardAndScoreTraffic) {
+  // Naive attention: backward 2× forward (no recompute); it adds (6·2 + 1) bytes
+  // per score in forward and (7·2 + 1) in backward, scores = a·s² = 96·2048².
+  const ModelSpec m = preset("gpt3-175b");
+  Parallelism flash, naive;
+  naive.attention = AttentionImpl::naive;
+  const Op f = find(layer_ops(m, flash, false), "attention");
+  const Op n = find(layer_ops(m, naive, false), "attention");
+  const double scores = 96.0 * 2048 * 2048;
+  EXPECT_DOUBLE_EQ(n.bwd_flops, 2.0 * n.fwd_flops);
+  EXPECT_DOUBLE_EQ(n.fwd_bytes - f.fwd_bytes, 13.0 * scores);
+  EXPECT_DOUBLE_EQ(n.bwd_bytes - f.bwd_bytes, 15.0 * scores);
+  // Flash forward: Q, K, V, O of s·h bf16 each + fp32 LSE per head row.
+  EXPECT_DOUBLE_EQ(f.fwd_bytes, 4.0 * 2048 * 12288 * 2 + 4.0 * 96 * 2048);
+}
+
+TEST(Ops, TensorSequenceAndContextParallelSharding) {
+  const ModelSpec m = preset("gpt3-175b");
+  Parallelism base;
+  Parallelism tp = base;
+  tp.tp = 8;
+  const auto o1 = layer_ops(m, base, false);
+  const auto o8 = layer_ops(m, tp, false);
+  // TP: heads and ffn split by 8; every GEMM and attention FLOP count / 8.
+  EXPECT_EQ(find(o8, "qkv").gemm.n, 3 * 12288 / 8);
+  EXPECT_EQ(find(o8, "mlp_up").gemm.n, 4 * 12288 / 8);
+  EXPECT_EQ(find(o8, "attention").attn.batch_heads, 12);
+  EXPECT_DOUBLE_EQ(find(o8, "mlp_down").fwd_flops, find(o1, "mlp_down").fwd_flops / 8);
+  EXPECT_DOUBLE_EQ(find(o8, "attention").fwd_flops, find(o1, "attention").fwd_flops / 8);
+  // Without SP the norms are replicated: same work on every TP rank.
+  EXPECT_DOUBLE_EQ(find(o8, "input_norm").fwd_bytes, find(o1, "input_norm").fwd_bytes);
+  // SP: norms and dropout-add on s/t tokens.
+  Parallelism sp = tp;
+  sp.sequence_parallel = true;
+  const auto os = layer_ops(m, sp, false);
+  EXPECT_DOUBLE_EQ(find(os, "input_norm").fwd_bytes, find(o1, "input_norm").fwd_bytes / 8);
+  EXPECT_DOUBLE_EQ(find(os, "mlp_bias_dropout_add").fwd_flops, find(o1, "mlp_bias_dropout_add").fwd_flops / 8);
+  EXPECT_EQ(find(os, "qkv").gemm.m, 2048);  // GEMMs see the all-gathered sequence
+  // CP = 4: local queries s/4 against all s keys; FLOPs / 4; GEMM rows s/4.
+  Parallelism cp = base;
+  cp.cp = 4;
+  const auto oc = layer_ops(m, cp, false);
+  EXPECT_EQ(find(oc, "attention").attn.seq_q, 512);
+  EXPECT_EQ(find(oc, "attention").attn.seq_kv, 2048);
+  EXPECT_DOUBLE_EQ(find(oc, "attention").fwd_flops, find(o1, "attention").fwd_flops / 4);
+  EXPECT_EQ(find(oc, "qkv").gemm.m, 512);
+  // Micro-batch 2 doubles everything.
+  Parallelism mb = base;
+  mb.micro_batch_size = 2;
+  EXPECT_DOUBLE_EQ(find(layer_ops(m, mb, false), "attention").fwd_flops, 2 * find(o1, "attention").fwd_flops);
+  EXPECT_EQ(find(layer_ops(m, mb, false), "mlp_up").gemm.m, 4096);
+}
+
+TEST(Ops, GqaAndSwiGluShapes) {
+  // Llama-3 8B: QKV width h + 2·8·128 = 6144; SwiGLU up 2·14336; down k = 14336.
+  const auto ops = layer_ops(preset("llama3-8b"), Parallelism{}, false);
+  EXPECT_EQ(find(ops, "qkv").gemm.n, 6144);
+  EXPECT_EQ(find(ops, "mlp_up").gemm.n, 28672);
+  EXPECT_EQ(find(ops, "mlp_down").gemm.k, 14336);
+  // fp8: GEMM operands 1 byte → qkv forward bytes (m·k + k·n)·1 + m·n·2.
+  Parallelism f8;
+  f8.precision = Precision::fp8;
+  const Op q = find(layer_ops(preset("llama3-8b"), f8, false), "qkv");
+  const double mm = 8192, n = 6144, k = 4096;
+  EXPECT_DOUBLE_EQ(q.fwd_bytes, (mm * k + k * n) * 1.0 + mm * n * 2.0);
+}
+
+TEST(Ops, MoeExpertsAndLoadImbalance) {
+  // Mixtral 8x7B, b = 1, s = 32768, ep = 8: one local expert; mean tokens per
+  // expert T·top_k·ep/E = 32768·2·8/8 = 65536.
+  const ModelSpec m = preset("mixtral-8x7b");
+  Parallelism p;
+  p.ep = 8;
+  p.dp = 8;
+  auto ops = layer_ops(m, p, true);
+  const Op& up = find(ops, "expert_up");
+  EXPECT_EQ(up.gemm.count, 1);
+  EXPECT_EQ(up.gemm.m, 65536);
+  EXPECT_EQ(up.gemm.n, 2 * 14336);
+  EXPECT_EQ(find(ops, "router").cls, OpClass::router);
+  EXPECT_EQ(find(ops, "router").gemm.n, 8);
+  // Imbalance 1.25 is capped by the default capacity factor 1.0 (tokens dropped) ...
+  p.moe_load_imbalance = 1.25;
+  EXPECT_EQ(find(layer_ops(m, p, true), "expert_up").gemm.m, 65536);
+  // ... and applies in full when dropless: 65536 · 1.25 = 81920 rows, FLOPs × 1.25.
+  p.moe_capacity_factor = 0;
+  const Op hot = find(layer_ops(m, p, true), "expert_up");
+  EXPECT_EQ(hot.gemm.m, 81920);
+  EXPECT_DOUBLE_EQ(hot.fwd_flops, 1.25 * up.fwd_flops);
+  // ep = 1: 8 local experts, T·2/8 = 8192 tokens each.
+  Parallelism one;
+  EXPECT_EQ(find(layer_ops(m, one, true), "expert_up").gemm.count, 8);
+  EXPECT_EQ(find(layer_ops(m, one, true), "expert_up").gemm.m, 8192);
+  EXPECT_DOUBLE_EQ(moe_tokens_per_expert(m, one), 8192);
+}
+
+TEST(Ops, EmbeddingAndHead) {
+  const ModelSpec m = preset("gpt3-175b");
+  Parallelism p;
+  p.tp = 8;
+  const auto emb = embedding_ops(m, p);
+  EXPECT_EQ(emb.front().cls, OpClass::embedding);
+  EXPECT_EQ(emb.front().fwd_flops, 2048.0 * 12288);  // learned-position add
+  const auto head = head_ops(m, p);
+  ASSERT_EQ(head.size(), 3u);
+  EXPECT_EQ(head[0].cls, OpClass::norm);
+  // Logits: h × V/t = 12288 × 6400 per GPU.
+  EXPECT_EQ(head[1].gemm.n, 6400);
+  EXPECT_EQ(head[1].gemm.k, 12288);
+  EXPECT_DOUBLE_EQ(head[1].fwd_flops, 2.0 * 2048 * 6400 * 12288);
+  EXPECT_EQ(head[2].cls, OpClass::loss);
+}
+
+TEST(Ops, RejectsUnshardablePlans) {
+  const ModelSpec m = preset("gpt3-175b");
+  Parallelism p;
+  p.tp = 5;  // 96 heads
+  try {
+    layer_ops(m, p, false);
+    FAIL() << "tp = 5 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("5"), std::string::npos);
+  }
+  Parallelism ep;
+  ep.ep = 2;  // dense model
+  EXPECT_THROW(layer_ops(m, ep, false), std::invalid_argument);
+  Parallelism mx;
+  mx.ep = 3;
+  mx.dp = 3;
+  EXPECT_THROW(layer_ops(preset("mixtral-8x7b"), mx, true), std::invalid_argument);
+  Parallelism cp;
+  cp.cp = 3;  // 2048 not divisible by 6
+  EXPECT_THROW(layer_ops(m, cp, false), std::invalid_argument);
+  EXPECT_THROW(layer_ops(m, Parallelism{}, true), std::invalid_argument);  // no experts
+}
+
+}  // namespace
+}  // namespace ptsim::models

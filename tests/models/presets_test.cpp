@@ -1,0 +1,199 @@
+// Presets (models/presets.yaml, embedded) and HuggingFace config import.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "models/model_spec.h"
+#include "ptsim/config.h"
+#include "models/params.h"
+
+namespace ptsim::models {
+namespace {
+
+std::string data_path(const std::string& name) {
+  // This suite keeps its files in tests/models/data (PTSIM_TEST_DATA_DIR is tests/data).
+  return std::string(PTSIM_SOURCE_DIR) + "/tests/models/data/" + name;
+}
+
+// Writes `text` to a fresh file in the temp directory, removed on destruction.
+class TempConfig {
+ public:
+  explicit TempConfig(const std::string& text) {
+    path_ = (std::filesystem::temp_directory_path() /
+             ("ptsim_models_test_" + std::to_string(reinterpret_cast<std::uintptr_t>(this)) + ".json"))
+                .string();
+    std::ofstream(path_) << text;
+  }
+  ~TempConfig() { std::remove(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string error_of(const std::string& path) {
+  try {
+    from_hf_config(path);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Presets, EveryContractPresetExistsWithASource) {
+  for (const char* name : {"gpt3-1.7b", "gpt3-3.6b", "gpt3-7.5b", "gpt3-18.4b", "gpt3-39.1b", "gpt3-76.1b",
+                           "gpt3-145.6b", "gpt3-310.1b", "gpt3-529.6b", "gpt3-1t", "gpt3-175b", "llama2-7b",
+                           "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b",
+                           "mixtral-8x22b"}) {
+    const auto m = find_preset(name);
+    ASSERT_TRUE(m.has_value()) << name;
+    EXPECT_EQ(m->name, name);
+    EXPECT_FALSE(m->source.empty()) << name;
+  }
+  EXPECT_FALSE(find_preset("gpt3-2t").has_value());
+}
+
+TEST(Presets, ParsedOnce) {
+  // The same vector (not a re-parse) on every call.
+  EXPECT_EQ(&presets(), &presets());
+  EXPECT_EQ(presets().size(), 19u);
+}
+
+TEST(Presets, GptTable1Row) {
+  // Narayanan et al. SC'21 Table 1, 7.5B row: 32 heads, hidden 4096, 36 layers;
+  // V = 51200, s = 2048; ffn = 4h = 16384.
+  const ModelSpec m = *find_preset("gpt3-7.5b");
+  EXPECT_EQ(m.num_layers, 36);
+  EXPECT_EQ(m.hidden_size, 4096);
+  EXPECT_EQ(m.num_attention_heads, 32);
+  EXPECT_EQ(m.num_query_groups, 32);
+  EXPECT_EQ(m.ffn_hidden_size, 16384);
+  EXPECT_EQ(m.vocab_size, 51200);
+  EXPECT_EQ(m.seq_length, 2048);
+  EXPECT_EQ(m.mlp, Mlp::gelu);
+  EXPECT_EQ(m.norm, Norm::layernorm);
+  EXPECT_FALSE(m.untie_embeddings);
+  EXPECT_TRUE(m.add_bias_linear);
+  EXPECT_TRUE(m.learned_position_embeddings);
+  EXPECT_FALSE(m.moe.has_value());
+  const ModelSpec t = *find_preset("gpt3-1t");
+  EXPECT_EQ(t.num_layers, 128);
+  EXPECT_EQ(t.hidden_size, 25600);
+  EXPECT_EQ(t.num_attention_heads, 160);
+}
+
+TEST(Presets, LlamaAndMixtralShapes) {
+  // meta-llama/Meta-Llama-3-8B config.json: 8 kv heads, vocab 128256, untied, RMSNorm, SwiGLU.
+  const ModelSpec l = *find_preset("llama3-8b");
+  EXPECT_EQ(l.num_query_groups, 8);
+  EXPECT_EQ(l.vocab_size, 128256);
+  EXPECT_EQ(l.ffn_hidden_size, 14336);
+  EXPECT_TRUE(l.untie_embeddings);
+  EXPECT_FALSE(l.add_bias_linear);
+  EXPECT_FALSE(l.learned_position_embeddings);
+  EXPECT_EQ(l.norm, Norm::rmsnorm);
+  EXPECT_EQ(l.mlp, Mlp::swiglu);
+  // mistralai/Mixtral-8x7B-v0.1: 8 experts, top-2, expert ffn 14336, every layer MoE.
+  const ModelSpec x = *find_preset("mixtral-8x7b");
+  ASSERT_TRUE(x.moe.has_value());
+  EXPECT_EQ(x.moe->num_experts, 8);
+  EXPECT_EQ(x.moe->top_k, 2);
+  EXPECT_EQ(x.moe->ffn_hidden_size, 14336);
+  EXPECT_TRUE(x.is_moe_layer(0));
+  EXPECT_TRUE(x.is_moe_layer(31));
+}
+
+TEST(ModelSpec, MoeLayerFrequency) {
+  // Megatron-core moe_layer_freq = 2: layers 0, 2, 4, ... are MoE.
+  ModelSpec m = *find_preset("mixtral-8x7b");
+  m.moe->layer_freq = 2;
+  EXPECT_TRUE(m.is_moe_layer(0));
+  EXPECT_FALSE(m.is_moe_layer(1));
+  EXPECT_TRUE(m.is_moe_layer(2));
+  EXPECT_THROW(m.is_moe_layer(32), std::invalid_argument);
+  EXPECT_FALSE(find_preset("llama2-7b")->is_moe_layer(3));
+}
+
+TEST(HfConfig, Llama2_7b) {
+  const ModelSpec m = from_hf_config(data_path("llama2-7b-config.json"));
+  EXPECT_EQ(m.hidden_size, 4096);
+  EXPECT_EQ(m.num_layers, 32);
+  EXPECT_EQ(m.num_attention_heads, 32);
+  EXPECT_EQ(m.num_query_groups, 32);
+  EXPECT_EQ(m.ffn_hidden_size, 11008);
+  EXPECT_EQ(m.vocab_size, 32000);
+  EXPECT_EQ(m.seq_length, 4096);
+  EXPECT_EQ(m.mlp, Mlp::swiglu);  // hidden_act silu
+  EXPECT_EQ(m.norm, Norm::rmsnorm);
+  EXPECT_TRUE(m.untie_embeddings);
+  EXPECT_FALSE(m.add_bias_linear);
+  EXPECT_FALSE(m.learned_position_embeddings);
+  // Same count as the preset: 6,738,415,616 (see params_test).
+  EXPECT_EQ(count_params(m).total, 6'738'415'616);
+}
+
+TEST(HfConfig, Gpt2KeysAndDefaults) {
+  // GPT-2 small: n_inner null → 4h; tie_word_embeddings defaults to true.
+  // Params: wte 50257·768 = 38,597,376; wpe 1024·768 = 786,432;
+  // 12 layers × (12h² + 13h) = 12 × 7,087,872 = 85,054,464; ln_f 2h = 1,536;
+  // total 124,439,808 (the well-known "124M").
+  TempConfig c(R"({"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12,
+                   "n_positions": 1024, "n_inner": null, "vocab_size": 50257,
+                   "activation_function": "gelu_new"})");
+  const ModelSpec m = from_hf_config(c.path());
+  EXPECT_EQ(m.ffn_hidden_size, 3072);
+  EXPECT_EQ(m.seq_length, 1024);
+  EXPECT_EQ(m.mlp, Mlp::gelu);
+  EXPECT_EQ(m.norm, Norm::layernorm);
+  EXPECT_FALSE(m.untie_embeddings);
+  EXPECT_TRUE(m.learned_position_embeddings);
+  EXPECT_EQ(count_params(m).total, 124'439'808);
+}
+
+TEST(HfConfig, MixtralExperts) {
+  TempConfig c(R"({"model_type": "mixtral", "hidden_size": 4096, "num_hidden_layers": 32,
+                   "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+                   "vocab_size": 32000, "max_position_embeddings": 32768, "hidden_act": "silu",
+                   "num_local_experts": 8, "num_experts_per_tok": 2, "rms_norm_eps": 1e-5,
+                   "tie_word_embeddings": false})");
+  const ModelSpec m = from_hf_config(c.path());
+  ASSERT_TRUE(m.moe.has_value());
+  EXPECT_EQ(m.moe->num_experts, 8);
+  EXPECT_EQ(m.moe->top_k, 2);
+  EXPECT_EQ(m.moe->ffn_hidden_size, 14336);
+  EXPECT_EQ(count_params(m).total, count_params(*find_preset("mixtral-8x7b")).total);
+}
+
+TEST(HfConfig, ErrorsNameFileAndKey) {
+  TempConfig missing(R"({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 2,
+                         "intermediate_size": 8, "vocab_size": 10, "max_position_embeddings": 16})");
+  std::string e = error_of(missing.path());
+  EXPECT_NE(e.find(missing.path()), std::string::npos) << e;
+  EXPECT_NE(e.find("hidden_size"), std::string::npos) << e;
+
+  TempConfig wrong_type(R"({"model_type": "llama", "hidden_size": 8, "num_hidden_layers": "2",
+                            "num_attention_heads": 2, "intermediate_size": 8, "vocab_size": 10,
+                            "max_position_embeddings": 16})");
+  e = error_of(wrong_type.path());
+  EXPECT_NE(e.find("num_hidden_layers"), std::string::npos) << e;
+  EXPECT_NE(e.find("\"2\""), std::string::npos) << e;
+
+  TempConfig bad_act(R"({"model_type": "llama", "hidden_size": 8, "num_hidden_layers": 2,
+                         "num_attention_heads": 2, "intermediate_size": 8, "vocab_size": 10,
+                         "max_position_embeddings": 16, "hidden_act": "relu"})");
+  e = error_of(bad_act.path());
+  EXPECT_NE(e.find("hidden_act"), std::string::npos) << e;
+  EXPECT_NE(e.find("relu"), std::string::npos) << e;
+
+  TempConfig not_json("{ hidden_size: ");
+  EXPECT_NE(error_of(not_json.path()).find(not_json.path()), std::string::npos);
+
+  e = error_of("/nonexistent/config.json");
+  EXPECT_NE(e.find("/nonexistent/config.json"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace ptsim::models
