@@ -1,6 +1,8 @@
 // Exact parameter counts (models/params.h).
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "models/model_spec.h"
 #include "models/params.h"
 
@@ -56,6 +58,34 @@ TEST(Params, MegatronEq2ForTheGptFamily) {
   // And the table's rounded sizes: 1.7B row → 1.7e9 within 5 %, 1T row → 1008.0e9 within 0.5 %.
   EXPECT_NEAR(static_cast<double>(count_params(preset("gpt3-1.7b")).total), 1.7e9, 1.7e9 * 0.05);
   EXPECT_NEAR(static_cast<double>(count_params(preset("gpt3-1t")).total), 1008.0e9, 1008.0e9 * 0.005);
+}
+
+TEST(Params, GptFamilyRoundsToTable1) {
+  // Narayanan et al. SC'21 Table 1 sizes (billions, one decimal).
+  const std::pair<const char*, double> rows[] = {
+      {"gpt3-1.7b", 1.7},     {"gpt3-3.6b", 3.6},     {"gpt3-7.5b", 7.5},     {"gpt3-18.4b", 18.4},
+      {"gpt3-39.1b", 39.1},   {"gpt3-76.1b", 76.1},   {"gpt3-145.6b", 145.6}, {"gpt3-310.1b", 310.1},
+      {"gpt3-529.6b", 529.6}, {"gpt3-1t", 1008.0}};
+  for (const auto& [name, billions] : rows) {
+    EXPECT_NEAR(static_cast<double>(count_params(preset(name)).total) / 1e9, billions, 0.05) << name;
+  }
+}
+
+TEST(Params, OtherHuggingFaceModels) {
+  // Layer = attention h·(2·a·d + 2·g·d) + SwiGLU 3·h·ffn + norms 2h; plus 2·V·h + h.
+  // Llama-2 13B: 40 × (4·5120² + 3·5120·13824 + 10240) + 2·32000·5120 + 5120.
+  EXPECT_EQ(count_params(preset("llama2-13b")).total, 13'015'864'320);
+  // Llama-2 70B: 80 × (2·8192² + 2·8192·1024 + 3·8192·28672 + 16384) + 2·32000·8192 + 8192.
+  EXPECT_EQ(count_params(preset("llama2-70b")).total, 68'976'648'192);
+  // Llama-3 70B: as Llama-2 70B with V = 128256.
+  EXPECT_EQ(count_params(preset("llama3-70b")).total, 70'553'706'496);
+  // Llama-3.1 405B: 126 × (2·16384² + 2·16384·1024 + 3·16384·53248 + 32768)
+  //   + 2·128256·16384 + 16384.
+  EXPECT_EQ(count_params(preset("llama3-405b")).total, 405'853'388'800);
+  // Mixtral 8x22B: Mistral AI announces 141B total, 39B active.
+  const ParamCounts x = count_params(preset("mixtral-8x22b"));
+  EXPECT_NEAR(static_cast<double>(x.total), 141e9, 141e9 * 0.005);
+  EXPECT_NEAR(static_cast<double>(x.active), 39e9, 39e9 * 0.005);
 }
 
 TEST(Params, Mixtral8x7bTotalAndActive) {
