@@ -29,90 +29,84 @@ namespace {
 
 // ---------------------------------------------------------------- presets ---
 
-constexpr const char* kPresetsFile = "models/presets.yaml";
+// The file being parsed, for error messages (threaded through explicitly: no globals).
+struct Origin {
+  const std::string& file;
+};
 
-[[noreturn]] void preset_error(const std::string& model, const std::string& key, const std::string& what) {
-  throw std::invalid_argument(fmt::format("{}: model '{}', key '{}': {}", kPresetsFile, model, key, what));
+[[noreturn]] void preset_error(const Origin& o, const std::string& model, const std::string& key,
+                               const std::string& what) {
+  throw std::invalid_argument(fmt::format("{}: model '{}', key '{}': {}", o.file, model, key, what));
 }
 
 template <typename T>
-T required(const YAML::Node& node, const std::string& model, const std::string& key) {
+T required(const Origin& o, const YAML::Node& node, const std::string& model, const std::string& key) {
   const YAML::Node v = node[key];
-  if (!v) preset_error(model, key, "missing");
+  if (!v) preset_error(o, model, key, "missing");
   try {
     return v.as<T>();
-  } catch (const YAML::Exception& e) {
-    preset_error(model, key, fmt::format("bad value '{}'", v.Scalar()));
+  } catch (const YAML::Exception&) {
+    preset_error(o, model, key, fmt::format("bad value '{}'", v.IsScalar() ? v.Scalar() : "<not a scalar>"));
   }
 }
 
-Mlp parse_mlp(const std::string& s, const std::string& model) {
+Mlp parse_mlp(const Origin& o, const std::string& s, const std::string& model) {
   if (s == "gelu") return Mlp::gelu;
   if (s == "swiglu") return Mlp::swiglu;
-  preset_error(model, "mlp", fmt::format("'{}' is not gelu | swiglu", s));
+  preset_error(o, model, "mlp", fmt::format("'{}' is not gelu | swiglu", s));
 }
 
-Norm parse_norm(const std::string& s, const std::string& model) {
+Norm parse_norm(const Origin& o, const std::string& s, const std::string& model) {
   if (s == "layernorm") return Norm::layernorm;
   if (s == "rmsnorm") return Norm::rmsnorm;
-  preset_error(model, "norm", fmt::format("'{}' is not layernorm | rmsnorm", s));
+  preset_error(o, model, "norm", fmt::format("'{}' is not layernorm | rmsnorm", s));
 }
 
-void reject_unknown_keys(const YAML::Node& node, const std::set<std::string>& known, const std::string& model) {
+void reject_unknown_keys(const Origin& o, const YAML::Node& node, const std::set<std::string>& known,
+                         const std::string& model) {
+  if (!node.IsMap()) preset_error(o, model, "-", "expected a mapping");
   for (const auto& kv : node) {
     const auto key = kv.first.as<std::string>();
-    if (!known.contains(key)) preset_error(model, key, "unknown key");
+    if (!known.contains(key)) preset_error(o, model, key, "unknown key");
   }
 }
 
-ModelSpec parse_preset(const YAML::Node& node) {
+ModelSpec parse_preset(const Origin& o, const YAML::Node& node) {
   ModelSpec m;
-  if (!node["name"]) preset_error("?", "name", "missing");
+  if (!node.IsMap() || !node["name"]) preset_error(o, "?", "name", "missing");
   m.name = node["name"].as<std::string>();
-  reject_unknown_keys(node,
+  reject_unknown_keys(o, node,
                       {"name", "source", "num_layers", "hidden_size", "num_attention_heads", "num_query_groups",
                        "ffn_hidden_size", "vocab_size", "seq_length", "mlp", "norm", "untie_embeddings",
                        "add_bias_linear", "learned_position_embeddings", "moe"},
                       m.name);
-  m.source = required<std::string>(node, m.name, "source");
-  m.num_layers = required<int>(node, m.name, "num_layers");
-  m.hidden_size = required<std::int64_t>(node, m.name, "hidden_size");
-  m.num_attention_heads = required<int>(node, m.name, "num_attention_heads");
+  m.source = required<std::string>(o, node, m.name, "source");
+  m.num_layers = required<int>(o, node, m.name, "num_layers");
+  m.hidden_size = required<std::int64_t>(o, node, m.name, "hidden_size");
+  m.num_attention_heads = required<int>(o, node, m.name, "num_attention_heads");
   m.num_query_groups =
-      node["num_query_groups"] ? required<int>(node, m.name, "num_query_groups") : m.num_attention_heads;
-  m.ffn_hidden_size = required<std::int64_t>(node, m.name, "ffn_hidden_size");
-  m.vocab_size = required<std::int64_t>(node, m.name, "vocab_size");
-  m.seq_length = required<std::int64_t>(node, m.name, "seq_length");
-  m.mlp = parse_mlp(required<std::string>(node, m.name, "mlp"), m.name);
-  m.norm = parse_norm(required<std::string>(node, m.name, "norm"), m.name);
-  m.untie_embeddings = required<bool>(node, m.name, "untie_embeddings");
-  m.add_bias_linear = required<bool>(node, m.name, "add_bias_linear");
-  m.learned_position_embeddings = required<bool>(node, m.name, "learned_position_embeddings");
+      node["num_query_groups"] ? required<int>(o, node, m.name, "num_query_groups") : m.num_attention_heads;
+  m.ffn_hidden_size = required<std::int64_t>(o, node, m.name, "ffn_hidden_size");
+  m.vocab_size = required<std::int64_t>(o, node, m.name, "vocab_size");
+  m.seq_length = required<std::int64_t>(o, node, m.name, "seq_length");
+  m.mlp = parse_mlp(o, required<std::string>(o, node, m.name, "mlp"), m.name);
+  m.norm = parse_norm(o, required<std::string>(o, node, m.name, "norm"), m.name);
+  m.untie_embeddings = required<bool>(o, node, m.name, "untie_embeddings");
+  m.add_bias_linear = required<bool>(o, node, m.name, "add_bias_linear");
+  m.learned_position_embeddings = required<bool>(o, node, m.name, "learned_position_embeddings");
   if (const YAML::Node moe = node["moe"]) {
-    reject_unknown_keys(moe, {"num_experts", "top_k", "ffn_hidden_size", "layer_freq", "shared_experts"}, m.name);
+    reject_unknown_keys(o, moe, {"num_experts", "top_k", "ffn_hidden_size", "layer_freq", "shared_experts"}, m.name);
     MoeSpec s;
-    s.num_experts = required<int>(moe, m.name, "num_experts");
-    s.top_k = required<int>(moe, m.name, "top_k");
-    s.ffn_hidden_size = required<std::int64_t>(moe, m.name, "ffn_hidden_size");
-    s.layer_freq = moe["layer_freq"] ? required<int>(moe, m.name, "layer_freq") : 1;
-    s.shared_experts = moe["shared_experts"] ? required<int>(moe, m.name, "shared_experts") : 0;
+    s.num_experts = required<int>(o, moe, m.name, "num_experts");
+    s.top_k = required<int>(o, moe, m.name, "top_k");
+    s.ffn_hidden_size = required<std::int64_t>(o, moe, m.name, "ffn_hidden_size");
+    s.layer_freq = moe["layer_freq"] ? required<int>(o, moe, m.name, "layer_freq") : 1;
+    s.shared_experts = moe["shared_experts"] ? required<int>(o, moe, m.name, "shared_experts") : 0;
     m.moe = s;
   }
   return m;
 }
 
-std::vector<ModelSpec> parse_presets() {
-  const YAML::Node root = YAML::Load(ptsim::embedded::presets_yaml);
-  const YAML::Node list = root["models"];
-  if (!list || !list.IsSequence()) preset_error("-", "models", "missing or not a list");
-  std::vector<ModelSpec> out;
-  std::set<std::string> names;
-  for (const auto& node : list) {
-    out.push_back(parse_preset(node));
-    if (!names.insert(out.back().name).second) preset_error(out.back().name, "name", "duplicate preset name");
-  }
-  return out;
-}
 
 // ------------------------------------------------------- HuggingFace import ---
 
@@ -167,9 +161,29 @@ std::string hf_string(const Json& j, const std::string& path, const char* key, c
 
 }  // namespace
 
+std::vector<ModelSpec> parse_presets_yaml(const std::string& text, const std::string& origin) {
+  const Origin o{origin};
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw std::invalid_argument(fmt::format("{}: not valid YAML: {}", origin, e.what()));
+  }
+  const YAML::Node list = root.IsMap() ? root["models"] : YAML::Node();
+  if (!list || !list.IsSequence()) preset_error(o, "-", "models", "missing or not a list");
+  std::vector<ModelSpec> out;
+  std::set<std::string> names;
+  for (const auto& node : list) {
+    out.push_back(parse_preset(o, node));
+    if (!names.insert(out.back().name).second) preset_error(o, out.back().name, "name", "duplicate preset name");
+  }
+  return out;
+}
+
 const std::vector<ModelSpec>& presets() {
   // Parsed once on first use; immutable afterwards (thread-safe static init).
-  static const std::vector<ModelSpec> parsed = parse_presets();
+  static const std::vector<ModelSpec> parsed =
+      parse_presets_yaml(ptsim::embedded::presets_yaml, "models/presets.yaml");
   return parsed;
 }
 

@@ -42,6 +42,10 @@ struct ModelSpec {
 // Built-in presets (data embedded in the binary, models/presets.yaml).
 const std::vector<ModelSpec>& presets();
 std::optional<ModelSpec> find_preset(const std::string& name);
+// Parses a presets document (`models:` list, keys as in models/presets.yaml);
+// unknown or missing keys throw std::invalid_argument naming `origin`, the model
+// and the key. presets() is this applied to the embedded file.
+std::vector<ModelSpec> parse_presets_yaml(const std::string& text, const std::string& origin);
 
 // A HuggingFace config.json (LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM,
 // GPT2/GPT-NeoX style). Throws std::invalid_argument naming the file and key.

@@ -106,6 +106,54 @@ TEST(Presets, LlamaAndMixtralShapes) {
   EXPECT_TRUE(x.is_moe_layer(31));
 }
 
+std::string preset_error_of(const std::string& yaml) {
+  try {
+    parse_presets_yaml(yaml, "my-presets.yaml");
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Presets, ParserRejectsBadEntries) {
+  const std::string ok = R"(models:
+  - name: tiny
+    source: "hand-written"
+    num_layers: 2
+    hidden_size: 64
+    num_attention_heads: 4
+    ffn_hidden_size: 256
+    vocab_size: 1000
+    seq_length: 128
+    mlp: gelu
+    norm: layernorm
+    untie_embeddings: false
+    add_bias_linear: true
+    learned_position_embeddings: true
+)";
+  const auto parsed = parse_presets_yaml(ok, "my-presets.yaml");
+  ASSERT_EQ(parsed.size(), 1u);
+  EXPECT_EQ(parsed[0].num_query_groups, 4);  // defaults to the head count
+  // Unknown key (a misspelling): the error names the file, the model and the key.
+  std::string e = preset_error_of(ok + "    hiden_size: 64\n");
+  EXPECT_NE(e.find("my-presets.yaml"), std::string::npos) << e;
+  EXPECT_NE(e.find("tiny"), std::string::npos) << e;
+  EXPECT_NE(e.find("hiden_size"), std::string::npos) << e;
+  // Missing key.
+  std::string missing = ok;
+  missing.erase(missing.find("    vocab_size: 1000\n"), 21);
+  e = preset_error_of(missing);
+  EXPECT_NE(e.find("vocab_size"), std::string::npos) << e;
+  // Bad enum value.
+  std::string relu = ok;
+  relu.replace(relu.find("mlp: gelu"), 9, "mlp: relu");
+  e = preset_error_of(relu);
+  EXPECT_NE(e.find("relu"), std::string::npos) << e;
+  // Duplicate names.
+  e = preset_error_of(ok + ok.substr(ok.find("  - name")));
+  EXPECT_NE(e.find("duplicate"), std::string::npos) << e;
+}
+
 TEST(ModelSpec, MoeLayerFrequency) {
   // Megatron-core moe_layer_freq = 2: layers 0, 2, 4, ... are MoE.
   ModelSpec m = *find_preset("mixtral-8x7b");
