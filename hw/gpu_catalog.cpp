@@ -1,0 +1,72 @@
+#include "hw/gpu_catalog.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <stdexcept>
+
+namespace ptsim::embedded {
+extern const char gpus_yaml[];
+}
+
+namespace ptsim::hw {
+
+FlopsPerSecond GpuSpec::peak(const std::string& precision) const {
+  if (precision == "fp32") return peak_fp32;
+  if (precision == "tf32") return peak_tf32;
+  if (precision == "fp16") return peak_fp16;
+  if (precision == "bf16") return peak_bf16;
+  if (precision == "fp8") return peak_fp8;
+  throw std::invalid_argument(fmt::format("unknown precision '{}'", precision));
+}
+
+std::vector<GpuSpec> parse_gpu_catalog(const std::string& yaml_text) {
+  const YAML::Node root = YAML::Load(yaml_text);
+  std::vector<GpuSpec> out;
+  for (const auto& g : root["gpus"]) {
+    GpuSpec s;
+    s.name = g["name"].as<std::string>();
+    if (g["aliases"]) s.aliases = g["aliases"].as<std::vector<std::string>>();
+    s.description = g["description"].as<std::string>("");
+    const auto peak = g["peak"];
+    auto rate = [&](const char* k) { return peak[k] ? parse_flops_rate(peak[k].as<std::string>()) : 0.0; };
+    s.peak_fp32 = rate("fp32");
+    s.peak_tf32 = rate("tf32");
+    s.peak_fp16 = rate("fp16");
+    s.peak_bf16 = rate("bf16");
+    s.peak_fp8 = rate("fp8");
+    s.hbm = parse_bytes(g["hbm"].as<std::string>());
+    s.hbm_bandwidth = parse_bandwidth(g["hbm_bandwidth"].as<std::string>());
+    s.nvlink_bandwidth = parse_bandwidth(g["nvlink_bandwidth"].as<std::string>());
+    s.pcie_bandwidth = parse_bandwidth(g["pcie_bandwidth"].as<std::string>());
+    const std::string adam = g["host_adam_rate"].as<std::string>();
+    s.host_adam_params_per_s = std::stod(adam) * 1e9;  // "N Gparam/s"
+    s.matmul_best = g["matmul_best"].as<double>();
+    s.nvls = g["nvls"].as<bool>(false);
+    if (const auto e = g["efficiency"]) {
+      s.efficiency.gemm = e["gemm"].as<double>();
+      s.efficiency.attention = e["attention"].as<double>();
+      s.efficiency.memory = e["memory"].as<double>();
+    }
+    if (g["sources"]) s.sources = g["sources"].as<std::vector<std::string>>();
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+const std::vector<GpuSpec>& gpu_catalog() {
+  // Parsed once; immutable afterwards (a cache of embedded data, not mutable state).
+  static const std::vector<GpuSpec> catalog = parse_gpu_catalog(ptsim::embedded::gpus_yaml);
+  return catalog;
+}
+
+std::optional<GpuSpec> find_gpu(const std::string& name) {
+  for (const auto& g : gpu_catalog()) {
+    if (g.name == name) return g;
+    for (const auto& a : g.aliases)
+      if (a == name) return g;
+  }
+  return std::nullopt;
+}
+
+}  // namespace ptsim::hw

@@ -1,0 +1,41 @@
+// The GPU catalog (hw/gpus.yaml, embedded in the binary): dense peak per precision,
+// HBM size and bandwidth, NVLink and PCIe bandwidth, each figure with its source.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hw/units.h"
+
+namespace ptsim::hw {
+
+struct GpuSpec {
+  std::string name;
+  std::vector<std::string> aliases;
+  std::string description;
+  FlopsPerSecond peak_fp32 = 0, peak_tf32 = 0, peak_fp16 = 0, peak_bf16 = 0, peak_fp8 = 0;
+  Bytes hbm = 0;
+  BytesPerSecond hbm_bandwidth = 0;
+  BytesPerSecond nvlink_bandwidth = 0;  // per GPU, per direction
+  BytesPerSecond pcie_bandwidth = 0;    // per direction
+  double host_adam_params_per_s = 0;    // CPU optimizer step rate (offload)
+  double matmul_best = 0;               // best measured matmul / peak
+  bool nvls = false;                    // NVSwitch SHARP available
+  // Fraction of peak reached per op class (roofline efficiency), global per GPU type.
+  struct Efficiency {
+    double gemm = 0.7, attention = 0.5, memory = 0.8;
+  } efficiency;
+  std::vector<std::string> sources;
+
+  // Dense peak for a precision name ("fp32", "tf32", "fp16", "bf16", "fp8");
+  // 0 when the GPU has no such tensor-core path (e.g. fp8 on A100).
+  FlopsPerSecond peak(const std::string& precision) const;
+};
+
+const std::vector<GpuSpec>& gpu_catalog();
+// By name or alias; nullopt when unknown.
+std::optional<GpuSpec> find_gpu(const std::string& name);
+// Parses a catalog document (used for the embedded one and by tests).
+std::vector<GpuSpec> parse_gpu_catalog(const std::string& yaml_text);
+
+}  // namespace ptsim::hw

@@ -1,0 +1,7 @@
+#include "sim/cli/commands.h"
+
+namespace ptsim::cli {
+
+std::vector<Command> all_commands() { return {run_command(), memory_command(), list_command()}; }
+
+}  // namespace ptsim::cli

@@ -1,0 +1,55 @@
+#include <fmt/format.h>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "models/memory.h"
+#include "sim/cli/commands.h"
+#include "sim/io.h"
+#include "sim/scenario.h"
+
+namespace ptsim::cli {
+
+Command memory_command() {
+  struct Opts {
+    std::string scenario, json;
+    std::vector<std::string> sets;
+  };
+  auto o = std::make_shared<Opts>();
+  Command c;
+  c.add = [o](CLI::App& app) {
+    auto* sub = app.add_subcommand("memory", "per-GPU memory breakdown (analytical, instant)");
+    sub->add_option("scenario", o->scenario, "scenario YAML")->required();
+    sub->add_option("--json", o->json, "write the breakdown as JSON to FILE ('-' = stdout)");
+    sub->add_option("--set", o->sets, "override a scenario key")->take_all();
+    return sub;
+  };
+  c.execute = [o]() {
+    const sim::Scenario s = sim::load_scenario(o->scenario, o->sets);
+    const auto stages = models::analytical_memory(s.model, s.plan.par);
+    const double cap = s.cluster.gpu.hbm;
+    nlohmann::json j;
+    j["scenario"] = s.name;
+    j["capacity_bytes"] = cap;
+    j["per_stage"] = nlohmann::json::array();
+    double peak = 0;
+    std::string text = fmt::format("{}: per-GPU memory (analytical), capacity {}\n", s.name, format_bytes(cap));
+    text += "  stage      params       grads   optimizer activations     buffers        peak  fits\n";
+    for (const auto& m : stages) {
+      peak = std::max(peak, m.peak);
+      j["per_stage"].push_back({{"stage", m.stage}, {"params", m.params}, {"grads", m.grads}, {"optimizer", m.optimizer},
+                                {"activations", m.activations}, {"buffers", m.buffers}, {"peak", m.peak}});
+      text += fmt::format("  {:>5} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}  {}\n", m.stage, format_bytes(m.params),
+                          format_bytes(m.grads), format_bytes(m.optimizer), format_bytes(m.activations),
+                          format_bytes(m.buffers), format_bytes(m.peak), m.peak <= cap ? "yes" : "NO");
+    }
+    j["peak_bytes"] = peak;
+    j["feasible"] = peak <= cap;
+    if (o->json != "-") std::cout << text;
+    if (!o->json.empty()) sim::write_output(o->json, j.dump(2) + "\n");
+    return 0;
+  };
+  return c;
+}
+
+}  // namespace ptsim::cli

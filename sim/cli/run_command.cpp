@@ -1,0 +1,56 @@
+#include <fmt/format.h>
+#include <iostream>
+#include <memory>
+
+#include "sim/cli/commands.h"
+#include "sim/io.h"
+#include "sim/layout.h"
+#include "sim/scenario.h"
+#include "sim/simulate.h"
+#include "sim/trace.h"
+
+namespace ptsim::cli {
+
+Command run_command() {
+  struct Opts {
+    std::string scenario, json, trace, report;
+    std::vector<std::string> sets;
+    bool fold = false, quiet = false;
+    int trace_ranks = 64;
+  };
+  auto o = std::make_shared<Opts>();
+  Command c;
+  c.add = [o](CLI::App& app) {
+    auto* sub = app.add_subcommand("run", "simulate one training iteration of a scenario");
+    sub->add_option("scenario", o->scenario, "scenario YAML")->required();
+    sub->add_option("--json", o->json, "write the result document (CONTRACT §3) to FILE ('-' = stdout)");
+    sub->add_option("--trace", o->trace, "write a Chrome/Perfetto trace (ui.perfetto.dev)");
+    sub->add_option("--report", o->report, "write a self-contained HTML report");
+    sub->add_option("--set", o->sets, "override a scenario key, e.g. --set parallel.tensor_parallel=4")->take_all();
+    sub->add_flag("--fold", o->fold, "simulate one representative rank per pipeline stage (symmetric ranks folded)");
+    sub->add_option("--trace-ranks", o->trace_ranks, "ranks shown in the trace (first of each stage first)");
+    sub->add_flag("-q,--quiet", o->quiet, "no summary on stdout");
+    return sub;
+  };
+  c.execute = [o]() {
+    const sim::Scenario s = sim::load_scenario(o->scenario, o->sets);
+    sim::SimulateOptions so;
+    so.fold = o->fold;
+    so.trace = !o->trace.empty() || !o->report.empty();
+    so.trace_max_ranks = o->trace_ranks;
+    so.build.fuse_compute = o->trace.empty();
+    const sim::Simulation result = sim::simulate(s, so);
+    const bool json_to_stdout = o->json == "-";
+    if (!o->quiet && !json_to_stdout) std::cout << sim::summary_text(result.result);
+    if (!o->json.empty()) sim::write_output(o->json, sim::to_json_text(result.result));
+    if (!o->trace.empty()) {
+      const auto& q = s.plan.par;
+      sim::Layout layout(q.tp, q.cp, q.dp, q.pp, q.ep, s.cluster.gpus_per_node);
+      sim::write_output(o->trace, sim::trace_json(result, layout));
+    }
+    return 0;
+  };
+  return c;
+}
+
+}  // namespace ptsim::cli

@@ -1,0 +1,44 @@
+// How long a collective of one group takes, and how many bytes each member puts
+// on the wire. The replay asks this interface; the ring α–β model below is the
+// analytical one (the network model of hw/net refines it with topology and flows).
+#pragma once
+#include "hw/units.h"
+#include "sim/program.h"
+#include "sim/scenario.h"
+
+namespace ptsim::sim {
+
+// A group as the cost model sees it: its size and how it lies on the nodes.
+struct GroupShape {
+  int size = 1;
+  int nodes = 1;           // distinct nodes spanned
+  int first_rank = 0;      // global rank of member 0
+  int stride = 1;          // rank distance between consecutive members
+};
+
+// Bytes each member sends for a collective with buffer size S over n ranks, as the
+// ring algorithm moves them (nccl-tests PERFORMANCE.md): all-reduce 2(n−1)/n·S,
+// reduce-scatter / all-gather / all-to-all (n−1)/n·S, broadcast S (n>1), send S.
+Bytes ring_wire_bytes(Coll c, int n, Bytes S);
+
+class CollectiveCost {
+ public:
+  virtual ~CollectiveCost() = default;
+  virtual Seconds seconds(Coll c, Dim d, const GroupShape& g, Bytes S) const = 0;
+  virtual Bytes wire_bytes(Coll c, const GroupShape& g, Bytes S) const { return ring_wire_bytes(c, g.size, S); }
+};
+
+// Ring α–β over the slowest link of the group: NVLink inside a node, the GPU's
+// share of the node's NICs across nodes. All-reduce 2(n−1)(α + S/(n·B));
+// reduce-scatter / all-gather / all-to-all (n−1)(α + S/(n·B)); send α + S/B.
+class RingAlphaBetaCost : public CollectiveCost {
+ public:
+  explicit RingAlphaBetaCost(const ClusterConfig& c);
+  Seconds seconds(Coll c, Dim d, const GroupShape& g, Bytes S) const override;
+
+ private:
+  BytesPerSecond intra_bw_, inter_bw_;
+  Seconds intra_lat_, inter_lat_;
+};
+
+}  // namespace ptsim::sim

@@ -1,0 +1,12 @@
+// Output files are written atomically: the text goes to a temporary file in the
+// same folder, then rename(2) replaces the target, so a crash or Ctrl-C never
+// leaves a half-written result where the user's file was.
+#pragma once
+#include <string>
+
+namespace ptsim::sim {
+
+// Writes `text` to `path` ("-" = stdout). Throws std::runtime_error naming the path.
+void write_output(const std::string& path, const std::string& text);
+
+}  // namespace ptsim::sim

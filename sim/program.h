@@ -1,0 +1,80 @@
+// Per-rank programs, generated on the fly: every rank of a pipeline stage runs the
+// same instruction templates (one per model chunk and phase) in the order of the
+// stage's schedule, so a 16k-GPU simulation stores one template set per stage,
+// not one program per rank (DESIGN.md "Per-rank programs are generated").
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hw/units.h"
+#include "models/memory.h"
+#include "sim/schedule.h"
+
+namespace ptsim::sim {
+
+// The parallel dimensions traffic is accounted to; `mp` is the model-parallel
+// synchronisation before the optimizer (gradient-norm / inf check all-reduce over
+// tp × cp × pp), whose waiting is pipeline imbalance and counts as bubble.
+enum class Dim : std::uint8_t { tp, pp, dp, cp, ep, mp };
+inline constexpr int kNumDims = 6;
+const char* to_string(Dim d);
+
+enum class Coll : std::uint8_t { all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, send_recv };
+const char* to_string(Coll c);
+
+enum class InstrKind : std::uint8_t {
+  compute,      // occupies the compute stream for `duration`
+  collective,   // a collective of `dim`'s group on the compute stream (blocking)
+  recv,         // wait for the pipeline input/gradient of the current step
+  send,         // send the pipeline output/gradient of the current step (async)
+  launch,       // enqueue a collective on the rank's async stream of `dim`
+  wait,         // block until the async stream of `dim` has finished `count` ops (0 = all)
+  alloc,        // memory: `bytes` of `mem` category
+  release,      // memory: free
+};
+
+enum class MemCat : std::uint8_t { activations, buffers, params, grads, optimizer };
+
+enum InstrFlags : std::uint8_t {
+  kNone = 0,
+  kLastMicrobatch = 1,   // only on the last micro-batch of the chunk (DP bucket launch)
+  kFirstMicrobatch = 2,  // only on the first micro-batch of the chunk (ZeRO param waits)
+  kRecompute = 4,        // recomputed work (hardware FLOPs only)
+};
+
+struct Instr {
+  InstrKind kind = InstrKind::compute;
+  Dim dim = Dim::tp;
+  Coll coll = Coll::all_reduce;
+  MemCat mem = MemCat::activations;
+  std::uint8_t flags = kNone;
+  std::uint16_t label = 0;  // index into Program::labels (trace names)
+  std::int32_t count = 0;   // wait: ops to have completed
+  Tick duration = 0;        // compute
+  Bytes bytes = 0;          // collective buffer size S, p2p message, or memory
+};
+
+struct ChunkProgram {
+  std::vector<Instr> forward;
+  std::vector<Instr> backward;
+};
+
+struct StageProgram {
+  int stage = 0;
+  std::vector<ScheduleStep> steps;
+  std::vector<ChunkProgram> chunks;  // v chunks
+  std::vector<Instr> prologue;       // before the first step (static memory, ZeRO param gather)
+  std::vector<Instr> epilogue;       // after the last step (grad sync, optimizer)
+  models::ModelStates states;        // static model-state bytes of this stage
+  Bytes buffers = 0;
+  Bytes activation_per_chunk_mb = 0; // saved activations of one (micro-batch, chunk) (max over chunks)
+};
+
+struct Program {
+  std::vector<StageProgram> stages;
+  std::vector<std::string> labels;
+  std::uint16_t label(const std::string& name);
+};
+
+}  // namespace ptsim::sim

@@ -1,0 +1,417 @@
+#include "sim/program_builder.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "models/memory.h"
+#include "models/ops.h"
+#include "models/params.h"
+
+namespace ptsim::sim {
+
+std::uint16_t Program::label(const std::string& name) {
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    if (labels[i] == name) return static_cast<std::uint16_t>(i);
+  labels.push_back(name);
+  return static_cast<std::uint16_t>(labels.size() - 1);
+}
+
+double dp_bucket_params(int dp) { return std::max(40'000'000.0, 1'000'000.0 * dp); }
+
+namespace {
+
+using models::Op;
+using models::OpClass;
+
+std::string gemm_dtype(models::Precision p) {
+  switch (p) {
+    case models::Precision::fp32: return "fp32";
+    case models::Precision::fp16: return "fp16";
+    case models::Precision::bf16: return "bf16";
+    case models::Precision::fp8: return "fp8";
+  }
+  return "bf16";
+}
+
+// Element bytes of activations on the wire and in memory (fp8 training keeps
+// activations in bf16, as Transformer Engine does).
+double activation_bytes(models::Precision p) { return p == models::Precision::fp32 ? 4.0 : 2.0; }
+
+class Builder {
+ public:
+  Builder(const Scenario& s, const hw::ComputeCostModel& compute, BuildOptions opt)
+      : s_(s), par_(s.plan.par), compute_(compute), opt_(opt) {
+    const auto& m = s.model;
+    act_bytes_ = activation_bytes(par_.precision);
+    tokens_ = static_cast<double>(par_.micro_batch_size) * static_cast<double>(m.seq_length) / par_.cp;
+    hidden_msg_ = tokens_ * static_cast<double>(m.hidden_size) * act_bytes_;
+    const auto pc = models::count_params(m);
+    dense_layer_local_ = static_cast<double>(pc.dense_layer) / par_.tp;
+    if (m.moe) {
+      const double experts = static_cast<double>(m.moe->num_experts) * static_cast<double>(pc.moe_layer_expert);
+      moe_layer_local_ = (static_cast<double>(pc.moe_layer) - experts) / par_.tp + experts / (par_.tp * par_.ep);
+    }
+    embedding_local_ = static_cast<double>(pc.embedding) / par_.tp;
+    head_local_ = static_cast<double>(pc.output + pc.final_norm) / par_.tp;
+    grad_elem_bytes_ = par_.precision == models::Precision::fp32 ? 4.0 : 2.0;
+  }
+
+  Program build() {
+    const int p = par_.pp, v = par_.vpp;
+    for (int stage = 0; stage < p; ++stage) {
+      StageProgram sp;
+      sp.stage = stage;
+      sp.steps = build_schedule(par_.schedule, stage, p, par_.num_microbatches, v);
+      sp.states = models::model_states(s_.model, par_, stage);
+      sp.buffers = models::buffer_bytes(s_.model, par_, stage);
+      pending_bucket_ = 0;
+      bucket_count_ = 0;
+      // Chunks are built in the order their last backward runs (v−1 down to 0) so
+      // gradient buckets fill in the order the gradients are produced.
+      sp.chunks.resize(static_cast<std::size_t>(v));
+      for (int c = v - 1; c >= 0; --c) sp.chunks[static_cast<std::size_t>(c)] = build_chunk(sp, stage, c);
+      build_prologue(sp);
+      build_epilogue(sp);
+      prog_.stages.push_back(std::move(sp));
+    }
+    return std::move(prog_);
+  }
+
+ private:
+  Tick time_of(const Op& op, bool backward) const {
+    hw::KernelDesc k;
+    k.dtype = gemm_dtype(par_.precision);
+    k.backward = backward;
+    switch (op.cls) {
+      case OpClass::gemm:
+      case OpClass::router: {
+        k.cls = hw::KernelClass::gemm;
+        k.m = op.gemm.m, k.n = op.gemm.n, k.k = op.gemm.k, k.count = op.gemm.count;
+        if (!backward) {
+          k.flops = op.fwd_flops, k.bytes = op.fwd_bytes;
+          return to_ticks(compute_.seconds(k));
+        }
+        // Backward = dgrad (m×k = m×n · n×k) + wgrad (k×n = k×m · m×n), half each.
+        hw::KernelDesc dgrad = k, wgrad = k;
+        dgrad.m = op.gemm.m, dgrad.n = op.gemm.k, dgrad.k = op.gemm.n;
+        wgrad.m = op.gemm.k, wgrad.n = op.gemm.n, wgrad.k = op.gemm.m;
+        dgrad.flops = wgrad.flops = op.bwd_flops / 2;
+        dgrad.bytes = wgrad.bytes = op.bwd_bytes / 2;
+        return to_ticks(compute_.seconds(dgrad) + compute_.seconds(wgrad));
+      }
+      case OpClass::attention:
+        k.cls = hw::KernelClass::attention;
+        if (par_.precision == models::Precision::fp8) k.dtype = "bf16";  // attention stays in bf16 under TE fp8
+        k.batch_heads = op.attn.batch_heads, k.seq_q = op.attn.seq_q, k.seq_kv = op.attn.seq_kv;
+        k.head_dim = op.attn.head_dim, k.causal = op.attn.causal;
+        k.flops = backward ? op.bwd_flops : op.fwd_flops;
+        k.bytes = backward ? op.bwd_bytes : op.fwd_bytes;
+        return to_ticks(compute_.seconds(k));
+      default:
+        k.cls = hw::KernelClass::memory;
+        k.flops = backward ? op.bwd_flops : op.fwd_flops;
+        k.bytes = backward ? op.bwd_bytes : op.fwd_bytes;
+        return to_ticks(compute_.seconds(k));
+    }
+  }
+
+  void push_compute(std::vector<Instr>& out, const std::string& name, Tick dur, std::uint8_t flags = kNone) {
+    if (dur <= 0) return;
+    if (opt_.fuse_compute && !out.empty() && out.back().kind == InstrKind::compute && out.back().flags == flags) {
+      out.back().duration += dur;
+      return;
+    }
+    Instr in;
+    in.kind = InstrKind::compute;
+    in.duration = dur;
+    in.flags = flags;
+    in.label = prog_.label(opt_.fuse_compute ? std::string("compute") : name);
+    out.push_back(in);
+  }
+
+  void push_coll(std::vector<Instr>& out, Dim d, Coll c, Bytes bytes, const std::string& name, std::uint8_t flags = kNone) {
+    if (group_size(d) <= 1 || bytes <= 0) return;
+    Instr in;
+    in.kind = InstrKind::collective;
+    in.dim = d;
+    in.coll = c;
+    in.bytes = bytes;
+    in.flags = flags;
+    in.label = prog_.label(name);
+    out.push_back(in);
+  }
+
+  int group_size(Dim d) const {
+    switch (d) {
+      case Dim::tp: return par_.tp;
+      case Dim::cp: return par_.cp;
+      case Dim::dp: return par_.dp * par_.cp;
+      case Dim::ep: return par_.ep;
+      case Dim::pp: return par_.pp;
+      case Dim::mp: return par_.tp * par_.cp * par_.pp;
+    }
+    return 1;
+  }
+
+  // TP communication at a block boundary. `enter`: where activations enter the
+  // tensor-parallel region (before QKV / MLP-up); otherwise where they leave it
+  // (after the projection / down-projection).
+  void tp_boundary(std::vector<Instr>& out, bool enter, bool backward, const char* block, std::uint8_t flags) {
+    const bool sp = par_.sequence_parallel;
+    Coll c;
+    if (!backward) {
+      if (enter && !sp) return;  // identity in forward
+      c = enter ? Coll::all_gather : (sp ? Coll::reduce_scatter : Coll::all_reduce);
+    } else {
+      if (!enter && !sp) return;  // identity in backward
+      c = enter ? (sp ? Coll::reduce_scatter : Coll::all_reduce) : Coll::all_gather;
+    }
+    push_coll(out, Dim::tp, c, hidden_msg_, fmt::format("tp {} {}", to_string(c), block), flags);
+  }
+
+  // Forward instructions of one layer's ops (also used for full recomputation).
+  void layer_forward(std::vector<Instr>& out, const std::vector<Op>& ops, std::uint8_t flags) {
+    for (const Op& op : ops) {
+      if (op.name == "qkv") tp_boundary(out, true, false, "attn", flags);
+      if (op.name == "mlp_up" || op.name == "router") tp_boundary(out, true, false, "mlp", flags);
+      if (op.name == "attn_bias_dropout_add") tp_boundary(out, false, false, "attn", flags);
+      if (op.name == "mlp_bias_dropout_add") tp_boundary(out, false, false, "mlp", flags);
+      if (op.name == "moe_unpermute") ep_all_to_all(out, ops, "ep combine", flags);
+      push_compute(out, op.name, time_of(op, false), flags);
+      if (op.name == "moe_permute") ep_all_to_all(out, ops, "ep dispatch", flags);
+    }
+  }
+
+  void layer_backward(std::vector<Instr>& out, const std::vector<Op>& ops) {
+    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+      const Op& op = *it;
+      if (op.name == "moe_permute") ep_all_to_all(out, ops, "ep dispatch bwd", kNone);
+      if (op.recomputed_selective && par_.recompute == models::Recompute::selective)
+        push_compute(out, op.name + " (recompute)", time_of(op, false), kRecompute);
+      push_compute(out, op.name, time_of(op, true));
+      if (op.name == "moe_unpermute") ep_all_to_all(out, ops, "ep combine bwd", kNone);
+      if (op.name == "attn_bias_dropout_add") tp_boundary(out, false, true, "attn", kNone);
+      if (op.name == "mlp_bias_dropout_add") tp_boundary(out, false, true, "mlp", kNone);
+      if (op.name == "qkv") tp_boundary(out, true, true, "attn", kNone);
+      if (op.name == "mlp_up" || op.name == "router") tp_boundary(out, true, true, "mlp", kNone);
+    }
+  }
+
+  // Token dispatch / combine of a MoE layer: all-to-all in the EP group of the
+  // routed tokens' hidden states (top_k copies per token, capacity-factor padded).
+  void ep_all_to_all(std::vector<Instr>& out, const std::vector<Op>&, const char* name, std::uint8_t flags) {
+    if (!s_.model.moe || par_.ep <= 1) return;
+    const double routed = tokens_ * s_.model.moe->top_k * par_.moe_capacity_factor;
+    const double tp_share = par_.sequence_parallel ? 1.0 / par_.tp : 1.0;
+    push_coll(out, Dim::ep, Coll::all_to_all, routed * tp_share * static_cast<double>(s_.model.hidden_size) * act_bytes_,
+              name, flags);
+  }
+
+  void dp_launch(std::vector<Instr>& out, double params, bool force) {
+    pending_bucket_ += params;
+    if (!s_.plan.overlap_grad_reduce || group_size(Dim::dp) <= 1) return;
+    if (pending_bucket_ <= 0 || (!force && pending_bucket_ < dp_bucket_params(par_.dp))) return;
+    Instr in;
+    in.kind = InstrKind::launch;
+    in.dim = Dim::dp;
+    in.coll = par_.zero_stage >= 1 ? Coll::reduce_scatter : Coll::all_reduce;
+    in.bytes = pending_bucket_ * grad_elem_bytes_;
+    in.flags = kLastMicrobatch;
+    in.label = prog_.label(fmt::format("dp grad {}", to_string(in.coll)));
+    out.push_back(in);
+    pending_bucket_ = 0;
+    ++bucket_count_;
+  }
+
+  ChunkProgram build_chunk(StageProgram& sp, int stage, int chunk) {
+    const auto& m = s_.model;
+    const int p = par_.pp, v = par_.vpp;
+    const bool first = stage == 0 && chunk == 0;
+    const bool last = stage == p - 1 && chunk == v - 1;
+    const auto range = models::chunk_layers(m, par_, stage, chunk);
+    ChunkProgram cp;
+    Bytes act = 0;
+    const auto dense_ops = models::layer_ops(m, par_, false);
+    const auto moe_ops = m.moe ? models::layer_ops(m, par_, true) : std::vector<Op>{};
+    for (int l = range.first; l < range.first + range.count; ++l)
+      act += models::activation_bytes_per_layer(m, par_, m.is_moe_layer(l));
+    if (first) act += models::embedding_activation_bytes(m, par_);
+    if (last) act += models::head_activation_bytes(m, par_);
+    sp.activation_per_chunk_mb = std::max(sp.activation_per_chunk_mb, act);
+
+    // ---- forward ----
+    auto& f = cp.forward;
+    if (pipeline_source(Phase::forward, stage, chunk, p, v).stage >= 0) f.push_back(p2p(InstrKind::recv, "pp recv act"));
+    f.push_back(mem(InstrKind::alloc, MemCat::activations, act, "activations"));
+    if (first) {
+      for (const Op& op : models::embedding_ops(m, par_)) push_compute(f, op.name, time_of(op, false));
+      push_coll(f, Dim::tp, par_.sequence_parallel ? Coll::reduce_scatter : Coll::all_reduce, hidden_msg_, "tp embedding");
+    }
+    for (int l = range.first; l < range.first + range.count; ++l) layer_forward(f, m.is_moe_layer(l) ? moe_ops : dense_ops, kNone);
+    if (last) head_forward(f);
+    if (pipeline_destination(Phase::forward, stage, chunk, p, v).stage >= 0) f.push_back(p2p(InstrKind::send, "pp send act"));
+
+    // ---- backward ----
+    auto& b = cp.backward;
+    if (pipeline_source(Phase::backward, stage, chunk, p, v).stage >= 0) b.push_back(p2p(InstrKind::recv, "pp recv grad"));
+    if (last) {
+      head_backward(b);
+      dp_launch(b, head_local_, false);
+    }
+    for (int l = range.first + range.count - 1; l >= range.first; --l) {
+      const auto& ops = m.is_moe_layer(l) ? moe_ops : dense_ops;
+      if (par_.recompute == models::Recompute::full) layer_forward(b, ops, kRecompute);
+      layer_backward(b, ops);
+      dp_launch(b, m.is_moe_layer(l) ? moe_layer_local_ : dense_layer_local_, false);
+    }
+    if (first) {
+      // The embedding's forward reduce-scatter (SP) has an all-gather as gradient;
+      // its forward all-reduce (no SP) has the identity.
+      if (par_.sequence_parallel) push_coll(b, Dim::tp, Coll::all_gather, hidden_msg_, "tp embedding bwd");
+      for (const Op& op : models::embedding_ops(m, par_)) push_compute(b, op.name, time_of(op, true));
+      dp_launch(b, embedding_local_, false);
+    }
+    // The last chunk to finish backward on this stage flushes the partial bucket.
+    if (chunk == 0) dp_launch(b, 0, true);
+    b.push_back(mem(InstrKind::release, MemCat::activations, act, "activations"));
+    if (pipeline_destination(Phase::backward, stage, chunk, p, v).stage >= 0) b.push_back(p2p(InstrKind::send, "pp send grad"));
+    return cp;
+  }
+
+  void head_forward(std::vector<Instr>& f) {
+    const auto& m = s_.model;
+    for (const Op& op : models::head_ops(m, par_)) {
+      if (op.cls == OpClass::gemm && par_.sequence_parallel) push_coll(f, Dim::tp, Coll::all_gather, hidden_msg_, "tp logits gather");
+      push_compute(f, op.name, time_of(op, false));
+      // Vocab-parallel cross entropy: all-reduce of the max, the sum of exps and
+      // the target logit per token (Megatron-LM cross_entropy.py), fp32.
+      if (op.cls == OpClass::loss) push_coll(f, Dim::tp, Coll::all_reduce, 3 * tokens_ * 4, "tp cross-entropy");
+    }
+  }
+
+  void head_backward(std::vector<Instr>& b) {
+    const auto ops = models::head_ops(s_.model, par_);
+    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+      push_compute(b, it->name, time_of(*it, true));
+      if (it->cls == OpClass::gemm)
+        push_coll(b, Dim::tp, par_.sequence_parallel ? Coll::reduce_scatter : Coll::all_reduce, hidden_msg_, "tp logits bwd");
+    }
+  }
+
+  Instr p2p(InstrKind k, const char* name) {
+    Instr in;
+    in.kind = k;
+    in.dim = Dim::pp;
+    in.coll = Coll::send_recv;
+    in.bytes = par_.sequence_parallel ? hidden_msg_ / par_.tp : hidden_msg_;
+    in.label = prog_.label(name);
+    return in;
+  }
+
+  Instr mem(InstrKind k, MemCat c, Bytes bytes, const char* name) {
+    Instr in;
+    in.kind = k;
+    in.mem = c;
+    in.bytes = bytes;
+    in.label = prog_.label(name);
+    return in;
+  }
+
+  void build_prologue(StageProgram& sp) {
+    sp.prologue.push_back(mem(InstrKind::alloc, MemCat::params, sp.states.params, "params"));
+    sp.prologue.push_back(mem(InstrKind::alloc, MemCat::grads, sp.states.grads, "grads"));
+    sp.prologue.push_back(mem(InstrKind::alloc, MemCat::optimizer, sp.states.optimizer, "optimizer"));
+    sp.prologue.push_back(mem(InstrKind::alloc, MemCat::buffers, sp.buffers, "buffers"));
+  }
+
+  void build_epilogue(StageProgram& sp) {
+    auto& e = sp.epilogue;
+    const double local_params = stage_local_params(sp.stage);
+    const bool dp_active = group_size(Dim::dp) > 1;
+    if (dp_active && !s_.plan.overlap_grad_reduce) {
+      // All gradient buckets reduced after the backward pass, nothing overlapped.
+      double left = local_params;
+      while (left > 0) {
+        const double n = std::min(left, dp_bucket_params(par_.dp));
+        Instr in;
+        in.kind = InstrKind::launch;
+        in.dim = Dim::dp;
+        in.coll = par_.zero_stage >= 1 ? Coll::reduce_scatter : Coll::all_reduce;
+        in.bytes = n * grad_elem_bytes_;
+        in.label = prog_.label(fmt::format("dp grad {}", to_string(in.coll)));
+        e.push_back(in);
+        left -= n;
+      }
+    }
+    if (dp_active) {
+      Instr w;
+      w.kind = InstrKind::wait;
+      w.dim = Dim::dp;
+      w.label = prog_.label("wait dp");
+      e.push_back(w);
+    }
+    // Gradient norm (clip) and inf check: an all-reduce over the model-parallel group.
+    push_coll(e, Dim::mp, Coll::all_reduce, 8, "grad-norm all-reduce");
+    // Adam step on this GPU's optimizer shard: fused kernel reading fp32 master
+    // weights, m, v and the gradient, writing master, m, v and the 16-bit weights
+    // (4+4+4+2 read + 4+4+4+2 written = 28 bytes per parameter).
+    const double shard = par_.zero_stage >= 1 ? local_params / (par_.dp * par_.cp) : local_params;
+    if (par_.offload_optimizer) {
+      // ZeRO-Offload (Ren et al. 2021): gradients down and weights up over PCIe,
+      // the Adam step at the host's rate.
+      const auto& g = s_.cluster.gpu;
+      const Seconds t = shard / g.host_adam_params_per_s + 2 * shard * grad_elem_bytes_ / g.pcie_bandwidth;
+      push_compute(e, "optimizer (host)", to_ticks(t));
+    } else {
+      hw::KernelDesc k;
+      k.cls = hw::KernelClass::memory;
+      k.bytes = shard * 28.0;
+      push_compute(e, "optimizer", to_ticks(compute_.seconds(k)));
+    }
+    if (dp_active && par_.zero_stage >= 1 && par_.zero_stage <= 2) {
+      // Distributed optimizer: all-gather the updated 16-bit weights.
+      Instr in;
+      in.kind = InstrKind::launch;
+      in.dim = Dim::dp;
+      in.coll = Coll::all_gather;
+      in.bytes = local_params * act_bytes_;
+      in.label = prog_.label("dp param all-gather");
+      e.push_back(in);
+      Instr w;
+      w.kind = InstrKind::wait;
+      w.dim = Dim::dp;
+      w.label = prog_.label("wait dp");
+      e.push_back(w);
+    }
+  }
+
+  double stage_local_params(int stage) const {
+    const auto& m = s_.model;
+    double total = 0;
+    for (int c = 0; c < par_.vpp; ++c) {
+      const auto r = models::chunk_layers(m, par_, stage, c);
+      for (int l = r.first; l < r.first + r.count; ++l) total += m.is_moe_layer(l) ? moe_layer_local_ : dense_layer_local_;
+    }
+    if (stage == 0) total += embedding_local_;
+    if (stage == par_.pp - 1) total += head_local_;
+    return total;
+  }
+
+  const Scenario& s_;
+  const models::Parallelism& par_;
+  const hw::ComputeCostModel& compute_;
+  BuildOptions opt_;
+  Program prog_;
+  double act_bytes_ = 2, tokens_ = 0, hidden_msg_ = 0, grad_elem_bytes_ = 2;
+  double dense_layer_local_ = 0, moe_layer_local_ = 0, embedding_local_ = 0, head_local_ = 0;
+  double pending_bucket_ = 0;
+  int bucket_count_ = 0;
+};
+
+}  // namespace
+
+Program build_program(const Scenario& s, const hw::ComputeCostModel& compute, BuildOptions opt) {
+  return Builder(s, compute, opt).build();
+}
+
+}  // namespace ptsim::sim

@@ -1,0 +1,408 @@
+#include "sim/replay.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <stdexcept>
+
+namespace ptsim::sim {
+
+namespace {
+constexpr int kNoSlot = -1;
+
+bool traced_stream_dim(Dim d) { return d != Dim::mp; }
+}  // namespace
+
+Replay::Replay(const Program& program, const Layout& layout, int num_microbatches, const CollectiveCost& cost,
+               ReplayOptions opt)
+    : program_(program), layout_(layout), m_(num_microbatches), cost_(cost), opt_(opt) {
+  const int world = layout_.world();
+  slot_of_rank_.assign(static_cast<std::size_t>(world), kNoSlot);
+  for (int rank = 0; rank < world; ++rank) {
+    const Coords c = layout_.coords(rank);
+    if (opt_.fold && (c.tp != 0 || c.cp != 0 || c.dp != 0)) continue;
+    slot_of_rank_[rank] = static_cast<std::int32_t>(ranks_.size());
+    RankState r;
+    r.rank = rank;
+    r.stage = c.pp;
+    r.prog = &program_.stages[static_cast<std::size_t>(c.pp)];
+    r.inbox.reserve(8);
+    ranks_.push_back(std::move(r));
+  }
+  stats_.resize(ranks_.size());
+  for (std::size_t i = 0; i < ranks_.size(); ++i) {
+    stats_[i].rank = ranks_[i].rank;
+    stats_[i].stage = ranks_[i].stage;
+  }
+  for (int d = 0; d < kNumDims; ++d) {
+    const Dim dim = static_cast<Dim>(d);
+    if (dim == Dim::pp) continue;
+    const int count = layout_.group_count(dim);
+    const int size = layout_.group_size(dim);
+    // Folded: only the representative of each stage is simulated, so a group has
+    // one simulated member, except the model-parallel group which spans stages.
+    const int expected = opt_.fold ? 1 : size;
+    for (auto* groups : {&sync_groups_[d], &async_groups_[d]}) {
+      groups->resize(static_cast<std::size_t>(count));
+      for (auto& g : *groups) g.expected = expected;
+    }
+  }
+  if (opt_.fold) {
+    // In a folded run the model-parallel group holds one simulated rank per stage.
+    for (auto* groups : {&sync_groups_[static_cast<int>(Dim::mp)], &async_groups_[static_cast<int>(Dim::mp)]})
+      for (auto& g : *groups) g.expected = 0;
+    for (const auto& r : ranks_) {
+      const int gid = layout_.group_id(r.rank, Dim::mp);
+      ++sync_groups_[static_cast<int>(Dim::mp)][gid].expected;
+      ++async_groups_[static_cast<int>(Dim::mp)][gid].expected;
+    }
+  }
+  if (opt_.trace) {
+    // Show the first rank of every stage, then the lowest ranks, up to the limit.
+    traced_.assign(static_cast<std::size_t>(world), 0);
+    int shown = 0;
+    for (const auto& r : ranks_) {
+      const Coords c = layout_.coords(r.rank);
+      if (c.tp == 0 && c.cp == 0 && c.dp == 0 && shown < opt_.trace_max_ranks) traced_[r.rank] = 1, ++shown;
+    }
+    for (const auto& r : ranks_)
+      if (!traced_[r.rank] && shown < opt_.trace_max_ranks) traced_[r.rank] = 1, ++shown;
+  }
+  engine_.reserve(ranks_.size() * 4 + 64);
+}
+
+Replay::GroupState& Replay::group(Dim d, bool async, int gid) {
+  auto& v = async ? async_groups_[static_cast<int>(d)] : sync_groups_[static_cast<int>(d)];
+  return v[static_cast<std::size_t>(gid)];
+}
+
+const GroupShape& Replay::shape_of(GroupState& g, Dim d, int gid) {
+  if (!g.shape_known) {
+    g.shape = layout_.shape(d, gid);
+    g.shape_known = true;
+  }
+  return g.shape;
+}
+
+const std::vector<Instr>& Replay::current_list(const RankState& r) const {
+  const auto& p = *r.prog;
+  if (r.step < 0) return p.prologue;
+  if (r.step >= static_cast<int>(p.steps.size())) return p.epilogue;
+  const auto& s = p.steps[static_cast<std::size_t>(r.step)];
+  const auto& c = p.chunks[static_cast<std::size_t>(s.chunk)];
+  return s.phase == Phase::forward ? c.forward : c.backward;
+}
+
+int Replay::current_microbatch(const RankState& r) const {
+  const auto& p = *r.prog;
+  if (r.step < 0 || r.step >= static_cast<int>(p.steps.size())) return -1;
+  return p.steps[static_cast<std::size_t>(r.step)].microbatch;
+}
+
+std::uint64_t Replay::msg_key(const RankState& r, bool) const {
+  const auto& s = r.prog->steps[static_cast<std::size_t>(r.step)];
+  return static_cast<std::uint64_t>(s.phase) | (static_cast<std::uint64_t>(s.microbatch) << 1) |
+         (static_cast<std::uint64_t>(s.chunk) << 33);
+}
+
+// Moves the program counter to the next instruction; false when the rank is done.
+bool Replay::next_instr(RankState& r) {
+  ++r.pc;
+  for (;;) {
+    if (r.pc < current_list(r).size()) return true;
+    if (r.step > static_cast<int>(r.prog->steps.size())) return false;
+    if (r.step == static_cast<int>(r.prog->steps.size())) {
+      r.step++;
+      return false;
+    }
+    r.step++;
+    r.pc = 0;
+  }
+}
+
+void Replay::record(const RankState& r, std::uint8_t stream, std::uint16_t label, Tick start, Tick end) {
+  if (opt_.trace && traced_[static_cast<std::size_t>(r.rank)] && end > start) spans_.push_back({r.rank, stream, label, start, end});
+}
+
+void Replay::note_memory(RankState& r, const Instr& in, bool alloc) {
+  auto& st = stats_[static_cast<std::size_t>(slot_of_rank_[r.rank])];
+  const Bytes delta = alloc ? in.bytes : -in.bytes;
+  st.mem_now += delta;
+  if (in.mem == MemCat::activations) st.activations_now += delta;
+  if (in.mem == MemCat::buffers) st.buffers_now += delta;
+  if (st.mem_now > st.mem_peak) {
+    st.mem_peak = st.mem_now;
+    st.activations_at_peak = st.activations_now;
+    st.buffers_at_peak = st.buffers_now;
+  }
+}
+
+void Replay::run() {
+  // Every rank starts at time 0 with its prologue.
+  for (auto& r : ranks_) {
+    r.step = -1;
+    r.pc = 0;
+    if (current_list(r).empty()) {
+      r.pc = static_cast<std::size_t>(-1);
+      if (!next_instr(r)) {
+        r.block = Block::finished;
+        ++finished_;
+        continue;
+      }
+    }
+    engine_.schedule(0, &Replay::on_resume, this, static_cast<std::uint64_t>(slot_of_rank_[r.rank]));
+  }
+  engine_.run();
+  if (finished_ != static_cast<int>(ranks_.size())) {
+    for (const auto& r : ranks_) {
+      if (r.block == Block::finished) continue;
+      static const char* what[] = {"nothing", "a collective", "a pipeline message", "an async stream"};
+      throw std::logic_error(fmt::format("deadlock: rank {} (stage {}) at step {} instruction {} waits for {} ({} of {} ranks finished)",
+                                         r.rank, r.stage, r.step, r.pc, what[static_cast<int>(r.block)], finished_, ranks_.size()));
+    }
+  }
+  iteration_ = 0;
+  for (const auto& s : stats_) iteration_ = std::max(iteration_, s.end);
+}
+
+void Replay::on_resume(void* ctx, std::uint64_t arg) {
+  auto* self = static_cast<Replay*>(ctx);
+  self->advance(self->ranks_[arg]);
+}
+
+void Replay::advance(RankState& r) {
+  auto& st = stats_[static_cast<std::size_t>(slot_of_rank_[r.rank])];
+  r.block = Block::none;
+  for (;;) {
+    const Instr& in = current_list(r)[r.pc];
+    const int mb = current_microbatch(r);
+    const bool skip = ((in.flags & kLastMicrobatch) && mb != m_ - 1) || ((in.flags & kFirstMicrobatch) && mb != 0);
+    if (!skip) {
+      if (in.kind == InstrKind::compute) {
+        record(r, 0, in.label, r.t, r.t + in.duration);
+        r.t += in.duration;
+        st.busy += in.duration;
+      } else if (in.kind == InstrKind::alloc || in.kind == InstrKind::release) {
+        note_memory(r, in, in.kind == InstrKind::alloc);
+      } else {
+        // An interaction with other ranks happens at the engine's clock.
+        if (r.t > engine_.now()) {
+          engine_.schedule(r.t, &Replay::on_resume, this, static_cast<std::uint64_t>(slot_of_rank_[r.rank]));
+          return;
+        }
+        switch (in.kind) {
+          case InstrKind::collective:
+            r.block = Block::collective;
+            r.wait_start = r.t;
+            r.wait_dim = in.dim;
+            arrive(r, in.dim, false, in);
+            return;  // resumed by on_group_done
+          case InstrKind::recv: {
+            const std::uint64_t key = msg_key(r, true);
+            auto it = std::find_if(r.inbox.begin(), r.inbox.end(), [&](const Msg& m) { return m.key == key; });
+            if (it == r.inbox.end()) {
+              r.block = Block::recv;
+              r.wait_key = key;
+              r.wait_start = r.t;
+              return;  // resumed by on_deliver
+            }
+            *it = r.inbox.back();
+            r.inbox.pop_back();
+            break;
+          }
+          case InstrKind::send:
+            send(r, in);
+            break;
+          case InstrKind::launch: {
+            auto& ch = r.channels[static_cast<int>(in.dim)];
+            ch.queue.push_back(&in);
+            if (!ch.busy) start_async(r, in.dim);
+            break;
+          }
+          case InstrKind::wait: {
+            const auto& ch = r.channels[static_cast<int>(in.dim)];
+            const int target = in.count > 0 ? in.count : static_cast<int>(ch.queue.size());
+            if (ch.completed < target) {
+              r.block = Block::wait;
+              r.wait_dim = in.dim;
+              r.wait_start = r.t;
+              return;  // resumed by on_group_done of the async stream
+            }
+            break;
+          }
+          default:
+            break;
+        }
+      }
+    }
+    if (!next_instr(r)) {
+      r.block = Block::finished;
+      st.end = r.t;
+      ++finished_;
+      return;
+    }
+  }
+}
+
+void Replay::arrive(RankState& r, Dim d, bool async, const Instr& in) {
+  const int gid = layout_.group_id(r.rank, d);
+  GroupState& g = group(d, async, gid);
+  if (g.arrived == 0) {
+    g.coll = in.coll;
+    g.bytes = in.bytes;
+    g.label = in.label;
+  }
+  ++g.arrived;
+  g.start = std::max(g.start, engine_.now());
+  g.waiters.push_back(static_cast<std::int32_t>(slot_of_rank_[r.rank]));
+  if (g.arrived < g.expected) return;
+  const GroupShape& shape = shape_of(g, d, gid);
+  const Tick dur = to_ticks(cost_.seconds(g.coll, d, shape, g.bytes));
+  const std::uint64_t arg = static_cast<std::uint64_t>(d) | (static_cast<std::uint64_t>(async) << 8) |
+                            (static_cast<std::uint64_t>(gid) << 16);
+  engine_.schedule(g.start + dur, &Replay::on_group_done, this, arg);
+}
+
+void Replay::start_async(RankState& r, Dim d) {
+  auto& ch = r.channels[static_cast<int>(d)];
+  ch.busy = true;
+  arrive(r, d, true, *ch.queue[ch.head]);
+}
+
+void Replay::on_group_done(void* ctx, std::uint64_t arg) {
+  auto* self = static_cast<Replay*>(ctx);
+  const Dim d = static_cast<Dim>(arg & 0xff);
+  const bool async = (arg >> 8) & 1;
+  const int gid = static_cast<int>(arg >> 16);
+  GroupState& g = self->group(d, async, gid);
+  const Tick now = self->engine_.now();
+  const Tick start = g.start;
+  const Bytes wire = self->cost_.wire_bytes(g.coll, self->shape_of(g, d, gid), g.bytes);
+  const std::uint16_t label = g.label;
+  std::swap(g.waiters, g.resuming);
+  g.waiters.clear();
+  g.arrived = 0;
+  g.start = 0;
+  const int di = static_cast<int>(d);
+  if (!async) {
+    for (std::int32_t slot : g.resuming) {
+      RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
+      auto& st = self->stats_[static_cast<std::size_t>(slot)];
+      st.wire[di] += wire;
+      // Waiting for slower peers of the model-parallel sync is pipeline imbalance.
+      if (d == Dim::mp) {
+        st.bubble += start - r.wait_start;
+        st.exposed[di] += now - start;
+      } else {
+        st.exposed[di] += now - r.wait_start;
+      }
+      if (traced_stream_dim(d)) self->record(r, 0, label, start, now);
+      r.t = now;
+      if (!self->next_instr(r)) {
+        r.block = Block::finished;
+        st.end = r.t;
+        ++self->finished_;
+        continue;
+      }
+      self->advance(r);
+    }
+    return;
+  }
+  // Async stream: finish the op on every member, start its next queued op, then
+  // wake ranks whose compute stream waits on this stream.
+  for (std::int32_t slot : g.resuming) {
+    RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
+    auto& st = self->stats_[static_cast<std::size_t>(slot)];
+    auto& ch = r.channels[di];
+    st.wire[di] += wire;
+    self->record(r, static_cast<std::uint8_t>(1 + di), label, start, now);
+    ++ch.completed;
+    ++ch.head;
+    ch.busy = false;
+    if (ch.head < ch.queue.size()) self->start_async(r, d);
+  }
+  for (std::int32_t slot : g.resuming) {
+    RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
+    if (r.block == Block::wait && r.wait_dim == d) self->resume_after_wait(r, d);
+  }
+}
+
+void Replay::resume_after_wait(RankState& r, Dim d) {
+  const Instr& in = current_list(r)[r.pc];
+  const auto& ch = r.channels[static_cast<int>(d)];
+  const int target = in.count > 0 ? in.count : static_cast<int>(ch.queue.size());
+  if (ch.completed < target) return;
+  auto& st = stats_[static_cast<std::size_t>(slot_of_rank_[r.rank])];
+  const Tick now = engine_.now();
+  st.exposed[static_cast<int>(d)] += now - r.wait_start;
+  r.t = now;
+  if (!next_instr(r)) {
+    r.block = Block::finished;
+    st.end = r.t;
+    ++finished_;
+    return;
+  }
+  advance(r);
+}
+
+void Replay::send(RankState& r, const Instr& in) {
+  const auto& s = r.prog->steps[static_cast<std::size_t>(r.step)];
+  const int p = static_cast<int>(program_.stages.size());
+  const int v = static_cast<int>(r.prog->chunks.size());
+  const PipelinePeer dst = pipeline_destination(s.phase, r.stage, s.chunk, p, v);
+  if (dst.stage < 0) return;
+  Coords c = layout_.coords(r.rank);
+  c.pp = dst.stage;
+  const int dst_rank = layout_.rank_of(c);
+  GroupShape pair;
+  pair.size = 2;
+  pair.first_rank = r.rank;
+  pair.stride = dst_rank - r.rank;
+  pair.nodes = layout_.node_of(r.rank) == layout_.node_of(dst_rank) ? 1 : 2;
+  const Tick dur = to_ticks(cost_.seconds(Coll::send_recv, Dim::pp, pair, in.bytes));
+  auto& st = stats_[static_cast<std::size_t>(slot_of_rank_[r.rank])];
+  st.wire[static_cast<int>(Dim::pp)] += in.bytes;
+  record(r, static_cast<std::uint8_t>(1 + static_cast<int>(Dim::pp)), in.label, r.t, r.t + dur);
+  std::uint32_t idx;
+  if (!msg_free_.empty()) {
+    idx = msg_free_.back();
+    msg_free_.pop_back();
+  } else {
+    idx = static_cast<std::uint32_t>(msg_pool_.size());
+    msg_pool_.push_back({});
+    msg_dst_.push_back(0);
+  }
+  const std::uint64_t key = static_cast<std::uint64_t>(s.phase) | (static_cast<std::uint64_t>(s.microbatch) << 1) |
+                            (static_cast<std::uint64_t>(dst.chunk) << 33);
+  msg_pool_[idx] = {key, r.t, r.t + dur};
+  msg_dst_[idx] = slot_of_rank_[dst_rank];
+  engine_.schedule(r.t + dur, &Replay::on_deliver, this, idx);
+}
+
+void Replay::on_deliver(void* ctx, std::uint64_t arg) {
+  auto* self = static_cast<Replay*>(ctx);
+  const Msg m = self->msg_pool_[arg];
+  const std::int32_t slot = self->msg_dst_[arg];
+  self->msg_free_.push_back(static_cast<std::uint32_t>(arg));
+  RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
+  if (r.block == Block::recv && r.wait_key == m.key) {
+    auto& st = self->stats_[static_cast<std::size_t>(slot)];
+    // Waiting until the producer sent is the bubble; the transfer after that is
+    // exposed pipeline communication.
+    const Tick waited = m.arrival - r.wait_start;
+    const Tick bubble = std::clamp<Tick>(m.sent - r.wait_start, 0, waited);
+    st.bubble += bubble;
+    st.exposed[static_cast<int>(Dim::pp)] += waited - bubble;
+    r.t = m.arrival;
+    if (!self->next_instr(r)) {
+      r.block = Block::finished;
+      st.end = r.t;
+      ++self->finished_;
+      return;
+    }
+    self->advance(r);
+    return;
+  }
+  r.inbox.push_back(m);
+}
+
+}  // namespace ptsim::sim

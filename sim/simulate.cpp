@@ -1,0 +1,135 @@
+#include "sim/simulate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fmt/format.h>
+
+#include "models/flops.h"
+#include "models/memory.h"
+#include "sim/program_builder.h"
+
+namespace ptsim::sim {
+
+hw::ComputeCostModel make_compute_cost(const Scenario& s) { return hw::ComputeCostModel(s.cluster.gpu); }
+
+std::unique_ptr<CollectiveCost> make_collective_cost(const Scenario& s) {
+  return std::make_unique<RingAlphaBetaCost>(s.cluster);
+}
+
+namespace {
+
+std::string precision_name(models::Precision p) { return std::string(models::to_string(p)); }
+
+}  // namespace
+
+Simulation simulate(const Scenario& s, const SimulateOptions& opt) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const auto& par = s.plan.par;
+  std::optional<hw::ComputeCostModel> own_compute;
+  const hw::ComputeCostModel* compute = opt.compute;
+  if (!compute) compute = &own_compute.emplace(make_compute_cost(s));
+  std::unique_ptr<CollectiveCost> own_coll;
+  const CollectiveCost* coll = opt.collectives;
+  if (!coll) {
+    own_coll = make_collective_cost(s);
+    coll = own_coll.get();
+  }
+
+  Simulation sim;
+  sim.program = build_program(s, *compute, opt.build);
+  Layout layout(par.tp, par.cp, par.dp, par.pp, par.ep, s.cluster.gpus_per_node);
+  ReplayOptions ro;
+  ro.fold = opt.fold;
+  ro.trace = opt.trace;
+  ro.trace_max_ranks = opt.trace_max_ranks;
+  Replay replay(sim.program, layout, par.num_microbatches, *coll, ro);
+  replay.run();
+
+  Result& r = sim.result;
+  r.scenario = s.name;
+  r.world_size = s.plan.world_size();
+  r.plan = s.plan;
+  r.cost_source = compute->source();
+  r.folded = opt.fold;
+  r.events = replay.events();
+  r.iteration_time_s = to_seconds(replay.iteration_ticks());
+  const double tokens = static_cast<double>(s.plan.global_batch_size) * static_cast<double>(s.model.seq_length);
+  r.tokens_per_s = r.iteration_time_s > 0 ? tokens / r.iteration_time_s : 0;
+  r.model_flops_per_iteration = models::model_flops_per_iteration(s.model, s.plan.global_batch_size);
+  r.hardware_flops_per_iteration = models::hardware_flops_per_iteration(s.model, s.plan.global_batch_size, par.recompute);
+  const double peak = s.cluster.gpu.peak(precision_name(par.precision));
+  const double denom = r.iteration_time_s * r.world_size;
+  if (denom > 0) {
+    r.model_tflops_per_gpu = r.model_flops_per_iteration / denom / 1e12;
+    r.mfu = r.model_flops_per_iteration / (denom * peak);
+    r.hfu = r.hardware_flops_per_iteration / (denom * peak);
+  }
+
+  // Per-stage aggregates: mean over the stage's simulated ranks.
+  const int p = par.pp;
+  r.stage_timing.resize(static_cast<std::size_t>(p));
+  std::vector<int> count(static_cast<std::size_t>(p), 0);
+  std::vector<RankStats> peak_rank(static_cast<std::size_t>(p));
+  for (const auto& st : replay.stats()) {
+    auto& t = r.stage_timing[static_cast<std::size_t>(st.stage)];
+    t.stage = st.stage;
+    t.busy_s += to_seconds(st.busy);
+    t.bubble_s += to_seconds(st.bubble);
+    t.end_s = std::max(t.end_s, to_seconds(st.end));
+    for (int d = 0; d < kNumDims; ++d) t.exposed_s[d] += to_seconds(st.exposed[d]);
+    auto& pr = peak_rank[static_cast<std::size_t>(st.stage)];
+    if (count[static_cast<std::size_t>(st.stage)] == 0 || st.mem_peak > pr.mem_peak) pr = st;
+    ++count[static_cast<std::size_t>(st.stage)];
+  }
+  std::array<double, kNumDims> wire{};
+  for (const auto& st : replay.stats())
+    for (int d = 0; d < kNumDims; ++d) wire[d] += st.wire[d];
+  const double nranks = static_cast<double>(replay.stats().size());
+  for (int d = 0; d < kNumDims; ++d) r.comm_bytes_per_gpu[d] = wire[d] / nranks;
+
+  double bubble = 0;
+  for (int st = 0; st < p; ++st) {
+    auto& t = r.stage_timing[static_cast<std::size_t>(st)];
+    const double n = std::max(1, count[static_cast<std::size_t>(st)]);
+    t.busy_s /= n;
+    t.bubble_s /= n;
+    for (int d = 0; d < kNumDims; ++d) {
+      t.exposed_s[d] /= n;
+      r.exposed_comm_s[d] += t.exposed_s[d] / p;
+    }
+    bubble += t.bubble_s;
+    const auto& pr = peak_rank[static_cast<std::size_t>(st)];
+    const auto states = models::model_states(s.model, par, st);
+    StageMemoryResult m;
+    m.stage = st;
+    m.params = states.params;
+    m.grads = states.grads;
+    m.optimizer = states.optimizer;
+    m.activations = pr.activations_at_peak;
+    m.buffers = pr.buffers_at_peak;
+    m.peak = pr.mem_peak;
+    r.per_stage.push_back(m);
+    r.peak_bytes = std::max(r.peak_bytes, m.peak);
+  }
+  r.bubble_time_s = bubble / p;
+  r.bubble_fraction = r.iteration_time_s > 0 ? r.bubble_time_s / r.iteration_time_s : 0;
+  r.capacity_bytes = s.cluster.gpu.hbm;
+  if (r.peak_bytes > r.capacity_bytes) {
+    r.feasible = false;
+    int worst = 0;
+    for (const auto& m : r.per_stage)
+      if (m.peak > r.per_stage[static_cast<std::size_t>(worst)].peak) worst = m.stage;
+    r.infeasible_reasons.push_back(fmt::format("out of memory: stage {} needs {} but the GPU has {}", worst,
+                                               format_bytes(r.peak_bytes), format_bytes(r.capacity_bytes)));
+  }
+  if (par.tp > s.cluster.gpus_per_node)
+    r.warnings.push_back(fmt::format("tensor_parallel {} spans nodes (gpus_per_node {}): TP all-reduces cross the network",
+                                     par.tp, s.cluster.gpus_per_node));
+  if (r.cost_source == "datasheet")
+    r.warnings.push_back("costs from the GPU datasheet roofline (no calibration table; see `ptsim calibrate`)");
+  sim.spans = replay.spans();
+  r.sim_wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return sim;
+}
+
+}  // namespace ptsim::sim

@@ -1,0 +1,38 @@
+// Scenario in, Result out: builds the cost models, the per-stage programs and
+// the replay, runs one iteration and derives the metrics of CONTRACT §3.
+#pragma once
+#include <memory>
+
+#include "hw/compute_cost.h"
+#include "sim/collective_cost.h"
+#include "sim/program_builder.h"
+#include "sim/replay.h"
+#include "sim/result.h"
+#include "sim/scenario.h"
+
+namespace ptsim::sim {
+
+struct SimulateOptions {
+  bool fold = false;          // one representative rank per stage
+  bool trace = false;         // keep spans for --trace / --report
+  int trace_max_ranks = 64;
+  BuildOptions build;
+  // Optional overrides (tests inject synthetic cost models); null = from the scenario.
+  const hw::ComputeCostModel* compute = nullptr;
+  const CollectiveCost* collectives = nullptr;
+};
+
+struct Simulation {
+  Result result;
+  Program program;                  // kept for the trace writer (labels)
+  std::vector<Span> spans;
+};
+
+Simulation simulate(const Scenario& s, const SimulateOptions& opt = {});
+
+// Cost models the scenario asks for (a calibration table when cluster.calibration
+// names one, else the datasheet roofline).
+hw::ComputeCostModel make_compute_cost(const Scenario& s);
+std::unique_ptr<CollectiveCost> make_collective_cost(const Scenario& s);
+
+}  // namespace ptsim::sim
