@@ -1,0 +1,74 @@
+#include "hw/net/collective_time.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace ptsim::hw::net {
+
+Seconds collective_time(const Expansion& e, Router& router) {
+  const Topology& topo = router.topology();
+  std::vector<std::uint32_t> load(topo.num_links(), 0);
+  std::vector<std::vector<LinkId>> paths;
+  Seconds total = 0;
+  for (const Step& s : e.steps) {
+    paths.resize(s.flows.size());
+    for (std::size_t i = 0; i < s.flows.size(); ++i) {
+      router.route(s.flows[i].src, s.flows[i].dst, i, paths[i]);
+      for (LinkId l : paths[i]) ++load[l];
+    }
+    Seconds alpha = 0, transfer = 0;
+    for (std::size_t i = 0; i < s.flows.size(); ++i) {
+      alpha = std::max(alpha, router.path_latency(paths[i]));
+      double rate = std::numeric_limits<double>::infinity();
+      for (LinkId l : paths[i]) rate = std::min(rate, topo.link(l).bandwidth / load[l]);
+      if (s.flows[i].bytes > 0 && !paths[i].empty()) transfer = std::max(transfer, s.flows[i].bytes / rate);
+    }
+    for (const auto& p : paths)
+      for (LinkId l : p) load[l] = 0;
+    total += static_cast<double>(s.repeat) * (alpha + transfer);
+  }
+  return total;
+}
+
+Seconds idle_network_time(const Expansion& e, Router& router) {
+  FlowNetwork net(router.topology());
+  std::vector<LinkId> path;
+  std::vector<FlowId> done;
+  Seconds total = 0;
+  for (const Step& s : e.steps) {
+    const Seconds start = net.now();
+    for (std::size_t i = 0; i < s.flows.size(); ++i) {
+      router.route(s.flows[i].src, s.flows[i].dst, i, path);
+      net.add_flow(path, s.flows[i].bytes, start);
+    }
+    done.clear();
+    total += static_cast<double>(s.repeat) * (net.run_until_idle(&done) - start);
+  }
+  return total;
+}
+
+CollectiveRunner::CollectiveRunner(const Expansion& e, Router& router) : expansion_(e), router_(router) {}
+
+std::int64_t CollectiveRunner::steps_left() const {
+  std::int64_t n = 0;
+  for (std::size_t i = next_step_; i < expansion_.steps.size(); ++i) n += expansion_.steps[i].repeat;
+  return n - done_repeats_;
+}
+
+std::size_t CollectiveRunner::launch_next_step(FlowNetwork& net, Seconds start, int tag, std::vector<FlowId>& ids) {
+  if (finished()) return 0;
+  const Step& s = expansion_.steps[next_step_];
+  if (resolved_for_ != next_step_) {
+    paths_.resize(s.flows.size());
+    for (std::size_t i = 0; i < s.flows.size(); ++i) router_.route(s.flows[i].src, s.flows[i].dst, i, paths_[i]);
+    resolved_for_ = next_step_;
+  }
+  for (std::size_t i = 0; i < s.flows.size(); ++i) ids.push_back(net.add_flow(paths_[i], s.flows[i].bytes, start, tag));
+  if (++done_repeats_ == s.repeat) {
+    ++next_step_;
+    done_repeats_ = 0;
+  }
+  return s.flows.size();
+}
+
+}  // namespace ptsim::hw::net

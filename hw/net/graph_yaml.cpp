@@ -1,0 +1,120 @@
+#include "hw/net/graph_yaml.h"
+
+#include <boost/graph/breadth_first_search.hpp>
+#include <fmt/format.h>
+#include <stdexcept>
+#include <unordered_map>
+#include <yaml-cpp/yaml.h>
+
+namespace ptsim::hw::net {
+namespace {
+
+void check_keys(const YAML::Node& n, std::initializer_list<std::string_view> allowed, std::string_view where) {
+  for (const auto& kv : n) {
+    const auto key = kv.first.as<std::string>();
+    bool ok = false;
+    for (auto a : allowed) ok = ok || key == a;
+    if (!ok) throw std::invalid_argument(fmt::format("topology graph: unknown key '{}' in {}", key, where));
+  }
+}
+
+std::string required_string(const YAML::Node& n, const char* key, std::string_view where) {
+  if (!n[key]) throw std::invalid_argument(fmt::format("topology graph: {} lacks '{}'", where, key));
+  return n[key].as<std::string>();
+}
+
+Topology build(const YAML::Node& root) {
+  if (!root.IsMap()) throw std::invalid_argument("topology graph: the document must be a map with 'nodes' and 'links'");
+  check_keys(root, {"nodes", "links", "nvls", "description"}, "the document");
+  if (!root["nodes"] || !root["nodes"].IsSequence() || root["nodes"].size() == 0)
+    throw std::invalid_argument("topology graph: 'nodes' must be a non-empty list");
+  if (!root["links"] || !root["links"].IsSequence())
+    throw std::invalid_argument("topology graph: 'links' must be a list");
+  Topology topo;
+  std::unordered_map<std::string, VertexId> by_name;
+  int i = 0;
+  for (const auto& n : root["nodes"]) {
+    const std::string where = fmt::format("nodes[{}]", i++);
+    if (!n.IsMap()) throw std::invalid_argument(fmt::format("topology graph: {} must be a map", where));
+    check_keys(n, {"name", "kind", "node"}, where);
+    std::string name = required_string(n, "name", where);
+    const VertexKind kind = parse_vertex_kind(required_string(n, "kind", where));
+    const int node = n["node"] ? n["node"].as<int>() : -1;
+    if (node < -1) throw std::invalid_argument(fmt::format("topology graph: {}: node must be >= 0, got {}", where, node));
+    if (kind == VertexKind::gpu && node < 0)
+      throw std::invalid_argument(fmt::format("topology graph: {} ('{}') is a gpu and needs 'node'", where, name));
+    if (by_name.count(name)) throw std::invalid_argument(fmt::format("topology graph: duplicate node name '{}'", name));
+    by_name[name] = topo.add_vertex(kind, name, node);
+  }
+  if (topo.num_gpus() == 0) throw std::invalid_argument("topology graph: no node has kind gpu");
+  i = 0;
+  for (const auto& l : root["links"]) {
+    const std::string where = fmt::format("links[{}]", i++);
+    if (!l.IsMap()) throw std::invalid_argument(fmt::format("topology graph: {} must be a map", where));
+    check_keys(l, {"a", "b", "bandwidth", "latency", "cost"}, where);
+    auto end = [&](const char* key) {
+      const std::string nm = required_string(l, key, where);
+      auto it = by_name.find(nm);
+      if (it == by_name.end())
+        throw std::invalid_argument(fmt::format("topology graph: {}.{} names unknown node '{}'", where, key, nm));
+      return it->second;
+    };
+    const VertexId a = end("a"), b = end("b");
+    const BytesPerSecond bw = parse_bandwidth(required_string(l, "bandwidth", where));
+    const Seconds lat = parse_seconds(required_string(l, "latency", where));
+    const int cost = l["cost"] ? l["cost"].as<int>() : 1;
+    if (cost < 1 || cost > 255) throw std::invalid_argument(fmt::format("topology graph: {}.cost must be 1..255, got {}", where, cost));
+    try {
+      topo.connect(a, b, bw, lat, static_cast<std::uint8_t>(cost));
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(fmt::format("topology graph: {}: {}", where, e.what()));
+    }
+  }
+  // Every GPU must reach every other: links are full duplex, so reaching all GPUs
+  // from GPU 0 suffices.
+  std::vector<boost::default_color_type> color(topo.num_vertices());
+  auto cmap = boost::make_iterator_property_map(color.begin(), boost::get(boost::vertex_index, topo.graph()));
+  boost::breadth_first_search(topo.graph(), topo.gpu(0), boost::color_map(cmap));
+  for (VertexId g : topo.gpus())
+    if (color[g] == boost::white_color)
+      throw std::invalid_argument(
+          fmt::format("topology graph: gpu '{}' cannot be reached from '{}'", topo.name(g), topo.name(topo.gpu(0))));
+  if (root["nvls"]) topo.set_nvls(root["nvls"].as<bool>());
+  topo.set_description(root["description"] ? root["description"].as<std::string>()
+                                           : fmt::format("user graph: {} vertices, {} GPUs", topo.num_vertices(), topo.num_gpus()));
+  return topo;
+}
+
+}  // namespace
+
+Topology build_graph_from_yaml_text(std::string_view yaml_text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml_text));
+  } catch (const YAML::Exception& e) {
+    throw std::invalid_argument(fmt::format("topology graph: YAML error: {}", e.what()));
+  }
+  try {
+    return build(root);
+  } catch (const YAML::Exception& e) {
+    throw std::invalid_argument(fmt::format("topology graph: {}", e.what()));
+  }
+}
+
+Topology build_graph_from_yaml_file(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    throw std::invalid_argument(fmt::format("topology graph '{}': {}", path, e.what()));
+  }
+  try {
+    return build(root);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(fmt::format("{}: {}", path, e.what()));
+  } catch (const YAML::Exception& e) {
+    throw std::invalid_argument(fmt::format("{}: topology graph: {}", path, e.what()));
+  }
+}
+
+}  // namespace ptsim::hw::net

@@ -1,0 +1,122 @@
+// Routing: least-cost paths (NVLink inside a node, own NIC across a fat tree, PXN on
+// rails, fewest router hops on a torus) and ECMP spreading over equal paths.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "hw/net/builders.h"
+#include "hw/net/cluster.h"
+#include "hw/net/routing.h"
+
+namespace ptsim::hw::net {
+namespace {
+
+std::vector<VertexKind> kinds_on(const Topology& t, const std::vector<LinkId>& path) {
+  std::vector<VertexKind> k;
+  for (LinkId l : path) k.push_back(t.kind(t.link(l).dst));
+  return k;
+}
+
+Topology small_fat_tree() {
+  ClusterNetSpec s;
+  s.num_gpus = 32;  // 4 DGX nodes, 8 NICs each, radix 8 -> 8 leaves, 4 spines
+  s.switch_radix = 8;
+  return build_cluster(s);
+}
+
+TEST(Routing, InsideANodeUsesNvlink) {
+  Topology t = small_fat_tree();
+  Router r(t);
+  auto p = r.route_ranks(0, 1);
+  // gpu0 -> nvswitch -> gpu1 (cost 2), not gpu0 -> pcie0 -> gpu1 (cost 4).
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(t.link_name(p[0]), "node0.gpu0->node0.nvswitch");
+  EXPECT_EQ(t.link_name(p[1]), "node0.nvswitch->node0.gpu1");
+  EXPECT_DOUBLE_EQ(r.path_latency(p), 1e-6);  // intra_latency, half on each cable
+  EXPECT_DOUBLE_EQ(r.path_bandwidth(p), 300e9);
+  EXPECT_TRUE(r.route_ranks(3, 3).empty());
+}
+
+TEST(Routing, AcrossLeavesThroughOwnNicAndASpine) {
+  Topology t = small_fat_tree();
+  Router r(t);
+  auto p = r.route_ranks(0, 8);  // node0.gpu0 -> node1.gpu0; node0 NICs on leaves 0-1, node1 on 2-3
+  const std::vector<VertexKind> want = {VertexKind::pcie_switch, VertexKind::nic,  VertexKind::leaf,
+                                        VertexKind::spine,       VertexKind::leaf, VertexKind::nic,
+                                        VertexKind::pcie_switch, VertexKind::gpu};
+  EXPECT_EQ(kinds_on(t, p), want);
+  // Latency: 2 NIC cables of inter_latency/2 each.
+  EXPECT_DOUBLE_EQ(r.path_latency(p), 2e-6);
+  // Equal paths: 2 NICs on gpu0's PCIe switch x 4 spines x 2 NICs on the far side = 16.
+  EXPECT_EQ(r.count_paths(t.gpu(0), t.gpu(8)), 16u);
+  // ECMP: 64 flows of the same pair use all 4 spines.
+  std::set<VertexId> spines;
+  for (std::uint64_t f = 0; f < 64; ++f) spines.insert(t.link(r.route_ranks(0, 8, f)[3]).dst);
+  EXPECT_EQ(spines.size(), 4u);
+  // ...and one flow always takes the same path.
+  EXPECT_EQ(r.route_ranks(0, 8, 7), r.route_ranks(0, 8, 7));
+}
+
+TEST(Routing, RailOptimizedCrossRailUsesPxnNotTheSpine) {
+  ClusterNetSpec s;
+  s.num_gpus = 16;
+  s.topology = "rail-optimized";
+  s.switch_radix = 16;
+  s.gpus_per_pcie_switch = 1;
+  Topology t = build_cluster(s);
+  Router r(t);
+  // node0.gpu0 -> node1.gpu3: own NIC via the spine costs 2+2+4+4+4+4+2+2 = 24; one NVLink
+  // hop to the GPU on rail 3 (either side) costs 1+1+2+2+4+4+2+2 = 18.
+  EXPECT_EQ(r.cost(t.gpu(0), t.gpu(11)), 18u);
+  for (std::uint64_t f = 0; f < 16; ++f) {
+    auto k = kinds_on(t, r.route_ranks(0, 11, f));
+    EXPECT_EQ(std::count(k.begin(), k.end(), VertexKind::spine), 0);
+    EXPECT_EQ(std::count(k.begin(), k.end(), VertexKind::nvswitch), 1);
+  }
+  // Same rail: straight through rail 2's leaf.
+  auto k = kinds_on(t, r.route_ranks(2, 10));
+  EXPECT_EQ(std::count(k.begin(), k.end(), VertexKind::nvswitch), 0);
+  EXPECT_EQ(std::count(k.begin(), k.end(), VertexKind::spine), 0);
+}
+
+TEST(Routing, TorusTakesFewestHopsWithWrapAround) {
+  ClusterNetSpec s;
+  s.num_gpus = 16;
+  s.gpus_per_node = 1;
+  s.nics_per_node = 1;
+  s.topology = "torus";
+  s.torus_dims = {4, 4};
+  Topology t = build_cluster(s);
+  Router r(t);
+  auto hops = [&](int a, int b) {
+    auto k = kinds_on(t, r.route_ranks(a, b));
+    int n = 0;
+    for (std::size_t i = 1; i < k.size(); ++i) n += k[i] == VertexKind::torus_node && k[i - 1] == VertexKind::torus_node;
+    return n;
+  };
+  // (0,0) -> (2,2): 2 + 2 router hops; (0,0) -> (3,0): 1 hop over the wrap-around link.
+  EXPECT_EQ(hops(0, 10), 4);
+  EXPECT_EQ(hops(0, 3), 1);
+  // gpu->pcie->nic->router + 1 hop + router->nic->pcie->gpu = 7 links.
+  EXPECT_EQ(r.route_ranks(0, 3).size(), 7u);
+  // (0,0) -> (2,2): 2 hops each way round both rings of size 4, so 2 directions in x
+  // times 2 in y times C(4,2) = 6 interleavings = 24 shortest router paths.
+  EXPECT_EQ(r.count_paths(t.gpu(0), t.gpu(10)), 24u);
+}
+
+TEST(Routing, CacheIsBoundedAndUnreachableThrows) {
+  Topology t = small_fat_tree();
+  Router r(t, 2);  // two destination tables at most
+  for (int d = 1; d < 32; ++d) r.route_ranks(0, d);
+  for (int d = 1; d < 32; ++d) r.route_ranks(0, d);
+  // 31 destinations twice through a 2-entry cache: every lookup recomputes.
+  EXPECT_EQ(r.distance_tables_computed(), 62u);
+  Topology island;
+  island.add_vertex(VertexKind::gpu, "a", 0);
+  island.add_vertex(VertexKind::gpu, "b", 1);
+  Router ri(island);
+  EXPECT_THROW(ri.route(0, 1), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace ptsim::hw::net
