@@ -6,7 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fmt/format.h>
+#include <string>
 #include <stdexcept>
 #include <vector>
 
@@ -24,7 +24,8 @@ struct TimingStats {
 template <typename Fn, typename Before>
 TimingStats time_cpu(Fn&& fn, Before&& before_each, int warmup, int repeats) {
   if (repeats < 1 || warmup < 0)
-    throw std::invalid_argument(fmt::format("time_cpu: repeats must be >= 1 and warmup >= 0, got {} and {}", repeats, warmup));
+    throw std::invalid_argument("time_cpu: repeats must be >= 1 and warmup >= 0, got " + std::to_string(repeats) +
+                                " and " + std::to_string(warmup));
   for (int i = 0; i < warmup; ++i) {
     before_each();
     fn();
