@@ -32,15 +32,16 @@ using Efficiency = GpuSpec::Efficiency;
 class ComputeCostModel {
  public:
   explicit ComputeCostModel(GpuSpec gpu);
+  virtual ~ComputeCostModel() = default;
   const GpuSpec& gpu() const { return gpu_; }
   const Efficiency& efficiency() const { return eff_; }
   void set_efficiency(const Efficiency& e) { eff_ = e; }
 
   // Seconds for one kernel by roofline.
   Seconds roofline_seconds(const KernelDesc& k) const;
-  Seconds seconds(const KernelDesc& k) const { return roofline_seconds(k); }
+  virtual Seconds seconds(const KernelDesc& k) const { return roofline_seconds(k); }
   // Name of where costs come from: "datasheet" or a table's name.
-  const std::string& source() const { return source_; }
+  virtual std::string source() const { return source_; }
 
  private:
   GpuSpec gpu_;

@@ -33,7 +33,7 @@ struct Parallelism {
   // The busiest GPU's experts process mean × min(moe_load_imbalance,
   // moe_capacity_factor) tokens each (tokens beyond capacity are dropped, GShard);
   // moe_capacity_factor <= 0 means dropless (no cap, Megatron-core's default).
-  double moe_capacity_factor = 1.0;   // tokens an expert accepts, × the mean
+  double moe_capacity_factor = 0.0;   // tokens an expert accepts, × the mean (0 = dropless)
   double moe_load_imbalance = 1.0;    // hottest expert's tokens, × the mean
 };
 

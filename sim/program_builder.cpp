@@ -45,14 +45,8 @@ class Builder {
     act_bytes_ = activation_bytes(par_.precision);
     tokens_ = static_cast<double>(par_.micro_batch_size) * static_cast<double>(m.seq_length) / par_.cp;
     hidden_msg_ = tokens_ * static_cast<double>(m.hidden_size) * act_bytes_;
-    const auto pc = models::count_params(m);
-    dense_layer_local_ = static_cast<double>(pc.dense_layer) / par_.tp;
-    if (m.moe) {
-      const double experts = static_cast<double>(m.moe->num_experts) * static_cast<double>(pc.moe_layer_expert);
-      moe_layer_local_ = (static_cast<double>(pc.moe_layer) - experts) / par_.tp + experts / (par_.tp * par_.ep);
-    }
-    embedding_local_ = static_cast<double>(pc.embedding) / par_.tp;
-    head_local_ = static_cast<double>(pc.output + pc.final_norm) / par_.tp;
+    dense_layer_local_ = static_cast<double>(models::layer_params_per_gpu(m, par_.tp, par_.ep, false).total());
+    if (m.moe) moe_layer_local_ = static_cast<double>(models::layer_params_per_gpu(m, par_.tp, par_.ep, true).total());
     grad_elem_bytes_ = par_.precision == models::Precision::fp32 ? 4.0 : 2.0;
   }
 
@@ -201,7 +195,10 @@ class Builder {
   // routed tokens' hidden states (top_k copies per token, capacity-factor padded).
   void ep_all_to_all(std::vector<Instr>& out, const std::vector<Op>&, const char* name, std::uint8_t flags) {
     if (!s_.model.moe || par_.ep <= 1) return;
-    const double routed = tokens_ * s_.model.moe->top_k * par_.moe_capacity_factor;
+    // Dropless routing moves top_k copies of every token; with a capacity factor
+    // the dispatch buffers are padded to capacity (GShard).
+    const double cf = par_.moe_capacity_factor > 0 ? par_.moe_capacity_factor : 1.0;
+    const double routed = tokens_ * s_.model.moe->top_k * cf;
     const double tp_share = par_.sequence_parallel ? 1.0 / par_.tp : 1.0;
     push_coll(out, Dim::ep, Coll::all_to_all, routed * tp_share * static_cast<double>(s_.model.hidden_size) * act_bytes_,
               name, flags);
@@ -256,7 +253,7 @@ class Builder {
     if (pipeline_source(Phase::backward, stage, chunk, p, v).stage >= 0) b.push_back(p2p(InstrKind::recv, "pp recv grad"));
     if (last) {
       head_backward(b);
-      dp_launch(b, head_local_, false);
+      dp_launch(b, head_local_params(), false);
     }
     for (int l = range.first + range.count - 1; l >= range.first; --l) {
       const auto& ops = m.is_moe_layer(l) ? moe_ops : dense_ops;
@@ -269,7 +266,7 @@ class Builder {
       // its forward all-reduce (no SP) has the identity.
       if (par_.sequence_parallel) push_coll(b, Dim::tp, Coll::all_gather, hidden_msg_, "tp embedding bwd");
       for (const Op& op : models::embedding_ops(m, par_)) push_compute(b, op.name, time_of(op, true));
-      dp_launch(b, embedding_local_, false);
+      dp_launch(b, embedding_local_params(), false);
     }
     // The last chunk to finish backward on this stage flushes the partial bucket.
     if (chunk == 0) dp_launch(b, 0, true);
@@ -296,6 +293,25 @@ class Builder {
       if (it->cls == OpClass::gemm)
         push_coll(b, Dim::tp, par_.sequence_parallel ? Coll::reduce_scatter : Coll::all_reduce, hidden_msg_, "tp logits bwd");
     }
+  }
+
+  // Parameters of the embedding (stage 0) and the head (last stage) on one GPU:
+  // what the stage holds beyond its transformer layers.
+  double layers_local(int stage) const {
+    double total = 0;
+    for (int c = 0; c < par_.vpp; ++c) {
+      const auto r = models::chunk_layers(s_.model, par_, stage, c);
+      for (int l = r.first; l < r.first + r.count; ++l) total += s_.model.is_moe_layer(l) ? moe_layer_local_ : dense_layer_local_;
+    }
+    return total;
+  }
+  double embedding_local_params() const {
+    if (par_.pp == 1) return 0;  // a single stage: everything is counted with the head
+    return stage_local_params(0) - layers_local(0);
+  }
+  double head_local_params() const {
+    const int last = par_.pp - 1;
+    return stage_local_params(last) - layers_local(last);
   }
 
   Instr p2p(InstrKind k, const char* name) {
@@ -386,15 +402,7 @@ class Builder {
   }
 
   double stage_local_params(int stage) const {
-    const auto& m = s_.model;
-    double total = 0;
-    for (int c = 0; c < par_.vpp; ++c) {
-      const auto r = models::chunk_layers(m, par_, stage, c);
-      for (int l = r.first; l < r.first + r.count; ++l) total += m.is_moe_layer(l) ? moe_layer_local_ : dense_layer_local_;
-    }
-    if (stage == 0) total += embedding_local_;
-    if (stage == par_.pp - 1) total += head_local_;
-    return total;
+    return static_cast<double>(models::stage_params(s_.model, par_, stage).total());
   }
 
   const Scenario& s_;
@@ -403,7 +411,7 @@ class Builder {
   BuildOptions opt_;
   Program prog_;
   double act_bytes_ = 2, tokens_ = 0, hidden_msg_ = 0, grad_elem_bytes_ = 2;
-  double dense_layer_local_ = 0, moe_layer_local_ = 0, embedding_local_ = 0, head_local_ = 0;
+  double dense_layer_local_ = 0, moe_layer_local_ = 0;
   double pending_bucket_ = 0;
   int bucket_count_ = 0;
 };

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ptsim needs (only those missing). Run as root.
+set -euo pipefail
+pkgs=(cmake g++ make libyaml-cpp-dev libfmt-dev libeigen3-dev libboost-graph-dev libcli11-dev
+      nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libopenmpi-dev openmpi-bin)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,57 @@
+// Small scenarios and synthetic cost models shared by the sim tests.
+#pragma once
+#include <fmt/format.h>
+
+#include <string>
+
+#include "hw/compute_cost.h"
+#include "sim/collective_cost.h"
+#include "sim/scenario.h"
+
+namespace ptsim::sim::testing {
+
+// A small GPT: every layer identical; the vocabulary is tiny so the head costs
+// nothing under FlopsOnlyCost (below) and all stages are equal.
+inline std::string tiny_gpt_yaml(int pp, int dp, int tp, int layers, int gbs, const std::string& extra_parallel = "",
+                                 int vocab = 8) {
+  return fmt::format(R"(name: tiny
+model:
+  num_layers: {}
+  hidden_size: 1024
+  num_attention_heads: 16
+  ffn_hidden_size: 4096
+  vocab_size: {}
+  seq_length: 128
+cluster:
+  gpu: a100-sxm-80gb
+  num_gpus: {}
+  gpus_per_node: 8
+parallel:
+  tensor_parallel: {}
+  pipeline_parallel: {}
+{}
+training:
+  global_batch_size: {}
+  micro_batch_size: 1
+)",
+                     layers, vocab, pp * dp * tp, tp, pp, extra_parallel, gbs);
+}
+
+// GEMM and attention at 10 PFLOP/s, everything memory-bound free: tiny ops round
+// to zero ticks, so stages differ only in their layers.
+class FlopsOnlyCost : public hw::ComputeCostModel {
+ public:
+  explicit FlopsOnlyCost(const hw::GpuSpec& g) : hw::ComputeCostModel(g) {}
+  Seconds seconds(const hw::KernelDesc& k) const override {
+    if (k.cls == hw::KernelClass::memory) return 0;
+    return k.flops / 1e16;
+  }
+  std::string source() const override { return "synthetic"; }
+};
+
+class FreeCollectives : public CollectiveCost {
+ public:
+  Seconds seconds(Coll, Dim, const GroupShape&, Bytes) const override { return 0; }
+};
+
+}  // namespace ptsim::sim::testing
