@@ -12,9 +12,9 @@ constexpr int kNoSlot = -1;
 bool traced_stream_dim(Dim d) { return d != Dim::mp; }
 }  // namespace
 
-Replay::Replay(const Program& program, const Layout& layout, int num_microbatches, const CollectiveCost& cost,
+Replay::Replay(const Program& program, const Layout& layout, int num_microbatches, Transport& transport,
                ReplayOptions opt)
-    : program_(program), layout_(layout), m_(num_microbatches), cost_(cost), opt_(opt) {
+    : program_(program), layout_(layout), m_(num_microbatches), transport_(transport), opt_(opt) {
   const int world = layout_.world();
   slot_of_rank_.assign(static_cast<std::size_t>(world), kNoSlot);
   for (int rank = 0; rank < world; ++rank) {
@@ -256,10 +256,9 @@ void Replay::arrive(RankState& r, Dim d, bool async, const Instr& in) {
   g.waiters.push_back(static_cast<std::int32_t>(slot_of_rank_[r.rank]));
   if (g.arrived < g.expected) return;
   const GroupShape& shape = shape_of(g, d, gid);
-  const Tick dur = to_ticks(cost_.seconds(g.coll, d, shape, g.bytes));
   const std::uint64_t arg = static_cast<std::uint64_t>(d) | (static_cast<std::uint64_t>(async) << 8) |
                             (static_cast<std::uint64_t>(gid) << 16);
-  engine_.schedule(g.start + dur, &Replay::on_group_done, this, arg);
+  transport_.start_collective(engine_, g.coll, d, gid, shape, g.bytes, &Replay::on_group_done, this, arg);
 }
 
 void Replay::start_async(RankState& r, Dim d) {
@@ -276,7 +275,7 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
   GroupState& g = self->group(d, async, gid);
   const Tick now = self->engine_.now();
   const Tick start = g.start;
-  const Bytes wire = self->cost_.wire_bytes(g.coll, self->shape_of(g, d, gid), g.bytes);
+  const Bytes wire = self->transport_.wire_bytes(g.coll, d, self->shape_of(g, d, gid), g.bytes);
   const std::uint16_t label = g.label;
   std::swap(g.waiters, g.resuming);
   g.waiters.clear();
@@ -358,10 +357,8 @@ void Replay::send(RankState& r, const Instr& in) {
   pair.first_rank = r.rank;
   pair.stride = dst_rank - r.rank;
   pair.nodes = layout_.node_of(r.rank) == layout_.node_of(dst_rank) ? 1 : 2;
-  const Tick dur = to_ticks(cost_.seconds(Coll::send_recv, Dim::pp, pair, in.bytes));
   auto& st = stats_[static_cast<std::size_t>(slot_of_rank_[r.rank])];
   st.wire[static_cast<int>(Dim::pp)] += in.bytes;
-  record(r, static_cast<std::uint8_t>(1 + static_cast<int>(Dim::pp)), in.label, r.t, r.t + dur);
   std::uint32_t idx;
   if (!msg_free_.empty()) {
     idx = msg_free_.back();
@@ -373,15 +370,19 @@ void Replay::send(RankState& r, const Instr& in) {
   }
   const std::uint64_t key = static_cast<std::uint64_t>(s.phase) | (static_cast<std::uint64_t>(s.microbatch) << 1) |
                             (static_cast<std::uint64_t>(dst.chunk) << 33);
-  msg_pool_[idx] = {key, r.t, r.t + dur};
+  msg_pool_[idx] = {key, r.t, 0, r.rank, in.label};
   msg_dst_[idx] = slot_of_rank_[dst_rank];
-  engine_.schedule(r.t + dur, &Replay::on_deliver, this, idx);
+  transport_.start_p2p(engine_, r.rank, dst_rank, pair, in.bytes, &Replay::on_deliver, this, idx);
 }
 
 void Replay::on_deliver(void* ctx, std::uint64_t arg) {
   auto* self = static_cast<Replay*>(ctx);
-  const Msg m = self->msg_pool_[arg];
+  Msg m = self->msg_pool_[arg];
+  m.arrival = self->engine_.now();
   const std::int32_t slot = self->msg_dst_[arg];
+  if (m.src_rank >= 0 && self->slot_of_rank_[m.src_rank] >= 0)
+    self->record(self->ranks_[static_cast<std::size_t>(self->slot_of_rank_[m.src_rank])],
+                 static_cast<std::uint8_t>(1 + static_cast<int>(Dim::pp)), m.label, m.sent, m.arrival);
   self->msg_free_.push_back(static_cast<std::uint32_t>(arg));
   RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
   if (r.block == Block::recv && r.wait_key == m.key) {

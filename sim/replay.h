@@ -16,6 +16,7 @@
 #include "sim/engine.h"
 #include "sim/layout.h"
 #include "sim/program.h"
+#include "sim/transport.h"
 
 namespace ptsim::sim {
 
@@ -50,7 +51,7 @@ struct ReplayOptions {
 
 class Replay {
  public:
-  Replay(const Program& program, const Layout& layout, int num_microbatches, const CollectiveCost& cost,
+  Replay(const Program& program, const Layout& layout, int num_microbatches, Transport& transport,
          ReplayOptions opt);
   // Runs the iteration to completion. Throws std::logic_error on a deadlock (a
   // schedule bug), naming a blocked rank and what it waits for.
@@ -68,6 +69,8 @@ class Replay {
   struct Msg {
     std::uint64_t key;
     Tick sent, arrival;
+    std::int32_t src_rank;
+    std::uint16_t label;
   };
   struct Channel {  // a rank's async stream of one dimension
     std::vector<const Instr*> queue;
@@ -122,7 +125,7 @@ class Replay {
   const Program& program_;
   Layout layout_;
   int m_;
-  const CollectiveCost& cost_;
+  Transport& transport_;
   ReplayOptions opt_;
   Engine engine_;
   std::vector<RankState> ranks_;          // simulated ranks

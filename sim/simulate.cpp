@@ -42,7 +42,9 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt) {
   ro.fold = opt.fold;
   ro.trace = opt.trace;
   ro.trace_max_ranks = opt.trace_max_ranks;
-  Replay replay(sim.program, layout, par.num_microbatches, *coll, ro);
+  AnalyticTransport analytic(*coll);
+  Transport* transport = opt.transport ? opt.transport : &analytic;
+  Replay replay(sim.program, layout, par.num_microbatches, *transport, ro);
   replay.run();
 
   Result& r = sim.result;
@@ -127,6 +129,7 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt) {
                                      par.tp, s.cluster.gpus_per_node));
   if (r.cost_source == "datasheet")
     r.warnings.push_back("costs from the GPU datasheet roofline (no calibration table; see `ptsim calibrate`)");
+  for (auto& line : transport->report()) r.notes.push_back(std::move(line));
   sim.spans = replay.spans();
   r.sim_wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return sim;

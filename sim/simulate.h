@@ -20,6 +20,7 @@ struct SimulateOptions {
   // Optional overrides (tests inject synthetic cost models); null = from the scenario.
   const hw::ComputeCostModel* compute = nullptr;
   const CollectiveCost* collectives = nullptr;
+  Transport* transport = nullptr;  // e.g. a link-sharing network; null = analytic
 };
 
 struct Simulation {
