@@ -5,15 +5,13 @@
 #include "calibration/backend.h"
 #include "ptsim/config.h"
 
-// The CUDA backend lands with the kernels/cuda sources (next commit).
-#define PTSIM_CUDA_BACKEND_READY 0
-#if PTSIM_CUDA_BACKEND_READY
+#if PTSIM_HAVE_CUDA
 #include "kernels/cuda_api.h"
 #endif
 
 namespace ptsim::calibration {
 
-#if PTSIM_CUDA_BACKEND_READY
+#if PTSIM_HAVE_CUDA
 namespace {
 
 class CudaBackend final : public Backend {
