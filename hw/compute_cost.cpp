@@ -8,6 +8,35 @@ namespace ptsim::hw {
 
 ComputeCostModel::ComputeCostModel(GpuSpec gpu) : gpu_(std::move(gpu)), eff_(gpu_.efficiency) {}
 
+ComputeCostModel::ComputeCostModel(GpuSpec gpu, std::shared_ptr<const CostTable> table)
+    : gpu_(std::move(gpu)), eff_(gpu_.efficiency), table_(std::move(table)) {}
+
+Seconds ComputeCostModel::seconds(const KernelDesc& k) const {
+  if (table_) {
+    std::optional<Seconds> t;
+    // Tables store measured dtypes; TF32 math is measured as "fp32".
+    const std::string dtype = k.dtype == "tf32" ? "fp32" : k.dtype;
+    switch (k.cls) {
+      case KernelClass::gemm:
+        if (k.m > 0 && k.n > 0 && k.k > 0)
+          if (auto g = table_->gemm_seconds(k.m, k.n, k.k, dtype)) t = *g * k.count;
+        break;
+      case KernelClass::attention:
+        if (k.batch_heads > 0)
+          t = table_->attention_seconds({k.batch_heads, k.seq_q, k.seq_kv, k.head_dim, k.causal}, dtype, k.backward);
+        break;
+      case KernelClass::memory:
+        if (k.bytes > 0) t = table_->membw_seconds(k.bytes);
+        break;
+    }
+    if (t) {
+      table_used_ = true;
+      return *t;
+    }
+  }
+  return roofline_seconds(k);
+}
+
 Seconds ComputeCostModel::roofline_seconds(const KernelDesc& k) const {
   Seconds mem = 0;
   if (k.bytes > 0) mem = k.bytes / (gpu_.hbm_bandwidth * eff_.memory);

@@ -18,6 +18,11 @@ namespace ptsim::sim {
 // tp × cp × pp), whose waiting is pipeline imbalance and counts as bubble.
 enum class Dim : std::uint8_t { tp, pp, dp, cp, ep, mp };
 inline constexpr int kNumDims = 6;
+// Async streams of a rank: one per dimension (index = Dim), plus a second DP
+// stream for parameter all-gathers (ZeRO-3 layer gathers, overlapped ZeRO-1/2
+// parameter gathers), so gathers never queue behind gradient reductions.
+inline constexpr int kGatherChannel = kNumDims;
+inline constexpr int kNumChannels = kNumDims + 1;
 const char* to_string(Dim d);
 
 enum class Coll : std::uint8_t { all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, send_recv };
@@ -28,8 +33,9 @@ enum class InstrKind : std::uint8_t {
   collective,   // a collective of `dim`'s group on the compute stream (blocking)
   recv,         // wait for the pipeline input/gradient of the current step
   send,         // send the pipeline output/gradient of the current step (async)
-  launch,       // enqueue a collective on the rank's async stream of `dim`
-  wait,         // block until the async stream of `dim` has finished `count` ops (0 = all)
+  launch,       // enqueue a collective of `dim`'s group on the rank's async stream `channel`
+  wait,         // block until stream `channel` has at most `count` ops outstanding
+                // (kAbsoluteWait: until it has completed `count` ops this iteration)
   alloc,        // memory: `bytes` of `mem` category
   release,      // memory: free
 };
@@ -37,10 +43,11 @@ enum class InstrKind : std::uint8_t {
 enum class MemCat : std::uint8_t { activations, buffers, params, grads, optimizer };
 
 enum InstrFlags : std::uint8_t {
-  kNone = 0,
+  kNoFlags = 0,
   kLastMicrobatch = 1,   // only on the last micro-batch of the chunk (DP bucket launch)
   kFirstMicrobatch = 2,  // only on the first micro-batch of the chunk (ZeRO param waits)
   kRecompute = 4,        // recomputed work (hardware FLOPs only)
+  kAbsoluteWait = 8,     // wait: `count` is a number of completed ops, not outstanding ones
 };
 
 struct Instr {
@@ -48,7 +55,8 @@ struct Instr {
   Dim dim = Dim::tp;
   Coll coll = Coll::all_reduce;
   MemCat mem = MemCat::activations;
-  std::uint8_t flags = kNone;
+  std::uint8_t flags = kNoFlags;
+  std::uint8_t channel = 0;  // launch / wait: async stream index (< kNumChannels)
   std::uint16_t label = 0;  // index into Program::labels (trace names)
   std::int32_t count = 0;   // wait: ops to have completed
   Tick duration = 0;        // compute

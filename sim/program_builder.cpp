@@ -59,7 +59,6 @@ class Builder {
       sp.states = models::model_states(s_.model, par_, stage);
       sp.buffers = models::buffer_bytes(s_.model, par_, stage);
       pending_bucket_ = 0;
-      bucket_count_ = 0;
       // Chunks are built in the order their last backward runs (v−1 down to 0) so
       // gradient buckets fill in the order the gradients are produced.
       sp.chunks.resize(static_cast<std::size_t>(v));
@@ -109,7 +108,7 @@ class Builder {
     }
   }
 
-  void push_compute(std::vector<Instr>& out, const std::string& name, Tick dur, std::uint8_t flags = kNone) {
+  void push_compute(std::vector<Instr>& out, const std::string& name, Tick dur, std::uint8_t flags = kNoFlags) {
     if (dur <= 0) return;
     if (opt_.fuse_compute && !out.empty() && out.back().kind == InstrKind::compute && out.back().flags == flags) {
       out.back().duration += dur;
@@ -123,7 +122,7 @@ class Builder {
     out.push_back(in);
   }
 
-  void push_coll(std::vector<Instr>& out, Dim d, Coll c, Bytes bytes, const std::string& name, std::uint8_t flags = kNone) {
+  void push_coll(std::vector<Instr>& out, Dim d, Coll c, Bytes bytes, const std::string& name, std::uint8_t flags = kNoFlags) {
     if (group_size(d) <= 1 || bytes <= 0) return;
     Instr in;
     in.kind = InstrKind::collective;
@@ -132,6 +131,34 @@ class Builder {
     in.bytes = bytes;
     in.flags = flags;
     in.label = prog_.label(name);
+    out.push_back(in);
+  }
+
+  void launch(std::vector<Instr>& out, Dim d, int channel, Coll c, Bytes bytes, const std::string& name,
+              std::uint8_t flags = kNoFlags) {
+    if (group_size(d) <= 1 || bytes <= 0) return;
+    Instr in;
+    in.kind = InstrKind::launch;
+    in.dim = d;
+    in.channel = static_cast<std::uint8_t>(channel);
+    in.coll = c;
+    in.bytes = bytes;
+    in.flags = flags;
+    in.label = prog_.label(name);
+    out.push_back(in);
+  }
+
+  // Blocks the compute stream until `channel` has at most `outstanding` ops in
+  // flight (or, with kAbsoluteWait, has completed `outstanding` ops).
+  void wait(std::vector<Instr>& out, Dim d, int channel, int outstanding, std::uint8_t flags = kNoFlags) {
+    if (group_size(d) <= 1) return;
+    Instr in;
+    in.kind = InstrKind::wait;
+    in.dim = d;
+    in.channel = static_cast<std::uint8_t>(channel);
+    in.count = outstanding;
+    in.flags = flags;
+    in.label = prog_.label(fmt::format("wait {}", to_string(d)));
     out.push_back(in);
   }
 
@@ -171,7 +198,9 @@ class Builder {
       if (op.name == "attn_bias_dropout_add") tp_boundary(out, false, false, "attn", flags);
       if (op.name == "mlp_bias_dropout_add") tp_boundary(out, false, false, "mlp", flags);
       if (op.name == "moe_unpermute") ep_all_to_all(out, ops, "ep combine", flags);
+      if (op.cls == OpClass::attention) cp_launch(out, false, flags);
       push_compute(out, op.name, time_of(op, false), flags);
+      if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, flags);
       if (op.name == "moe_permute") ep_all_to_all(out, ops, "ep dispatch", flags);
     }
   }
@@ -179,15 +208,20 @@ class Builder {
   void layer_backward(std::vector<Instr>& out, const std::vector<Op>& ops) {
     for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
       const Op& op = *it;
-      if (op.name == "moe_permute") ep_all_to_all(out, ops, "ep dispatch bwd", kNone);
-      if (op.recomputed_selective && par_.recompute == models::Recompute::selective)
+      if (op.name == "moe_permute") ep_all_to_all(out, ops, "ep dispatch bwd", kNoFlags);
+      if (op.recomputed_selective && par_.recompute == models::Recompute::selective) {
+        cp_launch(out, false, kRecompute);
         push_compute(out, op.name + " (recompute)", time_of(op, false), kRecompute);
+        wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, kRecompute);
+      }
+      if (op.cls == OpClass::attention) cp_launch(out, true, kNoFlags);
       push_compute(out, op.name, time_of(op, true));
-      if (op.name == "moe_unpermute") ep_all_to_all(out, ops, "ep combine bwd", kNone);
-      if (op.name == "attn_bias_dropout_add") tp_boundary(out, false, true, "attn", kNone);
-      if (op.name == "mlp_bias_dropout_add") tp_boundary(out, false, true, "mlp", kNone);
-      if (op.name == "qkv") tp_boundary(out, true, true, "attn", kNone);
-      if (op.name == "mlp_up" || op.name == "router") tp_boundary(out, true, true, "mlp", kNone);
+      if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0);
+      if (op.name == "moe_unpermute") ep_all_to_all(out, ops, "ep combine bwd", kNoFlags);
+      if (op.name == "attn_bias_dropout_add") tp_boundary(out, false, true, "attn", kNoFlags);
+      if (op.name == "mlp_bias_dropout_add") tp_boundary(out, false, true, "mlp", kNoFlags);
+      if (op.name == "qkv") tp_boundary(out, true, true, "attn", kNoFlags);
+      if (op.name == "mlp_up" || op.name == "router") tp_boundary(out, true, true, "mlp", kNoFlags);
     }
   }
 
@@ -204,20 +238,76 @@ class Builder {
               name, flags);
   }
 
+  // Gradient buckets: reduced on the DP stream as soon as the backward has
+  // produced a bucket's worth (Megatron-core DDP overlap_grad_reduce). ZeRO 0/1
+  // accumulate gradients over the micro-batches and reduce once, on the last one;
+  // ZeRO-2/3 keep only a gradient shard, so they reduce-scatter after every
+  // micro-batch's backward (DeepSpeed stage 2/3 with gradient accumulation).
   void dp_launch(std::vector<Instr>& out, double params, bool force) {
     pending_bucket_ += params;
     if (!s_.plan.overlap_grad_reduce || group_size(Dim::dp) <= 1) return;
     if (pending_bucket_ <= 0 || (!force && pending_bucket_ < dp_bucket_params(par_.dp))) return;
-    Instr in;
-    in.kind = InstrKind::launch;
-    in.dim = Dim::dp;
-    in.coll = par_.zero_stage >= 1 ? Coll::reduce_scatter : Coll::all_reduce;
-    in.bytes = pending_bucket_ * grad_elem_bytes_;
-    in.flags = kLastMicrobatch;
-    in.label = prog_.label(fmt::format("dp grad {}", to_string(in.coll)));
-    out.push_back(in);
+    const Coll c = par_.zero_stage >= 1 ? Coll::reduce_scatter : Coll::all_reduce;
+    launch(out, Dim::dp, static_cast<int>(Dim::dp), c, pending_bucket_ * grad_elem_bytes_,
+           fmt::format("dp grad {}", to_string(c)), par_.zero_stage >= 2 ? kNoFlags : kLastMicrobatch);
     pending_bucket_ = 0;
-    ++bucket_count_;
+  }
+
+  // ZeRO-3 (and ZeRO-Infinity parameter offload): a layer's parameters are
+  // all-gathered before its forward and again before its backward, the next
+  // layer's gather prefetched while this one computes (overlap_param_gather),
+  // and the gathered copy freed after use.
+  bool zero3() const { return par_.zero_stage == 3 && group_size(Dim::dp) > 1; }
+  // Parameters on this GPU of a block: a transformer layer, or the embedding /
+  // head (pseudo-layers kEmbedding / kHead).
+  static constexpr int kEmbedding = -1, kHead = -2;
+  double block_params(int block) const {
+    if (block == kEmbedding) return embedding_local_params();
+    if (block == kHead) return head_local_params();
+    return s_.model.is_moe_layer(block) ? moe_layer_local_ : dense_layer_local_;
+  }
+  double layer_param_bytes(int block) const { return block_params(block) * act_bytes_; }
+  void gather_layer(std::vector<Instr>& out, int layer, bool backward) {
+    const Bytes bytes = layer_param_bytes(layer);
+    out.push_back(mem(InstrKind::alloc, MemCat::buffers, bytes, "gathered params"));
+    launch(out, Dim::dp, kGatherChannel, Coll::all_gather, bytes, backward ? "zero3 gather (bwd)" : "zero3 gather");
+  }
+  // Before computing `layer` (the i-th of `order`): make sure it is gathered.
+  void zero3_before(std::vector<Instr>& out, const std::vector<int>& order, std::size_t i, bool backward) {
+    if (!zero3()) return;
+    if (i == 0) gather_layer(out, order[0], backward);
+    const bool prefetch = s_.plan.overlap_param_gather && i + 1 < order.size();
+    if (prefetch) gather_layer(out, order[i + 1], backward);
+    else if (!s_.plan.overlap_param_gather && i > 0) gather_layer(out, order[i], backward);
+    wait(out, Dim::dp, kGatherChannel, prefetch ? 1 : 0);
+    if (par_.offload_params) {
+      // ZeRO-Infinity: the shard comes from host memory over PCIe first.
+      const double shard = layer_param_bytes(order[i]) / group_size(Dim::dp);
+      push_compute(out, "param h2d", to_ticks(shard / s_.cluster.gpu.pcie_bandwidth));
+    }
+  }
+  void zero3_after(std::vector<Instr>& out, int layer) {
+    if (zero3()) out.push_back(mem(InstrKind::release, MemCat::buffers, layer_param_bytes(layer), "gathered params"));
+  }
+
+  // ZeRO-1/2 with overlap_param_gather (Megatron distributed optimizer): the
+  // updated parameters of the previous step are all-gathered layer by layer while
+  // the first micro-batch's forward runs; layer k waits for its own gather.
+  bool overlapped_param_gather() const {
+    return (par_.zero_stage == 1 || par_.zero_stage == 2) && s_.plan.overlap_param_gather && group_size(Dim::dp) > 1;
+  }
+
+  // Ring attention (context parallelism): K and V chunks travel around the CP
+  // ring while attention computes on the chunk at hand (Liu et al. 2023; Megatron-
+  // core CP), i.e. an all-gather of K/V in forward and, in backward, K/V again
+  // plus a reduce-scatter of dK/dV, both overlapping the attention kernel.
+  void cp_launch(std::vector<Instr>& out, bool backward, std::uint8_t flags) {
+    if (par_.cp <= 1) return;
+    const auto& m = s_.model;
+    const double kv = 2.0 * tokens_ * static_cast<double>(m.num_query_groups / par_.tp) *
+                      static_cast<double>(m.head_dim()) * act_bytes_ * par_.cp;
+    launch(out, Dim::cp, static_cast<int>(Dim::cp), Coll::all_gather, kv, "cp kv ring", flags);
+    if (backward) launch(out, Dim::cp, static_cast<int>(Dim::cp), Coll::reduce_scatter, kv, "cp dkv ring", flags);
   }
 
   ChunkProgram build_chunk(StageProgram& sp, int stage, int chunk) {
@@ -240,33 +330,54 @@ class Builder {
     auto& f = cp.forward;
     if (pipeline_source(Phase::forward, stage, chunk, p, v).stage >= 0) f.push_back(p2p(InstrKind::recv, "pp recv act"));
     f.push_back(mem(InstrKind::alloc, MemCat::activations, act, "activations"));
-    if (first) {
-      for (const Op& op : models::embedding_ops(m, par_)) push_compute(f, op.name, time_of(op, false));
-      push_coll(f, Dim::tp, par_.sequence_parallel ? Coll::reduce_scatter : Coll::all_reduce, hidden_msg_, "tp embedding");
+    // The chunk's parameter blocks in forward order: the embedding (kEmbedding) on
+    // the first chunk, its transformer layers, the head (kHead) on the last.
+    std::vector<int> order;
+    if (first) order.push_back(kEmbedding);
+    for (int l = range.first; l < range.first + range.count; ++l) order.push_back(l);
+    if (last) order.push_back(kHead);
+    // Index of this chunk's first layer among the stage's parameter gathers (the
+    // prologue launches them in first-use order: embedding, chunk 0, chunk 1, ...).
+    int gather_index = stage == 0 ? 1 : 0;
+    for (int c = 0; c < chunk; ++c) gather_index += models::chunk_layers(m, par_, stage, c).count;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const int l = order[i];
+      if (overlapped_param_gather() && l >= 0)
+        wait(f, Dim::dp, kGatherChannel, gather_index + (l - range.first) + 1, kFirstMicrobatch | kAbsoluteWait);
+      zero3_before(f, order, i, false);
+      if (l == kEmbedding) {
+        for (const Op& op : models::embedding_ops(m, par_)) push_compute(f, op.name, time_of(op, false));
+        push_coll(f, Dim::tp, par_.sequence_parallel ? Coll::reduce_scatter : Coll::all_reduce, hidden_msg_, "tp embedding");
+      } else if (l == kHead) {
+        head_forward(f);
+      } else {
+        layer_forward(f, m.is_moe_layer(l) ? moe_ops : dense_ops, kNoFlags);
+      }
+      zero3_after(f, l);
     }
-    for (int l = range.first; l < range.first + range.count; ++l) layer_forward(f, m.is_moe_layer(l) ? moe_ops : dense_ops, kNone);
-    if (last) head_forward(f);
     if (pipeline_destination(Phase::forward, stage, chunk, p, v).stage >= 0) f.push_back(p2p(InstrKind::send, "pp send act"));
 
     // ---- backward ----
     auto& b = cp.backward;
     if (pipeline_source(Phase::backward, stage, chunk, p, v).stage >= 0) b.push_back(p2p(InstrKind::recv, "pp recv grad"));
-    if (last) {
-      head_backward(b);
-      dp_launch(b, head_local_params(), false);
-    }
-    for (int l = range.first + range.count - 1; l >= range.first; --l) {
-      const auto& ops = m.is_moe_layer(l) ? moe_ops : dense_ops;
-      if (par_.recompute == models::Recompute::full) layer_forward(b, ops, kRecompute);
-      layer_backward(b, ops);
-      dp_launch(b, m.is_moe_layer(l) ? moe_layer_local_ : dense_layer_local_, false);
-    }
-    if (first) {
-      // The embedding's forward reduce-scatter (SP) has an all-gather as gradient;
-      // its forward all-reduce (no SP) has the identity.
-      if (par_.sequence_parallel) push_coll(b, Dim::tp, Coll::all_gather, hidden_msg_, "tp embedding bwd");
-      for (const Op& op : models::embedding_ops(m, par_)) push_compute(b, op.name, time_of(op, true));
-      dp_launch(b, embedding_local_params(), false);
+    const std::vector<int> reverse(order.rbegin(), order.rend());
+    for (std::size_t i = 0; i < reverse.size(); ++i) {
+      const int l = reverse[i];
+      zero3_before(b, reverse, i, true);
+      if (l == kHead) {
+        head_backward(b);
+      } else if (l == kEmbedding) {
+        // The embedding's forward reduce-scatter (SP) has an all-gather as gradient;
+        // its forward all-reduce (no SP) has the identity.
+        if (par_.sequence_parallel) push_coll(b, Dim::tp, Coll::all_gather, hidden_msg_, "tp embedding bwd");
+        for (const Op& op : models::embedding_ops(m, par_)) push_compute(b, op.name, time_of(op, true));
+      } else {
+        const auto& ops = m.is_moe_layer(l) ? moe_ops : dense_ops;
+        if (par_.recompute == models::Recompute::full) layer_forward(b, ops, kRecompute);
+        layer_backward(b, ops);
+      }
+      zero3_after(b, l);
+      dp_launch(b, block_params(l), false);
     }
     // The last chunk to finish backward on this stage flushes the partial bucket.
     if (chunk == 0) dp_launch(b, 0, true);
@@ -337,7 +448,24 @@ class Builder {
     sp.prologue.push_back(mem(InstrKind::alloc, MemCat::params, sp.states.params, "params"));
     sp.prologue.push_back(mem(InstrKind::alloc, MemCat::grads, sp.states.grads, "grads"));
     sp.prologue.push_back(mem(InstrKind::alloc, MemCat::optimizer, sp.states.optimizer, "optimizer"));
-    sp.prologue.push_back(mem(InstrKind::alloc, MemCat::buffers, sp.buffers, "buffers"));
+    // The analytical buffers include ZeRO-3's two gathered layers (current +
+    // prefetched); the replay allocates those as it gathers, so hold the rest here.
+    Bytes gathered = 0;
+    if (zero3())
+      for (int c = 0; c < par_.vpp; ++c) {
+        const auto r = models::chunk_layers(s_.model, par_, sp.stage, c);
+        for (int l = r.first; l < r.first + r.count; ++l) gathered = std::max(gathered, 2 * layer_param_bytes(l));
+      }
+    sp.prologue.push_back(mem(InstrKind::alloc, MemCat::buffers, sp.buffers - gathered, "buffers"));
+    if (overlapped_param_gather()) {
+      if (sp.stage == 0) launch(sp.prologue, Dim::dp, kGatherChannel, Coll::all_gather, embedding_local_params() * act_bytes_, "dp param all-gather");
+      for (int c = 0; c < par_.vpp; ++c) {
+        const auto r = models::chunk_layers(s_.model, par_, sp.stage, c);
+        for (int l = r.first; l < r.first + r.count; ++l)
+          launch(sp.prologue, Dim::dp, kGatherChannel, Coll::all_gather, layer_param_bytes(l), "dp param all-gather");
+      }
+      if (sp.stage == par_.pp - 1) launch(sp.prologue, Dim::dp, kGatherChannel, Coll::all_gather, head_local_params() * act_bytes_, "dp param all-gather");
+    }
   }
 
   void build_epilogue(StageProgram& sp) {
@@ -346,26 +474,14 @@ class Builder {
     const bool dp_active = group_size(Dim::dp) > 1;
     if (dp_active && !s_.plan.overlap_grad_reduce) {
       // All gradient buckets reduced after the backward pass, nothing overlapped.
-      double left = local_params;
-      while (left > 0) {
-        const double n = std::min(left, dp_bucket_params(par_.dp));
-        Instr in;
-        in.kind = InstrKind::launch;
-        in.dim = Dim::dp;
-        in.coll = par_.zero_stage >= 1 ? Coll::reduce_scatter : Coll::all_reduce;
-        in.bytes = n * grad_elem_bytes_;
-        in.label = prog_.label(fmt::format("dp grad {}", to_string(in.coll)));
-        e.push_back(in);
-        left -= n;
-      }
+      const Coll c = par_.zero_stage >= 1 ? Coll::reduce_scatter : Coll::all_reduce;
+      for (double left = local_params; left > 0; left -= dp_bucket_params(par_.dp))
+        launch(e, Dim::dp, static_cast<int>(Dim::dp), c, std::min(left, dp_bucket_params(par_.dp)) * grad_elem_bytes_,
+               fmt::format("dp grad {}", to_string(c)));
     }
-    if (dp_active) {
-      Instr w;
-      w.kind = InstrKind::wait;
-      w.dim = Dim::dp;
-      w.label = prog_.label("wait dp");
-      e.push_back(w);
-    }
+    wait(e, Dim::dp, static_cast<int>(Dim::dp), 0);
+    // Overlapped parameter gathers of this step must be done before the next.
+    if (overlapped_param_gather()) wait(e, Dim::dp, kGatherChannel, 0);
     // Gradient norm (clip) and inf check: an all-reduce over the model-parallel group.
     push_coll(e, Dim::mp, Coll::all_reduce, 8, "grad-norm all-reduce");
     // Adam step on this GPU's optimizer shard: fused kernel reading fp32 master
@@ -384,20 +500,10 @@ class Builder {
       k.bytes = shard * 28.0;
       push_compute(e, "optimizer", to_ticks(compute_.seconds(k)));
     }
-    if (dp_active && par_.zero_stage >= 1 && par_.zero_stage <= 2) {
-      // Distributed optimizer: all-gather the updated 16-bit weights.
-      Instr in;
-      in.kind = InstrKind::launch;
-      in.dim = Dim::dp;
-      in.coll = Coll::all_gather;
-      in.bytes = local_params * act_bytes_;
-      in.label = prog_.label("dp param all-gather");
-      e.push_back(in);
-      Instr w;
-      w.kind = InstrKind::wait;
-      w.dim = Dim::dp;
-      w.label = prog_.label("wait dp");
-      e.push_back(w);
+    if (dp_active && (par_.zero_stage == 1 || par_.zero_stage == 2) && !s_.plan.overlap_param_gather) {
+      // Distributed optimizer: all-gather the updated 16-bit weights, exposed.
+      launch(e, Dim::dp, kGatherChannel, Coll::all_gather, local_params * act_bytes_, "dp param all-gather");
+      wait(e, Dim::dp, kGatherChannel, 0);
     }
   }
 
@@ -413,7 +519,6 @@ class Builder {
   double act_bytes_ = 2, tokens_ = 0, hidden_msg_ = 0, grad_elem_bytes_ = 2;
   double dense_layer_local_ = 0, moe_layer_local_ = 0;
   double pending_bucket_ = 0;
-  int bucket_count_ = 0;
 };
 
 }  // namespace

@@ -33,28 +33,20 @@ Replay::Replay(const Program& program, const Layout& layout, int num_microbatche
     stats_[i].rank = ranks_[i].rank;
     stats_[i].stage = ranks_[i].stage;
   }
-  for (int d = 0; d < kNumDims; ++d) {
-    const Dim dim = static_cast<Dim>(d);
-    if (dim == Dim::pp) continue;
-    const int count = layout_.group_count(dim);
-    const int size = layout_.group_size(dim);
-    // Folded: only the representative of each stage is simulated, so a group has
-    // one simulated member, except the model-parallel group which spans stages.
-    const int expected = opt_.fold ? 1 : size;
-    for (auto* groups : {&sync_groups_[d], &async_groups_[d]}) {
-      groups->resize(static_cast<std::size_t>(count));
-      for (auto& g : *groups) g.expected = expected;
-    }
-  }
-  if (opt_.fold) {
-    // In a folded run the model-parallel group holds one simulated rank per stage.
-    for (auto* groups : {&sync_groups_[static_cast<int>(Dim::mp)], &async_groups_[static_cast<int>(Dim::mp)]})
-      for (auto& g : *groups) g.expected = 0;
-    for (const auto& r : ranks_) {
-      const int gid = layout_.group_id(r.rank, Dim::mp);
-      ++sync_groups_[static_cast<int>(Dim::mp)][gid].expected;
-      ++async_groups_[static_cast<int>(Dim::mp)][gid].expected;
-    }
+  // Group states: one set per dimension for blocking collectives, one per async
+  // stream. Folded, only the representative of each stage is simulated, so a
+  // group has one simulated member, except the model-parallel group (one per stage).
+  auto init = [&](std::vector<GroupState>& groups, Dim dim) {
+    groups.resize(static_cast<std::size_t>(layout_.group_count(dim)));
+    for (auto& g : groups) g.expected = opt_.fold ? 0 : layout_.group_size(dim);
+    if (opt_.fold)
+      for (const auto& r : ranks_) ++groups[static_cast<std::size_t>(layout_.group_id(r.rank, dim))].expected;
+  };
+  for (int d = 0; d < kNumDims; ++d)
+    if (static_cast<Dim>(d) != Dim::pp) init(sync_groups_[d], static_cast<Dim>(d));
+  for (int c = 0; c < kNumChannels; ++c) {
+    const Dim dim = c == kGatherChannel ? Dim::dp : static_cast<Dim>(c);
+    if (dim != Dim::pp) init(async_groups_[c], dim);
   }
   if (opt_.trace) {
     // Show the first rank of every stage, then the lowest ranks, up to the limit.
@@ -70,9 +62,15 @@ Replay::Replay(const Program& program, const Layout& layout, int num_microbatche
   engine_.reserve(ranks_.size() * 4 + 64);
 }
 
-Replay::GroupState& Replay::group(Dim d, bool async, int gid) {
-  auto& v = async ? async_groups_[static_cast<int>(d)] : sync_groups_[static_cast<int>(d)];
+Replay::GroupState& Replay::group(Dim d, int channel, int gid) {
+  auto& v = channel >= 0 ? async_groups_[channel] : sync_groups_[static_cast<int>(d)];
   return v[static_cast<std::size_t>(gid)];
+}
+
+bool Replay::wait_satisfied(const RankState& r, const Instr& in) const {
+  const auto& ch = r.channels[in.channel];
+  if (in.flags & kAbsoluteWait) return ch.completed >= in.count;
+  return static_cast<int>(ch.queue.size()) - ch.completed <= in.count;
 }
 
 const GroupShape& Replay::shape_of(GroupState& g, Dim d, int gid) {
@@ -194,7 +192,7 @@ void Replay::advance(RankState& r) {
             r.block = Block::collective;
             r.wait_start = r.t;
             r.wait_dim = in.dim;
-            arrive(r, in.dim, false, in);
+            arrive(r, in.dim, -1, in);
             return;  // resumed by on_group_done
           case InstrKind::recv: {
             const std::uint64_t key = msg_key(r, true);
@@ -213,22 +211,20 @@ void Replay::advance(RankState& r) {
             send(r, in);
             break;
           case InstrKind::launch: {
-            auto& ch = r.channels[static_cast<int>(in.dim)];
+            auto& ch = r.channels[in.channel];
             ch.queue.push_back(&in);
-            if (!ch.busy) start_async(r, in.dim);
+            if (!ch.busy) start_async(r, in.channel);
             break;
           }
-          case InstrKind::wait: {
-            const auto& ch = r.channels[static_cast<int>(in.dim)];
-            const int target = in.count > 0 ? in.count : static_cast<int>(ch.queue.size());
-            if (ch.completed < target) {
+          case InstrKind::wait:
+            if (!wait_satisfied(r, in)) {
               r.block = Block::wait;
               r.wait_dim = in.dim;
+              r.wait_channel = in.channel;
               r.wait_start = r.t;
               return;  // resumed by on_group_done of the async stream
             }
             break;
-          }
           default:
             break;
         }
@@ -243,9 +239,9 @@ void Replay::advance(RankState& r) {
   }
 }
 
-void Replay::arrive(RankState& r, Dim d, bool async, const Instr& in) {
+void Replay::arrive(RankState& r, Dim d, int channel, const Instr& in) {
   const int gid = layout_.group_id(r.rank, d);
-  GroupState& g = group(d, async, gid);
+  GroupState& g = group(d, channel, gid);
   if (g.arrived == 0) {
     g.coll = in.coll;
     g.bytes = in.bytes;
@@ -256,23 +252,25 @@ void Replay::arrive(RankState& r, Dim d, bool async, const Instr& in) {
   g.waiters.push_back(static_cast<std::int32_t>(slot_of_rank_[r.rank]));
   if (g.arrived < g.expected) return;
   const GroupShape& shape = shape_of(g, d, gid);
-  const std::uint64_t arg = static_cast<std::uint64_t>(d) | (static_cast<std::uint64_t>(async) << 8) |
+  const std::uint64_t arg = static_cast<std::uint64_t>(d) | (static_cast<std::uint64_t>(channel + 1) << 8) |
                             (static_cast<std::uint64_t>(gid) << 16);
   transport_.start_collective(engine_, g.coll, d, gid, shape, g.bytes, &Replay::on_group_done, this, arg);
 }
 
-void Replay::start_async(RankState& r, Dim d) {
-  auto& ch = r.channels[static_cast<int>(d)];
+void Replay::start_async(RankState& r, int channel) {
+  auto& ch = r.channels[channel];
   ch.busy = true;
-  arrive(r, d, true, *ch.queue[ch.head]);
+  const Instr& in = *ch.queue[ch.head];
+  arrive(r, in.dim, channel, in);
 }
 
 void Replay::on_group_done(void* ctx, std::uint64_t arg) {
   auto* self = static_cast<Replay*>(ctx);
   const Dim d = static_cast<Dim>(arg & 0xff);
-  const bool async = (arg >> 8) & 1;
+  const int channel = static_cast<int>((arg >> 8) & 0xff) - 1;
+  const bool async = channel >= 0;
   const int gid = static_cast<int>(arg >> 16);
-  GroupState& g = self->group(d, async, gid);
+  GroupState& g = self->group(d, channel, gid);
   const Tick now = self->engine_.now();
   const Tick start = g.start;
   const Bytes wire = self->transport_.wire_bytes(g.coll, d, self->shape_of(g, d, gid), g.bytes);
@@ -311,28 +309,26 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
   for (std::int32_t slot : g.resuming) {
     RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
     auto& st = self->stats_[static_cast<std::size_t>(slot)];
-    auto& ch = r.channels[di];
+    auto& ch = r.channels[channel];
     st.wire[di] += wire;
-    self->record(r, static_cast<std::uint8_t>(1 + di), label, start, now);
+    self->record(r, static_cast<std::uint8_t>(1 + channel), label, start, now);
     ++ch.completed;
     ++ch.head;
     ch.busy = false;
-    if (ch.head < ch.queue.size()) self->start_async(r, d);
+    if (ch.head < ch.queue.size()) self->start_async(r, channel);
   }
   for (std::int32_t slot : g.resuming) {
     RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
-    if (r.block == Block::wait && r.wait_dim == d) self->resume_after_wait(r, d);
+    if (r.block == Block::wait && r.wait_channel == channel) self->resume_after_wait(r);
   }
 }
 
-void Replay::resume_after_wait(RankState& r, Dim d) {
+void Replay::resume_after_wait(RankState& r) {
   const Instr& in = current_list(r)[r.pc];
-  const auto& ch = r.channels[static_cast<int>(d)];
-  const int target = in.count > 0 ? in.count : static_cast<int>(ch.queue.size());
-  if (ch.completed < target) return;
+  if (!wait_satisfied(r, in)) return;
   auto& st = stats_[static_cast<std::size_t>(slot_of_rank_[r.rank])];
   const Tick now = engine_.now();
-  st.exposed[static_cast<int>(d)] += now - r.wait_start;
+  st.exposed[static_cast<int>(in.dim)] += now - r.wait_start;
   r.t = now;
   if (!next_instr(r)) {
     r.block = Block::finished;

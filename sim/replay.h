@@ -89,8 +89,9 @@ class Replay {
     Tick wait_start = 0;
     std::uint64_t wait_key = 0;
     Dim wait_dim = Dim::tp;
+    int wait_channel = 0;
     std::vector<Msg> inbox;
-    std::array<Channel, kNumDims> channels;
+    std::array<Channel, kNumChannels> channels;
   };
   struct GroupState {
     int expected = 0;
@@ -108,11 +109,13 @@ class Replay {
   int current_microbatch(const RankState& r) const;
   void advance(RankState& r);
   bool next_instr(RankState& r);
-  void arrive(RankState& r, Dim d, bool async, const Instr& in);
-  void start_async(RankState& r, Dim d);
+  // `channel` < 0: the compute stream (blocking collective); else an async stream.
+  void arrive(RankState& r, Dim d, int channel, const Instr& in);
+  void start_async(RankState& r, int channel);
+  bool wait_satisfied(const RankState& r, const Instr& in) const;
   void send(RankState& r, const Instr& in);
-  void resume_after_wait(RankState& r, Dim d);
-  GroupState& group(Dim d, bool async, int gid);
+  void resume_after_wait(RankState& r);
+  GroupState& group(Dim d, int channel, int gid);
   const GroupShape& shape_of(GroupState& g, Dim d, int gid);
   std::uint64_t msg_key(const RankState& r, bool receiving) const;
   void note_memory(RankState& r, const Instr& in, bool alloc);
@@ -131,7 +134,8 @@ class Replay {
   std::vector<RankState> ranks_;          // simulated ranks
   std::vector<std::int32_t> slot_of_rank_;  // global rank -> index in ranks_ (-1 if folded away)
   std::vector<RankStats> stats_;
-  std::array<std::vector<GroupState>, kNumDims> sync_groups_, async_groups_;
+  std::array<std::vector<GroupState>, kNumDims> sync_groups_;
+  std::array<std::vector<GroupState>, kNumChannels> async_groups_;
   std::vector<Msg> msg_pool_;
   std::vector<std::int32_t> msg_dst_;
   std::vector<std::uint32_t> msg_free_;

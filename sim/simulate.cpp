@@ -6,11 +6,19 @@
 
 #include "models/flops.h"
 #include "models/memory.h"
+#include "sim/errors.h"
 #include "sim/program_builder.h"
 
 namespace ptsim::sim {
 
-hw::ComputeCostModel make_compute_cost(const Scenario& s) { return hw::ComputeCostModel(s.cluster.gpu); }
+hw::ComputeCostModel make_compute_cost(const Scenario& s) {
+  if (s.cluster.calibration.empty()) return hw::ComputeCostModel(s.cluster.gpu);
+  try {
+    return hw::ComputeCostModel(s.cluster.gpu, std::make_shared<const hw::CostTable>(hw::load_cost_table(s.cluster.calibration)));
+  } catch (const std::exception& e) {
+    throw ScenarioError(s.file, "cluster.calibration", e.what(), "make one with `ptsim calibrate`");
+  }
+}
 
 std::unique_ptr<CollectiveCost> make_collective_cost(const Scenario& s) {
   return std::make_unique<RingAlphaBetaCost>(s.cluster);

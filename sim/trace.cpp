@@ -28,7 +28,9 @@ std::string trace_json(const Simulation& sim, const Layout& layout) {
     events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", rank}, {"args", {{"sort_index", rank}}}});
   }
   for (const auto& [rank, stream] : threads) {
-    const std::string name = stream == 0 ? "compute" : std::string(to_string(static_cast<Dim>(stream - 1))) + " comm";
+    const std::string name = stream == 0                    ? "compute"
+                             : stream - 1 == kGatherChannel ? "dp param gather"
+                                                            : std::string(to_string(static_cast<Dim>(stream - 1))) + " comm";
     events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", rank}, {"tid", stream}, {"args", {{"name", name}}}});
   }
   nlohmann::json doc;

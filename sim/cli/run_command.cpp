@@ -13,7 +13,7 @@ namespace ptsim::cli {
 
 Command run_command() {
   struct Opts {
-    std::string scenario, json, trace, report;
+    std::string scenario, json, trace, report, calibration;
     std::vector<std::string> sets;
     bool fold = false, quiet = false;
     int trace_ranks = 64;
@@ -30,10 +30,13 @@ Command run_command() {
     sub->add_flag("--fold", o->fold, "simulate one representative rank per pipeline stage (symmetric ranks folded)");
     sub->add_option("--trace-ranks", o->trace_ranks, "ranks shown in the trace (first of each stage first)");
     sub->add_flag("-q,--quiet", o->quiet, "no summary on stdout");
+    sub->add_option("--calibration", o->calibration, "cost table to use (overrides cluster.calibration)");
     return sub;
   };
   c.execute = [o]() {
-    const sim::Scenario s = sim::load_scenario(o->scenario, o->sets);
+    auto sets = o->sets;
+    if (!o->calibration.empty()) sets.push_back("cluster.calibration=" + o->calibration);
+    const sim::Scenario s = sim::load_scenario(o->scenario, sets);
     sim::SimulateOptions so;
     so.fold = o->fold;
     so.trace = !o->trace.empty() || !o->report.empty();
