@@ -1,0 +1,84 @@
+// `ptsim validate` (CONTRACT §1): predicted vs published for the reference runs;
+// exit 0 when the accuracy bound holds, 4 when it does not.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "sim/cli/commands.h"
+#include "sim/io.h"
+#include "sim/validate.h"
+
+namespace ptsim::cli {
+
+namespace {
+
+constexpr int kExitBoundMissed = 4;  // CONTRACT §1
+
+// "GPU=gemm,attention,memory" → the override; throws std::invalid_argument (exit 2).
+void parse_efficiency(const std::string& text, sim::ValidateOptions& opt) {
+  const auto eq = text.find('=');
+  const auto bad = [&]() {
+    return std::invalid_argument(
+        fmt::format("--efficiency '{}': expected GPU=gemm,attention,memory, e.g. a100-sxm-80gb=0.75,0.5,0.6", text));
+  };
+  if (eq == std::string::npos || eq == 0) throw bad();
+  hw::GpuSpec::Efficiency e;
+  std::istringstream in(text.substr(eq + 1));
+  char c1 = 0, c2 = 0;
+  if (!(in >> e.gemm >> c1 >> e.attention >> c2 >> e.memory) || c1 != ',' || c2 != ',') throw bad();
+  for (const double v : {e.gemm, e.attention, e.memory})
+    if (!(v > 0 && v <= 1)) throw bad();
+  opt.efficiency = e;
+  opt.override_gpu = text.substr(0, eq);
+}
+
+}  // namespace
+
+Command validate_command() {
+  struct Opts {
+    std::string dir = "scenarios/reference", json, efficiency;
+    bool fit = false, full = false;
+  };
+  auto o = std::make_shared<Opts>();
+  Command c;
+  c.add = [o](CLI::App& app) {
+    auto* sub = app.add_subcommand("validate", "compare predictions with the published reference runs");
+    sub->add_option("--dir", o->dir, "reference folder: scenarios + published.yaml")->capture_default_str();
+    sub->add_option("--json", o->json, "write the validation document to FILE ('-' = stdout)");
+    sub->add_flag("--fit", o->fit,
+                  "fit the GPU efficiencies on the runs marked 'fitted', then validate with them "
+                  "(prints the values to put in hw/gpus.yaml)");
+    sub->add_option("--efficiency", o->efficiency,
+                    "override one GPU's efficiencies for this run: GPU=gemm,attention,memory");
+    sub->add_flag("--full", o->full, "simulate every rank (default: folded, one rank per stage)");
+    return sub;
+  };
+  c.execute = [o]() {
+    sim::ValidateOptions opt;
+    opt.fold = !o->full;
+    if (!o->efficiency.empty()) parse_efficiency(o->efficiency, opt);
+    const bool json_to_stdout = o->json == "-";
+    if (o->fit) {
+      const auto fr = sim::fit_efficiency(o->dir, opt);
+      if (!json_to_stdout) {
+        fmt::print("fit on the runs marked 'fitted' ({} simulations of each):\n", fr.evaluations);
+        fmt::print("  start  {}: gemm {:.4f}, attention {:.4f}, memory {:.4f}  mean |error| {:.2f} %\n", fr.gpu,
+                   fr.start.gemm, fr.start.attention, fr.start.memory, fr.start_mae_pct);
+        fmt::print("  fitted {}: gemm {:.4f}, attention {:.4f}, memory {:.4f}  mean |error| {:.2f} %\n\n", fr.gpu,
+                   fr.best.gemm, fr.best.attention, fr.best.memory, fr.best_mae_pct);
+      }
+      opt.efficiency = fr.best;
+      opt.override_gpu = fr.gpu;
+    }
+    const auto rep = sim::run_validation(o->dir, opt);
+    if (!json_to_stdout) std::cout << sim::validation_text(rep);
+    if (!o->json.empty()) sim::write_output(o->json, sim::validation_json(rep).dump(2) + "\n");
+    return rep.bound_holds ? 0 : kExitBoundMissed;
+  };
+  return c;
+}
+
+}  // namespace ptsim::cli

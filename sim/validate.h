@@ -1,0 +1,108 @@
+// `ptsim validate` (CONTRACT §1, issue 3): simulate every published reference run of
+// scenarios/reference/ and compare the prediction with the published figure.
+//
+// The reference folder holds plain scenarios (the loader rejects unknown keys, so
+// they carry no published data) and a sidecar `published.yaml` listing, per
+// scenario file, the metric the source states, its value, how the source counts
+// FLOPs, whether the run was used to fit the GPU efficiency constants, and the
+// source. Errors are reported separately for fitted and held-out runs: only the
+// held-out runs test the model.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "hw/gpu_catalog.h"
+#include "models/model_spec.h"
+
+namespace ptsim::sim {
+
+enum class RefMetric { tflops_per_gpu, iteration_time_s };
+enum class FlopsFormula {
+  megatron_eq3,  // Narayanan et al. SC'21 Eq. 3 (counts the recomputed forward)
+  model,         // the simulator's model_flops_per_iteration (CONTRACT §3)
+};
+
+struct ReferenceRun {
+  std::string scenario;  // file name, relative to the reference folder
+  RefMetric metric = RefMetric::tflops_per_gpu;
+  double value = 0;      // TFLOP/s per GPU or seconds, as the source states it
+  FlopsFormula flops_formula = FlopsFormula::megatron_eq3;
+  bool fitted = false;   // used to fit the GPU efficiency constants
+  std::string source;
+};
+
+// The accuracy bound of issue 3: mean absolute error ≤ 5 %, worst ≤ 10 %.
+struct AccuracyBound {
+  double mae_pct = 5.0;
+  double worst_pct = 10.0;
+};
+
+// Reads `<dir>/published.yaml`. Throws ScenarioError (file, key path, what) on a
+// missing file, an unknown key, a bad metric/formula name or a non-positive value.
+std::vector<ReferenceRun> load_published(const std::string& dir);
+
+// Narayanan et al. SC'21 Eq. 3: FLOPs of one iteration with full activation
+// recomputation, F = 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)).
+double megatron_eq3_flops(const models::ModelSpec& m, double global_batch);
+
+struct ValidationRow {
+  std::string run;        // scenario file
+  std::string scenario;   // scenario name
+  std::string metric;     // "tflops_per_gpu" | "iteration_time_s"
+  double published = 0;
+  double predicted = 0;
+  double error_pct = 0;   // signed: (predicted − published) / published · 100
+  bool fitted = false;
+  double iteration_time_s = 0;
+  std::string source;
+};
+
+struct ErrorStats {
+  int count = 0;
+  double mae_pct = 0;     // mean of |error_pct|
+  double worst_pct = 0;   // max of |error_pct|
+  std::string worst_run;
+};
+
+struct ValidationReport {
+  std::vector<ValidationRow> rows;
+  ErrorStats all, fitted, held_out;
+  AccuracyBound bound;
+  bool bound_holds = false;  // over all runs
+  // Set when the run used efficiencies other than the catalog's (--fit / override).
+  std::optional<hw::GpuSpec::Efficiency> efficiency_override;
+  std::string override_gpu;
+};
+
+struct ValidateOptions {
+  bool fold = true;  // one representative rank per stage (exact for symmetric plans, fast)
+  // Replaces the catalog efficiencies of GPU `override_gpu` (all runs on that GPU).
+  std::optional<hw::GpuSpec::Efficiency> efficiency;
+  std::string override_gpu;
+  AccuracyBound bound;
+};
+
+// Simulates every reference of `dir` and compares. Throws ScenarioError on bad input.
+ValidationReport run_validation(const std::string& dir, const ValidateOptions& opt = {});
+
+ErrorStats error_stats(const std::vector<ValidationRow>& rows);
+
+// Fits the efficiencies {gemm, attention, memory} of one GPU type on the runs marked
+// `fitted` (all of which must use that GPU): minimises their mean absolute error by
+// coordinate descent with a halving step, each coordinate kept in [lower, upper]
+// (gemm at most the GPU's best measured matmul fraction, matmul_best).
+struct FitResult {
+  std::string gpu;
+  hw::GpuSpec::Efficiency start, best;
+  double start_mae_pct = 0, best_mae_pct = 0;
+  int evaluations = 0;
+};
+FitResult fit_efficiency(const std::string& dir, const ValidateOptions& base = {});
+
+std::string validation_text(const ValidationReport& r);
+nlohmann::json validation_json(const ValidationReport& r);
+
+}  // namespace ptsim::sim
