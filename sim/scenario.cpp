@@ -23,10 +23,12 @@ const std::vector<std::string> kModelKeys = {
 const std::vector<std::string> kMoeKeys = {"num_experts", "top_k", "ffn_hidden_size", "layer_freq",
                                            "shared_experts", "capacity_factor", "load_imbalance"};
 const std::vector<std::string> kClusterKeys = {"gpu", "num_gpus", "gpus_per_node", "intra_node", "inter_node",
-                                               "calibration"};
-const std::vector<std::string> kIntraKeys = {"fabric", "bandwidth", "latency"};
+                                               "calibration", "link_sharing", "collectives"};
+const std::vector<std::string> kIntraKeys = {"fabric", "bandwidth", "latency", "nvls"};
 const std::vector<std::string> kInterKeys = {"topology", "nics_per_node", "nic_bandwidth", "latency",
-                                             "oversubscription"};
+                                             "oversubscription", "switch_radix", "tiers", "torus_dims", "graph_file"};
+const std::vector<std::string> kCollectiveKindKeys = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
+                                                      "all_to_all", "send_recv"};
 const std::vector<std::string> kParallelKeys = {
     "tensor_parallel", "pipeline_parallel", "data_parallel", "context_parallel", "expert_parallel",
     "virtual_pipeline_stages", "pipeline_schedule", "sequence_parallel", "zero_stage", "recompute",
@@ -257,6 +259,7 @@ ClusterConfig read_cluster(const Reader& r, const YAML::Node& c) {
     if (in["fabric"]) cc.intra_fabric = r.choice(in["fabric"], "cluster.intra_node.fabric", {"nvswitch", "nvlink", "pcie"});
     if (in["bandwidth"]) cc.intra_bandwidth = r.unit(in["bandwidth"], "cluster.intra_node.bandwidth", parse_bandwidth);
     if (in["latency"]) cc.intra_latency = r.unit(in["latency"], "cluster.intra_node.latency", parse_seconds);
+    if (in["nvls"]) cc.nvls = r.boolean(in["nvls"], "cluster.intra_node.nvls");
   }
   cc.nic_bandwidth = 200e9 / 8;  // HDR InfiniBand 200 Gb/s, the DGX A100 NIC
   if (const auto ex = c["inter_node"]) {
@@ -270,6 +273,33 @@ ClusterConfig read_cluster(const Reader& r, const YAML::Node& c) {
     if (ex["oversubscription"]) {
       cc.oversubscription = r.number(ex["oversubscription"], "cluster.inter_node.oversubscription");
       if (cc.oversubscription < 1) r.fail("cluster.inter_node.oversubscription", fmt::format("{} must be >= 1 (1 = full bisection)", cc.oversubscription));
+    }
+    if (ex["switch_radix"]) {
+      cc.switch_radix = r.small_int(ex["switch_radix"], "cluster.inter_node.switch_radix", 4);
+      if (cc.switch_radix % 2 != 0) r.fail("cluster.inter_node.switch_radix", fmt::format("{} must be even", cc.switch_radix));
+    }
+    if (ex["tiers"]) {
+      cc.tiers = r.small_int(ex["tiers"], "cluster.inter_node.tiers", 2);
+      if (cc.tiers > 3) r.fail("cluster.inter_node.tiers", fmt::format("{} is not 2 or 3", cc.tiers));
+    }
+    if (const auto dims = ex["torus_dims"]) {
+      if (!dims.IsSequence()) r.fail("cluster.inter_node.torus_dims", "expected a list of sizes, e.g. [8, 16]");
+      for (std::size_t i = 0; i < dims.size(); ++i)
+        cc.torus_dims.push_back(r.small_int(dims[i], fmt::format("cluster.inter_node.torus_dims[{}]", i), 2));
+      if (cc.torus_dims.size() != 2 && cc.torus_dims.size() != 3)
+        r.fail("cluster.inter_node.torus_dims", fmt::format("has {} entries; a torus has 2 or 3 dimensions", cc.torus_dims.size()));
+    }
+    if (ex["graph_file"]) cc.graph_file = r.string(ex["graph_file"], "cluster.inter_node.graph_file");
+    if (cc.topology == "user" && cc.graph_file.empty())
+      r.fail("cluster.inter_node.graph_file", "missing: topology 'user' reads its graph from this YAML file");
+  }
+  if (c["link_sharing"]) cc.link_sharing = r.boolean(c["link_sharing"], "cluster.link_sharing");
+  if (const auto co = c["collectives"]) {
+    r.check_keys(co, "cluster.collectives", kCollectiveKindKeys);
+    for (const auto& kv : co) {
+      const std::string kind = kv.first.as<std::string>();
+      const std::string key = "cluster.collectives." + kind;
+      cc.collective_algorithms.emplace_back(kind, r.choice(kv.second, key, {"auto", "ring", "tree", "nvls", "hierarchical", "direct"}));
     }
   }
   if (c["calibration"]) cc.calibration = r.string(c["calibration"], "cluster.calibration");

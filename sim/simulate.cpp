@@ -6,6 +6,8 @@
 
 #include "models/flops.h"
 #include "models/memory.h"
+#include "sim/network_cost.h"
+#include "sim/network_transport.h"
 #include "sim/errors.h"
 #include "sim/program_builder.h"
 
@@ -20,8 +22,12 @@ hw::ComputeCostModel make_compute_cost(const Scenario& s) {
   }
 }
 
+// The network model of hw/net (README "Network model"): the scenario's topology,
+// Megatron rank placement, NCCL's algorithm choice, sibling groups of a stage at once.
 std::unique_ptr<CollectiveCost> make_collective_cost(const Scenario& s) {
-  return std::make_unique<RingAlphaBetaCost>(s.cluster);
+  const auto& par = s.plan.par;
+  Layout layout(par.tp, par.cp, par.dp, par.pp, par.ep, s.cluster.gpus_per_node);
+  return std::make_unique<NetworkCost>(std::make_shared<NetworkModel>(s.cluster, layout));
 }
 
 namespace {
@@ -52,6 +58,15 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt) {
   ro.trace_max_ranks = opt.trace_max_ranks;
   AnalyticTransport analytic(*coll);
   Transport* transport = opt.transport ? opt.transport : &analytic;
+  // Link sharing (cluster.link_sharing, default on): transfers that overlap in time
+  // share the fabric. Folded runs simulate one rank per stage, so most concurrent
+  // traffic is absent: they keep the closed-form network cost.
+  std::unique_ptr<NetworkTransport> shared_net;
+  if (!opt.transport && s.cluster.link_sharing && !opt.fold)
+    if (const auto* nc = dynamic_cast<const NetworkCost*>(coll)) {
+      shared_net = std::make_unique<NetworkTransport>(nc->model(), *coll);
+      transport = shared_net.get();
+    }
   Replay replay(sim.program, layout, par.num_microbatches, *transport, ro);
   replay.run();
 

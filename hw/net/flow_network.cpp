@@ -16,7 +16,7 @@ void FlowNetwork::check(FlowId id) const {
     throw std::invalid_argument(fmt::format("FlowNetwork: flow {} is not unfinished", id));
 }
 
-FlowId FlowNetwork::add_flow(std::span<const LinkId> path, Bytes bytes, Seconds start, int tag) {
+FlowId FlowNetwork::add_flow(std::span<const LinkId> path, Bytes bytes, Seconds start, int tag, bool pay_latency) {
   if (!(bytes >= 0) || !std::isfinite(bytes))
     throw std::invalid_argument(fmt::format("FlowNetwork: flow size must be finite and >= 0, got {}", bytes));
   if (!(start >= now_ - kTimeEpsilon))
@@ -37,7 +37,8 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> path, Bytes bytes, Seconds 
   f.pos.resize(path.size());
   f.total = f.remaining = bytes;
   Seconds latency = 0;
-  for (LinkId l : path) latency += topo_.link(l).latency;
+  if (pay_latency)
+    for (LinkId l : path) latency += topo_.link(l).latency;
   f.activate_at = std::max(start, now_) + latency;
   f.rate = 0;
   f.tag = tag;

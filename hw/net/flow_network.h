@@ -40,8 +40,10 @@ class FlowNetwork {
 
   // A flow of `bytes` over `path` that starts at `start` (>= now()); it begins to
   // consume bandwidth after the path latency. `tag` is a small non-negative integer
-  // (e.g. a Dim) under which its delivered bytes are counted.
-  FlowId add_flow(std::span<const LinkId> path, Bytes bytes, Seconds start, int tag = 0);
+  // (e.g. a Dim) under which its delivered bytes are counted. pay_latency = false
+  // starts the transfer at `start` itself (a flow resumed from elsewhere, which has
+  // already paid its latency).
+  FlowId add_flow(std::span<const LinkId> path, Bytes bytes, Seconds start, int tag = 0, bool pay_latency = true);
   // Drops an unfinished flow; its delivered bytes stay counted.
   void cancel(FlowId id);
 
