@@ -278,10 +278,15 @@ void NetworkTransport::on_net_event(void* ctx, std::uint64_t) {
   self->net_event_at_ = -1;
   self->completed_.clear();
   self->net_.advance_to(to_seconds(self->engine_->now()), self->completed_);
-  const auto completed = self->completed_;  // phase_finished may add flows
-  for (auto fid : completed) {
-    const std::uint32_t id = self->flow_owner_[fid];
+  // Resolve owners first: the FlowNetwork reuses a completed flow's id, and a phase
+  // that finishes below may launch new flows that take the ids still in this list.
+  std::vector<std::uint32_t> owners;
+  owners.reserve(self->completed_.size());
+  for (auto fid : self->completed_) {
+    owners.push_back(self->flow_owner_[fid]);
     self->flow_owner_[fid] = kNone;
+  }
+  for (const std::uint32_t id : owners) {
     Transfer& x = self->transfers_[id];
     if (--x.outstanding > 0) continue;
     const PhaseT& p = x.t->phases[x.phase];
