@@ -73,6 +73,15 @@ bool Replay::wait_satisfied(const RankState& r, const Instr& in) const {
   return static_cast<int>(ch.queue.size()) - ch.completed <= in.count;
 }
 
+GroupShape Replay::pair_shape(int src, int dst) const {
+  GroupShape pair;
+  pair.size = 2;
+  pair.first_rank = src;
+  pair.stride = dst - src;
+  pair.nodes = layout_.node_of(src) == layout_.node_of(dst) ? 1 : 2;
+  return pair;
+}
+
 const GroupShape& Replay::shape_of(GroupState& g, Dim d, int gid) {
   if (!g.shape_known) {
     g.shape = layout_.shape(d, gid);
@@ -182,8 +191,10 @@ void Replay::advance(RankState& r) {
       } else if (in.kind == InstrKind::alloc || in.kind == InstrKind::release) {
         note_memory(r, in, in.kind == InstrKind::alloc);
       } else {
-        // An interaction with other ranks happens at the engine's clock.
-        if (r.t > engine_.now()) {
+        // Receives and waits look at state that changes with the engine's clock,
+        // so the rank first catches up with it. Collectives, launches and sends
+        // carry their own timestamp and need no event of their own.
+        if ((in.kind == InstrKind::recv || in.kind == InstrKind::wait) && r.t > engine_.now()) {
           engine_.schedule(r.t, &Replay::on_resume, this, static_cast<std::uint64_t>(slot_of_rank_[r.rank]));
           return;
         }
@@ -192,7 +203,7 @@ void Replay::advance(RankState& r) {
             r.block = Block::collective;
             r.wait_start = r.t;
             r.wait_dim = in.dim;
-            arrive(r, in.dim, -1, in);
+            arrive(r, in.dim, -1, in, r.t);
             return;  // resumed by on_group_done
           case InstrKind::recv: {
             const std::uint64_t key = msg_key(r, true);
@@ -212,8 +223,8 @@ void Replay::advance(RankState& r) {
             break;
           case InstrKind::launch: {
             auto& ch = r.channels[in.channel];
-            ch.queue.push_back(&in);
-            if (!ch.busy) start_async(r, in.channel);
+            ch.queue.push_back({&in, r.t});
+            if (!ch.busy) start_async(r, in.channel, r.t);
             break;
           }
           case InstrKind::wait:
@@ -239,7 +250,7 @@ void Replay::advance(RankState& r) {
   }
 }
 
-void Replay::arrive(RankState& r, Dim d, int channel, const Instr& in) {
+void Replay::arrive(RankState& r, Dim d, int channel, const Instr& in, Tick at) {
   const int gid = layout_.group_id(r.rank, d);
   GroupState& g = group(d, channel, gid);
   if (g.arrived == 0) {
@@ -248,20 +259,36 @@ void Replay::arrive(RankState& r, Dim d, int channel, const Instr& in) {
     g.label = in.label;
   }
   ++g.arrived;
-  g.start = std::max(g.start, engine_.now());
+  g.start = std::max(g.start, at);
   g.waiters.push_back(static_cast<std::int32_t>(slot_of_rank_[r.rank]));
   if (g.arrived < g.expected) return;
   const GroupShape& shape = shape_of(g, d, gid);
   const std::uint64_t arg = static_cast<std::uint64_t>(d) | (static_cast<std::uint64_t>(channel + 1) << 8) |
                             (static_cast<std::uint64_t>(gid) << 16);
+  // The last member may arrive ahead of the engine's clock (it ran ahead through
+  // compute): the transfer starts at that time.
+  if (g.start > engine_.now()) {
+    engine_.schedule(g.start, &Replay::on_group_start, this, arg);
+    return;
+  }
   transport_.start_collective(engine_, g.coll, d, gid, shape, g.bytes, &Replay::on_group_done, this, arg);
 }
 
-void Replay::start_async(RankState& r, int channel) {
+void Replay::on_group_start(void* ctx, std::uint64_t arg) {
+  auto* self = static_cast<Replay*>(ctx);
+  const Dim d = static_cast<Dim>(arg & 0xff);
+  const int channel = static_cast<int>((arg >> 8) & 0xff) - 1;
+  const int gid = static_cast<int>(arg >> 16);
+  GroupState& g = self->group(d, channel, gid);
+  self->transport_.start_collective(self->engine_, g.coll, d, gid, self->shape_of(g, d, gid), g.bytes,
+                                    &Replay::on_group_done, self, arg);
+}
+
+void Replay::start_async(RankState& r, int channel, Tick at) {
   auto& ch = r.channels[channel];
   ch.busy = true;
-  const Instr& in = *ch.queue[ch.head];
-  arrive(r, in.dim, channel, in);
+  const Launched& op = ch.queue[ch.head];
+  arrive(r, op.instr->dim, channel, *op.instr, std::max(at, op.at));
 }
 
 void Replay::on_group_done(void* ctx, std::uint64_t arg) {
@@ -315,7 +342,7 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
     ++ch.completed;
     ++ch.head;
     ch.busy = false;
-    if (ch.head < ch.queue.size()) self->start_async(r, channel);
+    if (ch.head < ch.queue.size()) self->start_async(r, channel, now);
   }
   for (std::int32_t slot : g.resuming) {
     RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
@@ -348,11 +375,6 @@ void Replay::send(RankState& r, const Instr& in) {
   Coords c = layout_.coords(r.rank);
   c.pp = dst.stage;
   const int dst_rank = layout_.rank_of(c);
-  GroupShape pair;
-  pair.size = 2;
-  pair.first_rank = r.rank;
-  pair.stride = dst_rank - r.rank;
-  pair.nodes = layout_.node_of(r.rank) == layout_.node_of(dst_rank) ? 1 : 2;
   auto& st = stats_[static_cast<std::size_t>(slot_of_rank_[r.rank])];
   st.wire[static_cast<int>(Dim::pp)] += in.bytes;
   std::uint32_t idx;
@@ -366,9 +388,21 @@ void Replay::send(RankState& r, const Instr& in) {
   }
   const std::uint64_t key = static_cast<std::uint64_t>(s.phase) | (static_cast<std::uint64_t>(s.microbatch) << 1) |
                             (static_cast<std::uint64_t>(dst.chunk) << 33);
-  msg_pool_[idx] = {key, r.t, 0, r.rank, in.label};
+  msg_pool_[idx] = {key, r.t, 0, r.rank, in.label, in.bytes};
   msg_dst_[idx] = slot_of_rank_[dst_rank];
-  transport_.start_p2p(engine_, r.rank, dst_rank, pair, in.bytes, &Replay::on_deliver, this, idx);
+  if (r.t > engine_.now()) {
+    engine_.schedule(r.t, &Replay::on_send_start, this, idx);
+    return;
+  }
+  transport_.start_p2p(engine_, r.rank, dst_rank, pair_shape(r.rank, dst_rank), in.bytes, &Replay::on_deliver, this, idx);
+}
+
+void Replay::on_send_start(void* ctx, std::uint64_t arg) {
+  auto* self = static_cast<Replay*>(ctx);
+  const Msg& m = self->msg_pool_[arg];
+  const int dst_rank = self->ranks_[static_cast<std::size_t>(self->msg_dst_[arg])].rank;
+  self->transport_.start_p2p(self->engine_, m.src_rank, dst_rank, self->pair_shape(m.src_rank, dst_rank), m.bytes,
+                             &Replay::on_deliver, self, arg);
 }
 
 void Replay::on_deliver(void* ctx, std::uint64_t arg) {

@@ -71,9 +71,14 @@ class Replay {
     Tick sent, arrival;
     std::int32_t src_rank;
     std::uint16_t label;
+    Bytes bytes;
+  };
+  struct Launched {  // an op on an async stream and when the rank launched it
+    const Instr* instr;
+    Tick at;
   };
   struct Channel {  // a rank's async stream of one dimension
-    std::vector<const Instr*> queue;
+    std::vector<Launched> queue;
     std::size_t head = 0;
     bool busy = false;
     int completed = 0;
@@ -110,19 +115,22 @@ class Replay {
   void advance(RankState& r);
   bool next_instr(RankState& r);
   // `channel` < 0: the compute stream (blocking collective); else an async stream.
-  void arrive(RankState& r, Dim d, int channel, const Instr& in);
-  void start_async(RankState& r, int channel);
+  void arrive(RankState& r, Dim d, int channel, const Instr& in, Tick at);
+  void start_async(RankState& r, int channel, Tick at);
   bool wait_satisfied(const RankState& r, const Instr& in) const;
   void send(RankState& r, const Instr& in);
   void resume_after_wait(RankState& r);
   GroupState& group(Dim d, int channel, int gid);
   const GroupShape& shape_of(GroupState& g, Dim d, int gid);
+  GroupShape pair_shape(int src, int dst) const;
   std::uint64_t msg_key(const RankState& r, bool receiving) const;
   void note_memory(RankState& r, const Instr& in, bool alloc);
   void record(const RankState& r, std::uint8_t stream, std::uint16_t label, Tick start, Tick end);
 
   static void on_resume(void* ctx, std::uint64_t arg);
   static void on_group_done(void* ctx, std::uint64_t arg);
+  static void on_group_start(void* ctx, std::uint64_t arg);
+  static void on_send_start(void* ctx, std::uint64_t arg);
   static void on_deliver(void* ctx, std::uint64_t arg);
 
   const Program& program_;

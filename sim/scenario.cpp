@@ -250,6 +250,8 @@ ClusterConfig read_cluster(const Reader& r, const YAML::Node& c) {
   cc.gpu = *g;
   if (!c["num_gpus"]) r.fail("cluster.num_gpus", "missing");
   cc.num_gpus = r.small_int(c["num_gpus"], "cluster.num_gpus");
+  // Default: DGX-style 8-GPU nodes, or one node holding every GPU when fewer.
+  cc.gpus_per_node = std::min(8, cc.num_gpus);
   if (c["gpus_per_node"]) cc.gpus_per_node = r.small_int(c["gpus_per_node"], "cluster.gpus_per_node");
   // Defaults below are the GPU's own NVLink figure and a DGX-style node
   // (documented in the README, section "Scenario defaults").
@@ -435,8 +437,9 @@ void validate(const Scenario& s) {
     r.fail("model.num_query_groups", fmt::format("{} must divide model.num_attention_heads ({})", m.num_query_groups, m.num_attention_heads));
   if (m.ffn_hidden_size <= 0 || m.vocab_size <= 0 || m.seq_length <= 0)
     r.fail("model", "ffn_hidden_size, vocab_size and seq_length must be positive");
-  if (c.num_gpus % c.gpus_per_node != 0 && c.num_gpus > c.gpus_per_node)
-    r.fail("cluster.num_gpus", fmt::format("{} is not a multiple of cluster.gpus_per_node ({})", c.num_gpus, c.gpus_per_node));
+  if (c.num_gpus % c.gpus_per_node != 0)
+    r.fail("cluster.num_gpus", fmt::format("{} is not a multiple of cluster.gpus_per_node ({})", c.num_gpus, c.gpus_per_node),
+           "a cluster is made of whole nodes; for a single partial node set gpus_per_node to num_gpus");
   if (par.tp * par.pp * par.cp * par.dp != c.num_gpus)
     r.fail("parallel.data_parallel",
            fmt::format("data_parallel × tensor_parallel × pipeline_parallel × context_parallel = {}×{}×{}×{} = {} but cluster.num_gpus = {}",

@@ -2,6 +2,7 @@
 #pragma once
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 
 #include "hw/compute_cost.h"
@@ -25,7 +26,7 @@ model:
 cluster:
   gpu: a100-sxm-80gb
   num_gpus: {}
-  gpus_per_node: 8
+  gpus_per_node: {}
 parallel:
   tensor_parallel: {}
   pipeline_parallel: {}
@@ -34,7 +35,7 @@ training:
   global_batch_size: {}
   micro_batch_size: 1
 )",
-                     layers, vocab, pp * dp * tp, tp, pp, extra_parallel, gbs);
+                     layers, vocab, pp * dp * tp, std::min(8, pp * dp * tp), tp, pp, extra_parallel, gbs);
 }
 
 // GEMM and attention at 10 PFLOP/s, everything memory-bound free: tiny ops round
