@@ -5,6 +5,7 @@
 #include "sim/cli/commands.h"
 #include "sim/io.h"
 #include "sim/layout.h"
+#include "sim/report_html.h"
 #include "sim/scenario.h"
 #include "sim/simulate.h"
 #include "sim/trace.h"
@@ -15,7 +16,7 @@ Command run_command() {
   struct Opts {
     std::string scenario, json, trace, report, calibration;
     std::vector<std::string> sets;
-    bool fold = false, quiet = false;
+    bool fold = false, quiet = false, no_link_sharing = false;
     int trace_ranks = 64;
   };
   auto o = std::make_shared<Opts>();
@@ -28,6 +29,9 @@ Command run_command() {
     sub->add_option("--report", o->report, "write a self-contained HTML report");
     sub->add_option("--set", o->sets, "override a scenario key, e.g. --set parallel.tensor_parallel=4")->take_all();
     sub->add_flag("--fold", o->fold, "simulate one representative rank per pipeline stage (symmetric ranks folded)");
+    sub->add_flag("--no-link-sharing", o->no_link_sharing,
+                  "closed-form network cost per transfer, no bandwidth sharing between overlapping transfers "
+                  "(= --set cluster.link_sharing=false)");
     sub->add_option("--trace-ranks", o->trace_ranks, "ranks shown in the trace (first of each stage first)");
     sub->add_flag("-q,--quiet", o->quiet, "no summary on stdout");
     sub->add_option("--calibration", o->calibration, "cost table to use (overrides cluster.calibration)");
@@ -36,6 +40,7 @@ Command run_command() {
   c.execute = [o]() {
     auto sets = o->sets;
     if (!o->calibration.empty()) sets.push_back("cluster.calibration=" + o->calibration);
+    if (o->no_link_sharing) sets.push_back("cluster.link_sharing=false");
     const sim::Scenario s = sim::load_scenario(o->scenario, sets);
     sim::SimulateOptions so;
     so.fold = o->fold;
@@ -46,11 +51,10 @@ Command run_command() {
     const bool json_to_stdout = o->json == "-";
     if (!o->quiet && !json_to_stdout) std::cout << sim::summary_text(result.result);
     if (!o->json.empty()) sim::write_output(o->json, sim::to_json_text(result.result));
-    if (!o->trace.empty()) {
-      const auto& q = s.plan.par;
-      sim::Layout layout(q.tp, q.cp, q.dp, q.pp, q.ep, s.cluster.gpus_per_node);
-      sim::write_output(o->trace, sim::trace_json(result, layout));
-    }
+    const auto& q = s.plan.par;
+    const sim::Layout layout(q.tp, q.cp, q.dp, q.pp, q.ep, s.cluster.gpus_per_node);
+    if (!o->trace.empty()) sim::write_output(o->trace, sim::trace_json(result, layout));
+    if (!o->report.empty()) sim::write_output(o->report, sim::report_html(s, result, layout));
     return 0;
   };
   return c;
