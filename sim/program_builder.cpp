@@ -328,7 +328,7 @@ class Builder {
 
     // ---- forward ----
     auto& f = cp.forward;
-    if (pipeline_source(Phase::forward, stage, chunk, p, v).stage >= 0) f.push_back(p2p(InstrKind::recv, "pp recv act"));
+    if (pipeline_source(Phase::forward, stage, chunk, p, v).stage >= 0) recv(f, "pp recv act");
     f.push_back(mem(InstrKind::alloc, MemCat::activations, act, "activations"));
     // The chunk's parameter blocks in forward order: the embedding (kEmbedding) on
     // the first chunk, its transformer layers, the head (kHead) on the last.
@@ -359,7 +359,7 @@ class Builder {
 
     // ---- backward ----
     auto& b = cp.backward;
-    if (pipeline_source(Phase::backward, stage, chunk, p, v).stage >= 0) b.push_back(p2p(InstrKind::recv, "pp recv grad"));
+    if (pipeline_source(Phase::backward, stage, chunk, p, v).stage >= 0) recv(b, "pp recv grad");
     const std::vector<int> reverse(order.rbegin(), order.rend());
     for (std::size_t i = 0; i < reverse.size(); ++i) {
       const int l = reverse[i];
@@ -425,14 +425,22 @@ class Builder {
     return stage_local_params(last) - layers_local(last);
   }
 
+  // Pipeline messages use Megatron's scatter/gather (Narayanan et al. SC'21
+  // §4.1, on by default): each TP rank sends 1/t of the activation over its own
+  // NIC and the receivers all-gather it over NVLink. With sequence parallelism
+  // the activation is already split by t and stays split.
   Instr p2p(InstrKind k, const char* name) {
     Instr in;
     in.kind = k;
     in.dim = Dim::pp;
     in.coll = Coll::send_recv;
-    in.bytes = par_.sequence_parallel ? hidden_msg_ / par_.tp : hidden_msg_;
+    in.bytes = hidden_msg_ / par_.tp;
     in.label = prog_.label(name);
     return in;
+  }
+  void recv(std::vector<Instr>& out, const char* name) {
+    out.push_back(p2p(InstrKind::recv, name));
+    if (!par_.sequence_parallel) push_coll(out, Dim::tp, Coll::all_gather, hidden_msg_, "tp pp gather");
   }
 
   Instr mem(InstrKind k, MemCat c, Bytes bytes, const char* name) {

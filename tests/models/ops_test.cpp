@@ -182,10 +182,12 @@ TEST(Ops, MoeExpertsAndLoadImbalance) {
   EXPECT_EQ(up.gemm.n, 2 * 14336);
   EXPECT_EQ(find(ops, "router").cls, OpClass::router);
   EXPECT_EQ(find(ops, "router").gemm.n, 8);
-  // Imbalance 1.25 is capped by the default capacity factor 1.0 (tokens dropped) ...
+  // Imbalance 1.25 is capped by a capacity factor of 1.0 (tokens dropped) ...
   p.moe_load_imbalance = 1.25;
+  p.moe_capacity_factor = 1.0;
   EXPECT_EQ(find(layer_ops(m, p, true), "expert_up").gemm.m, 65536);
-  // ... and applies in full when dropless: 65536 · 1.25 = 81920 rows, FLOPs × 1.25.
+  // ... and applies in full when dropless (the default, as in Megatron-core):
+  // 65536 · 1.25 = 81920 rows, FLOPs × 1.25.
   p.moe_capacity_factor = 0;
   const Op hot = find(layer_ops(m, p, true), "expert_up");
   EXPECT_EQ(hot.gemm.m, 81920);
