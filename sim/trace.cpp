@@ -36,7 +36,11 @@ std::string trace_json(const Simulation& sim, const Layout& layout) {
   nlohmann::json doc;
   doc["traceEvents"] = std::move(events);
   doc["displayTimeUnit"] = "ms";
-  doc["otherData"] = {{"scenario", sim.result.scenario}, {"iteration_time_s", sim.result.iteration_time_s}};
+  // Network summary lines (busiest links and their utilisation) travel with the
+  // trace, shown by ui.perfetto.dev under "Info and stats" → metadata.
+  doc["otherData"] = {{"scenario", sim.result.scenario},
+                      {"iteration_time_s", sim.result.iteration_time_s},
+                      {"network", sim.result.notes}};
   return doc.dump();
 }
 
