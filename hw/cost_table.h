@@ -45,6 +45,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hw/atomic_file.h"  // write_file_atomically, used by save_cost_table and calibration/
 #include "hw/units.h"
 
 namespace ptsim::hw {
@@ -194,7 +195,5 @@ std::string cost_table_to_yaml(const CostTable& table);
 // never see a half-written table and an interrupted write leaves the old file (or none).
 // Throws std::runtime_error when the file cannot be written.
 void save_cost_table(const CostTable& table, const std::string& path);
-// The text version of save_cost_table, shared with calibration/ (writes any text atomically).
-void write_file_atomically(const std::string& path, const std::string& text);
 
 }  // namespace ptsim::hw
