@@ -1,6 +1,7 @@
 #include "sim/io.h"
 
 #include <iostream>
+#include <stdexcept>
 
 #include "hw/atomic_file.h"
 
@@ -11,7 +12,12 @@ void write_output(const std::string& path, const std::string& text) {
     std::cout << text << std::flush;
     return;
   }
-  hw::write_file_atomically(path, text);
+  try {
+    hw::write_file_atomically(path, text);
+  } catch (const std::runtime_error& e) {
+    // An output path the user gave that cannot be written is bad input (exit 2).
+    throw std::invalid_argument(e.what());
+  }
 }
 
 }  // namespace ptsim::sim

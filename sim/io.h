@@ -6,7 +6,8 @@
 
 namespace ptsim::sim {
 
-// Writes `text` to `path` ("-" = stdout). Throws std::runtime_error naming the path.
+// Writes `text` to `path` ("-" = stdout), atomically. Throws std::invalid_argument
+// naming the path when it cannot be written.
 void write_output(const std::string& path, const std::string& text);
 
 }  // namespace ptsim::sim
