@@ -359,22 +359,29 @@ double iteration_time_lower_bound(const Scenario& s, const hw::ComputeCostModel&
   const Tick m = par.num_microbatches;
 
   // Ticks one instruction list keeps the compute stream of `rank` busy: compute
-  // instructions and blocking TP / CP collectives (their idle-network cost, as
-  // AnalyticTransport charges it). `every` = instructions run on every
-  // micro-batch; `once` = those flagged for the first or last micro-batch only.
-  struct Busy { Tick every = 0, once = 0; };
+  // instructions and blocking collectives (their idle-network cost, as
+  // AnalyticTransport charges it); and each async stream (channel) busy with the
+  // collectives launched on it, which that stream runs one after another.
+  // `every` = instructions run on every micro-batch; `once` = those flagged for the
+  // first or last micro-batch only.
+  struct Busy {
+    Tick every = 0, once = 0;
+    std::array<Tick, kNumChannels> ch_every{}, ch_once{};
+  };
+  auto coll_ticks = [&](const Instr& in, int rank) {
+    const GroupShape g = layout.shape(in.dim, layout.group_id(rank, in.dim));
+    return to_ticks(collectives.seconds(in.coll, in.dim, g, in.bytes));
+  };
   auto busy_of = [&](const std::vector<Instr>& list, int rank) {
     Busy b;
     for (const auto& in : list) {
-      Tick t = 0;
-      if (in.kind == InstrKind::compute) {
-        t = in.duration;
-      } else if (in.kind == InstrKind::collective && (in.dim == Dim::tp || in.dim == Dim::cp)) {
-        const GroupShape g = layout.shape(in.dim, layout.group_id(rank, in.dim));
-        t = to_ticks(collectives.seconds(in.coll, in.dim, g, in.bytes));
+      const bool once = (in.flags & (kFirstMicrobatch | kLastMicrobatch)) != 0;
+      if (in.kind == InstrKind::compute || (in.kind == InstrKind::collective && in.dim != Dim::pp)) {
+        const Tick t = in.kind == InstrKind::compute ? in.duration : coll_ticks(in, rank);
+        (once ? b.once : b.every) += t;
+      } else if (in.kind == InstrKind::launch && in.dim != Dim::pp && in.channel < kNumChannels) {
+        (once ? b.ch_once : b.ch_every)[in.channel] += coll_ticks(in, rank);
       }
-      if (in.flags & (kFirstMicrobatch | kLastMicrobatch)) b.once += t;
-      else b.every += t;
     }
     return b;
   };
@@ -383,22 +390,33 @@ double iteration_time_lower_bound(const Scenario& s, const hw::ComputeCostModel&
   std::vector<Tick> f0(static_cast<std::size_t>(p)), b0(static_cast<std::size_t>(p));
   std::vector<Tick> busy(static_cast<std::size_t>(p)), pro(static_cast<std::size_t>(p)), epi(static_cast<std::size_t>(p));
   std::vector<bool> starts_fwd0(static_cast<std::size_t>(p)), ends_bwd0(static_cast<std::size_t>(p));
+  Tick channel_bound = 0;
   for (const auto& sp : prog.stages) {
     const auto st = static_cast<std::size_t>(sp.stage);
     const int rank = layout.rank_of(Coords{0, 0, 0, sp.stage});
     Tick total = 0;
+    std::array<Tick, kNumChannels> ch{};
+    auto add_channels = [&](const Busy& b, Tick times) {
+      for (int k = 0; k < kNumChannels; ++k) ch[static_cast<std::size_t>(k)] += times * b.ch_every[static_cast<std::size_t>(k)] + b.ch_once[static_cast<std::size_t>(k)];
+    };
     for (std::size_t c = 0; c < sp.chunks.size(); ++c) {
       const Busy f = busy_of(sp.chunks[c].forward, rank), b = busy_of(sp.chunks[c].backward, rank);
       // Each chunk runs forward and backward once per micro-batch (schedule.h).
       total += m * (f.every + b.every) + f.once + b.once;
+      add_channels(f, m);
+      add_channels(b, m);
       if (c == 0) {
         f0[st] = f.every;
         b0[st] = b.every;
       }
     }
     busy[st] = total;
-    pro[st] = busy_of(sp.prologue, rank).every + busy_of(sp.prologue, rank).once;
-    epi[st] = busy_of(sp.epilogue, rank).every + busy_of(sp.epilogue, rank).once;
+    const Busy pb = busy_of(sp.prologue, rank), eb = busy_of(sp.epilogue, rank);
+    pro[st] = pb.every + pb.once;
+    epi[st] = eb.every + eb.once;
+    add_channels(pb, 1);
+    add_channels(eb, 1);
+    for (Tick t : ch) channel_bound = std::max(channel_bound, t);
     starts_fwd0[st] = !sp.steps.empty() && sp.steps.front().phase == Phase::forward && sp.steps.front().chunk == 0;
     ends_bwd0[st] = !sp.steps.empty() && sp.steps.back().phase == Phase::backward && sp.steps.back().chunk == 0;
   }
@@ -415,7 +433,7 @@ double iteration_time_lower_bound(const Scenario& s, const hw::ComputeCostModel&
     fwd_prefix += f0[i];
     bwd_prefix += b0[i];
   }
-  return to_seconds(best);
+  return to_seconds(std::max(best, channel_bound));
 }
 
 // ---------------------------------------------------------------------------
@@ -732,6 +750,7 @@ nlohmann::json search_to_json(const SearchResult& r) {
     j["bubble_fraction"] = p.bubble_fraction;
     j["peak_bytes"] = p.peak_bytes;
     j["iteration_time_s"] = p.iteration_time_s;
+    j["bound_tokens_per_s"] = p.bound_tokens_per_s;
     nlohmann::json ex;
     for (int d = 0; d < kNumDims; ++d) ex[to_string(static_cast<Dim>(d))] = p.exposed_comm_s[static_cast<std::size_t>(d)];
     j["exposed_comm_s"] = ex;
@@ -766,12 +785,12 @@ std::string search_to_csv(const SearchResult& r) {
 std::string search_summary_text(const SearchResult& r) {
   std::string out;
   out += fmt::format("{} candidate plans, {} simulated, {:.2f} s\n", r.candidates, r.simulated, r.wall_time_s);
-  out += fmt::format("{:>4} {:>6} {:<58} {:>11} {:>8} {:>6} {:>7} {:>9} {:>10}\n", "rank", "gpus", "plan", "tokens/s",
+  out += fmt::format("{:>4} {:>6} {:<64} {:>11} {:>8} {:>6} {:>7} {:>9} {:>10}\n", "rank", "gpus", "plan", "tokens/s",
                      "TFLOP/s", "MFU", "bubble", "exp.comm", "peak mem");
   for (const auto& p : r.plans) {
     double exposed = 0;
     for (double e : p.exposed_comm_s) exposed += e;
-    out += fmt::format("{:>4} {:>6} {:<58} {:>11.0f} {:>8.1f} {:>5.1f}% {:>6.1f}% {:>8.3f}s {:>10}\n", p.rank, p.num_gpus,
+    out += fmt::format("{:>4} {:>6} {:<64} {:>11.0f} {:>8.1f} {:>5.1f}% {:>6.1f}% {:>8.3f}s {:>10}\n", p.rank, p.num_gpus,
                        plan_brief(p.plan), p.tokens_per_s, p.model_tflops_per_gpu, 100 * p.mfu,
                        100 * p.bubble_fraction, exposed, format_bytes(p.peak_bytes));
   }

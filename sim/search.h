@@ -116,7 +116,8 @@ Scenario candidate_scenario(const Scenario& base, const PlanCandidate& c);
 // busy for the sum of its compute and blocking (TP/CP) collective durations; it
 // cannot start before micro-batch 0's forward crossed the stages before it
 // (Σ forward of chunk 0) and its last backward (chunk 0) must still cross them
-// back. Communication overlap, p2p, DP/optimizer waits are bounded by zero.
+// back; and each async stream (channel) runs its launched collectives one after
+// another. Rendezvous waits and p2p transfers are bounded by zero.
 double iteration_time_lower_bound(const Scenario& s, const hw::ComputeCostModel& compute,
                                   const CollectiveCost& collectives);
 
