@@ -21,7 +21,8 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   const fs::path tmp = dir / fmt::format(".{}.tmp.{}", target.filename().string(), ::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(fmt::format("{}: cannot write temporary file: {}", tmp.string(), std::strerror(errno)));
+    if (!out)
+      throw std::runtime_error(fmt::format("{}: cannot write (temporary file {}: {})", path, tmp.string(), std::strerror(errno)));
     out << text;
     out.flush();
     if (!out) {
