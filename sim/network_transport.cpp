@@ -280,8 +280,9 @@ void NetworkTransport::on_net_event(void* ctx, std::uint64_t) {
   self->net_.advance_to(to_seconds(self->engine_->now()), self->completed_);
   // Resolve owners first: the FlowNetwork reuses a completed flow's id, and a phase
   // that finishes below may launch new flows that take the ids still in this list.
-  std::vector<std::uint32_t> owners;
-  owners.reserve(self->completed_.size());
+  // (Owners go to a member buffer: phase_finished() below never re-enters this handler.)
+  auto& owners = self->completed_owners_;
+  owners.clear();
   for (auto fid : self->completed_) {
     owners.push_back(self->flow_owner_[fid]);
     self->flow_owner_[fid] = kNone;
@@ -325,9 +326,14 @@ std::vector<NetworkTransport::LinkLoad> NetworkTransport::busiest_links(std::siz
     all.push_back({l, {}, b, b / (topo.link(l).bandwidth * T)});
   }
   const std::size_t k = std::min(n, all.size());
+  // Utilisations equal to 9 digits are ties (both directions of a cable under a
+  // symmetric ring differ only by summation rounding), broken by link id, so the
+  // report does not depend on the order in which bytes were accumulated.
+  auto level = [](const LinkLoad& x) { return std::llround(x.utilisation * 1e9); };
   std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k), all.end(),
-                    [](const LinkLoad& a, const LinkLoad& b) {
-                      return a.utilisation != b.utilisation ? a.utilisation > b.utilisation : a.link < b.link;
+                    [&](const LinkLoad& a, const LinkLoad& b) {
+                      const auto la = level(a), lb = level(b);
+                      return la != lb ? la > lb : a.link < b.link;
                     });
   all.resize(k);
   for (auto& x : all) x.name = topo.link_name(x.link);

@@ -135,6 +135,7 @@ class NetworkTransport : public Transport {
   std::array<Bytes, kNumDims> dim_bytes_{};
   std::vector<std::uint32_t> scratch_owners_;
   std::vector<hw::net::FlowId> completed_;
+  std::vector<std::uint32_t> completed_owners_;
   Engine::Handle net_event_;
   Tick net_event_at_ = -1;  // -1: none scheduled
   Seconds last_time_ = 0;

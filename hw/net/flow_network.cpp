@@ -11,6 +11,18 @@ FlowNetwork::FlowNetwork(const Topology& topo) : topo_(topo), link_(topo.num_lin
   for (LinkId l = 0; l < topo.num_links(); ++l) link_[l].capacity = topo.link(l).bandwidth;
 }
 
+namespace {
+
+// Min-heap order on HeapEntry::key (std heap functions build max-heaps).
+struct KeyGreater {
+  template <class E>
+  bool operator()(const E& a, const E& b) const {
+    return a.key > b.key;
+  }
+};
+
+}  // namespace
+
 void FlowNetwork::check(FlowId id) const {
   if (id >= flows_.size() || flows_[id].state == State::free)
     throw std::invalid_argument(fmt::format("FlowNetwork: flow {} is not unfinished", id));
@@ -40,48 +52,87 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> path, Bytes bytes, Seconds 
   if (pay_latency)
     for (LinkId l : path) latency += topo_.link(l).latency;
   f.activate_at = std::max(start, now_) + latency;
+  f.updated = f.activate_at;
+  f.finish_at = kNever;
   f.rate = 0;
   f.tag = tag;
   f.state = State::pending;
-  f.list_pos = static_cast<std::uint32_t>(pending_.size());
-  pending_.push_back(id);
+  f.linked = false;
+  ++f.version;
+  ++num_pending_;
+  pending_heap_.push_back({f.activate_at, id, f.version});
+  std::push_heap(pending_heap_.begin(), pending_heap_.end(), KeyGreater{});
   if (static_cast<std::size_t>(tag) >= tag_bytes_.size()) tag_bytes_.resize(tag + 1, 0.0);
   return id;
 }
 
+void FlowNetwork::touch(LinkId l) {
+  LinkState& ls = link_[l];
+  if (ls.mark == stamp_ + 1) return;  // already queued for the next solve
+  ls.mark = stamp_ + 1;
+  dirty_links_.push_back(l);
+}
+
 void FlowNetwork::activate(FlowId id) {
   Flow& f = flows_[id];
-  // Out of pending_ (swap-remove).
-  const FlowId moved = pending_.back();
-  pending_[f.list_pos] = moved;
-  flows_[moved].list_pos = f.list_pos;
-  pending_.pop_back();
+  --num_pending_;
   f.state = State::active;
   f.list_pos = static_cast<std::uint32_t>(active_.size());
   active_.push_back(id);
+  f.updated = now_;
+  if (f.path.empty() || f.remaining <= 0) {
+    // Loopback (no wire) or empty: done as soon as it starts, shares nothing.
+    f.rate = f.path.empty() ? std::numeric_limits<double>::infinity() : 0.0;
+    schedule_finish(id);
+    return;
+  }
+  f.linked = true;
   for (std::size_t i = 0; i < f.path.size(); ++i) {
     LinkState& ls = link_[f.path[i]];
-    if (ls.flows.empty()) {
-      ls.used_pos = static_cast<std::uint32_t>(used_links_.size());
-      used_links_.push_back(f.path[i]);
-    }
     f.pos[i] = static_cast<std::uint32_t>(ls.flows.size());
     ls.flows.push_back(id);
+    touch(f.path[i]);
   }
-  dirty_ = true;
+}
+
+// Brings a flow's remaining bytes (and its tag's delivered bytes) up to now.
+void FlowNetwork::settle_flow(Flow& f) {
+  const Seconds dt = now_ - f.updated;
+  if (dt > 0 && f.rate > 0 && std::isfinite(f.rate)) {
+    const Bytes moved = std::min(f.remaining, f.rate * dt);
+    f.remaining -= moved;
+    tag_bytes_[f.tag] += moved;
+  }
+  f.updated = std::max(f.updated, now_);
+}
+
+// Integrates a link's carried bytes and busy time up to now at its current load.
+void FlowNetwork::settle_link(LinkState& ls) {
+  const Seconds dt = now_ - ls.updated;
+  if (dt > 0 && ls.load > 0) {
+    ls.bytes += ls.load * dt;
+    ls.busy += dt;
+  }
+  ls.updated = now_;
 }
 
 void FlowNetwork::finish(FlowId id) {
   Flow& f = flows_[id];
-  auto& list = f.state == State::active ? active_ : pending_;
-  const FlowId moved = list.back();
-  list[f.list_pos] = moved;
-  flows_[moved].list_pos = f.list_pos;
-  list.pop_back();
   if (f.state == State::active) {
+    const FlowId moved = active_.back();
+    active_[f.list_pos] = moved;
+    flows_[moved].list_pos = f.list_pos;
+    active_.pop_back();
+    settle_flow(f);
+  } else {
+    --num_pending_;
+  }
+  if (f.linked) {
     for (std::size_t i = 0; i < f.path.size(); ++i) {
       const LinkId l = f.path[i];
       LinkState& ls = link_[l];
+      settle_link(ls);
+      ls.load = std::max(0.0, ls.load - f.rate);
       const FlowId last = ls.flows.back();
       ls.flows[f.pos[i]] = last;
       if (last != id) {
@@ -94,18 +145,14 @@ void FlowNetwork::finish(FlowId id) {
           }
       }
       ls.flows.pop_back();
-      if (ls.flows.empty()) {
-        const LinkId other = used_links_.back();
-        used_links_[ls.used_pos] = other;
-        link_[other].used_pos = ls.used_pos;
-        used_links_.pop_back();
-        ls.load = 0;
-      }
+      if (ls.flows.empty()) ls.load = 0;
+      touch(l);
     }
-    dirty_ = true;
+    f.linked = false;
   }
   f.state = State::free;
   f.rate = 0;
+  ++f.version;  // invalidates its heap entries
   free_ids_.push_back(id);
 }
 
@@ -118,128 +165,201 @@ bool FlowNetwork::unfinished(FlowId id) const { return id < flows_.size() && flo
 
 BytesPerSecond FlowNetwork::rate(FlowId id) {
   check(id);
-  if (dirty_) solve();
+  if (!dirty_links_.empty()) solve();
   return flows_[id].rate;
 }
 
 Bytes FlowNetwork::remaining(FlowId id) const {
   check(id);
-  return flows_[id].remaining;
+  const Flow& f = flows_[id];
+  if (f.state != State::active || !(f.rate > 0) || !std::isfinite(f.rate)) return f.remaining;
+  return std::max(0.0, f.remaining - f.rate * std::max(0.0, now_ - f.updated));
+}
+
+Bytes FlowNetwork::link_bytes(LinkId l) const {
+  const LinkState& ls = link_[l];
+  return ls.bytes + ls.load * std::max(0.0, now_ - ls.updated);
+}
+
+Seconds FlowNetwork::link_busy_time(LinkId l) const {
+  const LinkState& ls = link_[l];
+  return ls.busy + (ls.load > 0 ? std::max(0.0, now_ - ls.updated) : 0.0);
 }
 
 Bytes FlowNetwork::tag_bytes(int tag) const {
-  return tag >= 0 && static_cast<std::size_t>(tag) < tag_bytes_.size() ? tag_bytes_[tag] : 0.0;
+  if (tag < 0 || static_cast<std::size_t>(tag) >= tag_bytes_.size()) return 0.0;
+  Bytes b = tag_bytes_[tag];
+  for (FlowId id : active_) {  // plus what active flows moved since their last update
+    const Flow& f = flows_[id];
+    if (f.tag == tag) b += f.remaining - remaining(id);
+  }
+  return b;
 }
 
 void FlowNetwork::reset_statistics() {
-  for (auto& l : link_) l.bytes = l.busy = 0;
+  for (auto& l : link_) {
+    settle_link(l);
+    l.bytes = l.busy = 0;
+  }
+  for (FlowId id : active_) settle_flow(flows_[id]);
   std::fill(tag_bytes_.begin(), tag_bytes_.end(), 0.0);
   stats_start_ = now_;
 }
 
-// Progressive filling (max-min fairness), see the header.
+void FlowNetwork::schedule_finish(FlowId id) {
+  Flow& f = flows_[id];
+  ++f.version;
+  if (f.remaining <= 0 || std::isinf(f.rate))
+    f.finish_at = f.updated;
+  else if (f.rate > 0)
+    f.finish_at = f.updated + f.remaining / f.rate;
+  else
+    f.finish_at = kNever;  // starved (a zero-capacity link): never completes
+  if (f.finish_at == kNever) return;
+  finish_heap_.push_back({f.finish_at, id, f.version});
+  std::push_heap(finish_heap_.begin(), finish_heap_.end(), KeyGreater{});
+}
+
+// Stale entries pile up when rates change often; rebuild from the live flows once
+// they outnumber them.
+void FlowNetwork::compact_finish_heap() {
+  finish_heap_.clear();
+  for (FlowId id : active_) {
+    const Flow& f = flows_[id];
+    if (f.finish_at != kNever) finish_heap_.push_back({f.finish_at, id, f.version});
+  }
+  std::make_heap(finish_heap_.begin(), finish_heap_.end(), KeyGreater{});
+}
+
+// Progressive filling (max-min fairness, see the header) over the connected
+// component(s) of the links whose flow set changed.
 void FlowNetwork::solve() {
-  dirty_ = false;
+  // 1. The affected component: links <-> active flows reachable from the dirty links.
+  ++stamp_;  // dirty links carry this stamp already (touch() marks with stamp_ + 1)
+  comp_links_.clear();
+  comp_flows_.clear();
+  for (LinkId l : dirty_links_) comp_links_.push_back(l);
+  dirty_links_.clear();
+  for (std::size_t i = 0; i < comp_links_.size(); ++i) {
+    for (FlowId id : link_[comp_links_[i]].flows) {
+      Flow& f = flows_[id];
+      if (f.mark == stamp_) continue;
+      f.mark = stamp_;
+      comp_flows_.push_back(id);
+      for (LinkId m : f.path) {
+        LinkState& ms = link_[m];
+        if (ms.mark == stamp_) continue;
+        ms.mark = stamp_;
+        comp_links_.push_back(m);
+      }
+    }
+  }
+  // 2. Progressive filling on the component.
   heap_.clear();
-  auto cmp = [](const HeapEntry& a, const HeapEntry& b) { return a.share > b.share; };  // min-heap
-  for (LinkId l : used_links_) {
+  for (LinkId l : comp_links_) {
     LinkState& ls = link_[l];
+    settle_link(ls);
     ls.remaining = ls.capacity;
     ls.unfixed = static_cast<std::uint32_t>(ls.flows.size());
     ls.load = 0;
-    heap_.push_back({ls.remaining / ls.unfixed, l, ++ls.version});
+    if (ls.unfixed > 0) heap_.push_back({ls.remaining / ls.unfixed, l, ++ls.version});
   }
-  std::make_heap(heap_.begin(), heap_.end(), cmp);
-  for (FlowId id : active_) {
-    Flow& f = flows_[id];
-    f.fixed = f.path.empty();
-    f.rate = f.path.empty() ? std::numeric_limits<double>::infinity() : 0.0;
+  std::make_heap(heap_.begin(), heap_.end(), KeyGreater{});
+  for (FlowId id : comp_flows_) {
+    flows_[id].fixed = false;
+    flows_[id].new_rate = 0;
   }
   while (!heap_.empty()) {
-    std::pop_heap(heap_.begin(), heap_.end(), cmp);
+    std::pop_heap(heap_.begin(), heap_.end(), KeyGreater{});
     const HeapEntry e = heap_.back();
     heap_.pop_back();
-    LinkState& ls = link_[e.link];
+    LinkState& ls = link_[e.id];
     if (e.version != ls.version || ls.unfixed == 0) continue;
     const double share = std::max(0.0, ls.remaining) / ls.unfixed;
     for (FlowId id : ls.flows) {
       Flow& f = flows_[id];
       if (f.fixed) continue;
       f.fixed = true;
-      f.rate = share;
+      f.new_rate = share;
       for (LinkId m : f.path) {
         LinkState& ms = link_[m];
         ms.remaining -= share;
         ms.load += share;
         --ms.unfixed;
         ++ms.version;
-        if (m != e.link && ms.unfixed > 0) {
+        if (m != e.id && ms.unfixed > 0) {
           heap_.push_back({std::max(0.0, ms.remaining) / ms.unfixed, m, ms.version});
-          std::push_heap(heap_.begin(), heap_.end(), cmp);
+          std::push_heap(heap_.begin(), heap_.end(), KeyGreater{});
         }
       }
     }
   }
+  // 3. Flows whose rate changed: bring them up to now, re-key their completion.
+  for (FlowId id : comp_flows_) {
+    Flow& f = flows_[id];
+    if (f.new_rate == f.rate && f.finish_at != kNever) continue;
+    settle_flow(f);
+    f.rate = f.new_rate;
+    schedule_finish(id);
+  }
+  if (finish_heap_.size() > 2 * active_.size() + 1024) compact_finish_heap();
 }
 
 Seconds FlowNetwork::next_event_internal() {
-  Seconds t = kNever;
-  for (FlowId id : pending_) t = std::min(t, flows_[id].activate_at);
-  for (FlowId id : active_) {
-    const Flow& f = flows_[id];
-    t = std::min(t, f.remaining <= 0 || std::isinf(f.rate) ? now_ : now_ + f.remaining / f.rate);
+  while (!pending_heap_.empty()) {
+    const HeapEntry& e = pending_heap_.front();
+    const Flow& f = flows_[e.id];
+    if (f.version == e.version && f.state == State::pending) break;
+    std::pop_heap(pending_heap_.begin(), pending_heap_.end(), KeyGreater{});
+    pending_heap_.pop_back();
   }
+  while (!finish_heap_.empty()) {
+    const HeapEntry& e = finish_heap_.front();
+    const Flow& f = flows_[e.id];
+    if (f.version == e.version && f.state == State::active) break;
+    std::pop_heap(finish_heap_.begin(), finish_heap_.end(), KeyGreater{});
+    finish_heap_.pop_back();
+  }
+  Seconds t = kNever;
+  if (!pending_heap_.empty()) t = pending_heap_.front().key;
+  if (!finish_heap_.empty()) t = std::min(t, std::max(now_, finish_heap_.front().key));
   return t;
 }
 
 Seconds FlowNetwork::next_event_time() {
-  if (dirty_) solve();
+  if (!dirty_links_.empty()) solve();
   return next_event_internal();
-}
-
-void FlowNetwork::progress(Seconds dt) {
-  if (dt <= 0) return;
-  for (FlowId id : active_) {
-    Flow& f = flows_[id];
-    if (std::isinf(f.rate)) continue;  // loopback: no wire bytes
-    const Bytes moved = std::min(f.remaining, f.rate * dt);
-    f.remaining -= moved;
-    tag_bytes_[f.tag] += moved;
-  }
-  for (LinkId l : used_links_) {
-    LinkState& ls = link_[l];
-    ls.bytes += ls.load * dt;
-    if (ls.load > 0) ls.busy += dt;
-  }
 }
 
 void FlowNetwork::advance_to(Seconds t, std::vector<FlowId>& completed) {
   if (t < now_ - kTimeEpsilon)
     throw std::invalid_argument(fmt::format("FlowNetwork: cannot go back in time from {} s to {} s", now_, t));
   for (;;) {
-    if (dirty_) solve();
+    if (!dirty_links_.empty()) solve();
     const Seconds te = next_event_internal();
     if (te > t + kTimeEpsilon) {
-      progress(t - now_);
       now_ = std::max(now_, t);
       return;
     }
-    const Seconds at = std::max(now_, std::min(te, t));
-    progress(at - now_);
-    now_ = at;
-    // Activations due now (iterate backwards: activate() swap-removes from pending_).
-    for (std::size_t i = pending_.size(); i-- > 0;)
-      if (flows_[pending_[i]].activate_at <= now_ + kTimeEpsilon) activate(pending_[i]);
-    for (std::size_t i = active_.size(); i-- > 0;) {
-      if (i >= active_.size()) continue;
-      const FlowId id = active_[i];
-      const Flow& f = flows_[id];
-      const bool done = f.remaining <= 0 || std::isinf(f.rate) || (f.rate > 0 && f.remaining / f.rate <= kTimeEpsilon);
-      // A flow activated in this very call has rate 0 until the next solve, unless empty.
-      if (done && !(f.rate == 0 && f.remaining > 0)) {
-        completed.push_back(id);
-        finish(id);
-      }
+    now_ = std::max(now_, std::min(te, t));
+    const Seconds due = now_ + kTimeEpsilon;
+    // Activations due now.
+    while (!pending_heap_.empty() && pending_heap_.front().key <= due) {
+      const HeapEntry e = pending_heap_.front();
+      std::pop_heap(pending_heap_.begin(), pending_heap_.end(), KeyGreater{});
+      pending_heap_.pop_back();
+      const Flow& f = flows_[e.id];
+      if (f.version == e.version && f.state == State::pending) activate(e.id);
+    }
+    // Completions due now, in completion order; one solve afterwards for all of them.
+    while (!finish_heap_.empty() && finish_heap_.front().key <= due) {
+      const HeapEntry e = finish_heap_.front();
+      std::pop_heap(finish_heap_.begin(), finish_heap_.end(), KeyGreater{});
+      finish_heap_.pop_back();
+      const Flow& f = flows_[e.id];
+      if (f.version != e.version || f.state != State::active) continue;
+      completed.push_back(e.id);
+      finish(e.id);
     }
   }
 }
@@ -247,7 +367,11 @@ void FlowNetwork::advance_to(Seconds t, std::vector<FlowId>& completed) {
 Seconds FlowNetwork::run_until_idle(std::vector<FlowId>* completed) {
   std::vector<FlowId> local;
   auto& out = completed ? *completed : local;
-  while (num_unfinished() > 0) advance_to(next_event_time(), out);
+  while (num_unfinished() > 0) {
+    const Seconds t = next_event_time();
+    if (t == kNever) break;  // only starved flows left
+    advance_to(t, out);
+  }
   return now_;
 }
 
