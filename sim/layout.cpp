@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <vector>
 
 namespace ptsim::sim {
 
@@ -98,18 +97,13 @@ GroupShape Layout::shape(Dim d, int g) const {
   s.size = group_size(d);
   s.first_rank = member_rank(d, g, 0);
   s.stride = s.size > 1 ? member_rank(d, g, 1) - s.first_rank : 1;
-  // Distinct nodes spanned (members are few enough to count directly).
+  // Distinct nodes spanned: member ranks increase with the member index in every
+  // dimension (TP innermost ... PP outermost), so nodes change monotonically and
+  // counting the changes counts them.
   int nodes = 0, last = -1;
-  std::vector<int> seen;
   for (int m = 0; m < s.size; ++m) {
     const int n = node_of(member_rank(d, g, m));
-    if (n != last) {
-      if (std::find(seen.begin(), seen.end(), n) == seen.end()) {
-        seen.push_back(n);
-        ++nodes;
-      }
-      last = n;
-    }
+    if (n != last) ++nodes, last = n;
   }
   s.nodes = std::max(1, nodes);
   return s;
