@@ -25,6 +25,7 @@ Replay::Replay(const Program& program, const Layout& layout, int num_microbatche
     r.rank = rank;
     r.stage = c.pp;
     r.prog = &program_.stages[static_cast<std::size_t>(c.pp)];
+    for (int d = 0; d < kNumDims; ++d) r.gid[d] = layout_.group_id(rank, static_cast<Dim>(d));
     r.inbox.reserve(8);
     ranks_.push_back(std::move(r));
   }
@@ -199,12 +200,26 @@ void Replay::advance(RankState& r) {
           return;
         }
         switch (in.kind) {
-          case InstrKind::collective:
+          case InstrKind::collective: {
+            GroupState& g = group(in.dim, -1, r.gid[static_cast<int>(in.dim)]);
+            if (g.expected == 1 && transport_.immediate()) {
+              // The only simulated member (a folded run): with a closed-form
+              // network the collective's time is known now, no event needed.
+              const int di = static_cast<int>(in.dim);
+              const GroupShape& shape = shape_of(g, in.dim, r.gid[di]);
+              const Tick dur = to_ticks(transport_.collective_seconds(in.coll, in.dim, r.gid[di], shape, in.bytes));
+              st.wire[di] += transport_.wire_bytes(in.coll, in.dim, shape, in.bytes);
+              st.exposed[di] += dur;
+              if (in.dim != Dim::mp) record(r, 0, in.label, r.t, r.t + dur);
+              r.t += dur;
+              break;
+            }
             r.block = Block::collective;
             r.wait_start = r.t;
             r.wait_dim = in.dim;
             arrive(r, in.dim, -1, in, r.t);
             return;  // resumed by on_group_done
+          }
           case InstrKind::recv: {
             const std::uint64_t key = msg_key(r, true);
             auto it = std::find_if(r.inbox.begin(), r.inbox.end(), [&](const Msg& m) { return m.key == key; });
@@ -251,7 +266,7 @@ void Replay::advance(RankState& r) {
 }
 
 void Replay::arrive(RankState& r, Dim d, int channel, const Instr& in, Tick at) {
-  const int gid = layout_.group_id(r.rank, d);
+  const int gid = r.gid[static_cast<int>(d)];
   GroupState& g = group(d, channel, gid);
   if (g.arrived == 0) {
     g.coll = in.coll;

@@ -97,6 +97,7 @@ class Replay {
     int wait_channel = 0;
     std::vector<Msg> inbox;
     std::array<Channel, kNumChannels> channels;
+    std::array<int, kNumDims> gid{};  // the rank's group in every dimension
   };
   struct GroupState {
     int expected = 0;

@@ -28,6 +28,10 @@ class Transport {
                          void* ctx, std::uint64_t arg) = 0;
   // Bytes each member of the group sends on the wire for this collective.
   virtual Bytes wire_bytes(Coll c, Dim d, const GroupShape& shape, Bytes S) const = 0;
+  // True when a transfer's time depends on nothing else in flight (closed form):
+  // the replay may then time a single-member collective without events.
+  virtual bool immediate() const { return false; }
+  virtual Seconds collective_seconds(Coll, Dim, int /*gid*/, const GroupShape&, Bytes) const { return 0; }
   // Extra summary lines (e.g. the busiest links) after the run.
   virtual std::vector<std::string> report() const { return {}; }
 };
@@ -44,6 +48,8 @@ class AnalyticTransport : public Transport {
     e.schedule(e.now() + to_ticks(cost_.seconds(Coll::send_recv, Dim::pp, pair, bytes)), done, ctx, arg);
   }
   Bytes wire_bytes(Coll c, Dim, const GroupShape& g, Bytes S) const override { return cost_.wire_bytes(c, g, S); }
+  bool immediate() const override { return true; }
+  Seconds collective_seconds(Coll c, Dim d, int, const GroupShape& g, Bytes S) const override { return cost_.seconds(c, d, g, S); }
 
  private:
   const CollectiveCost& cost_;
