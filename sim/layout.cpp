@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <fmt/format.h>
 
 namespace ptsim::sim {
 
@@ -107,6 +108,31 @@ GroupShape Layout::shape(Dim d, int g) const {
   }
   s.nodes = std::max(1, nodes);
   return s;
+}
+
+std::string Layout::placement_summary() const {
+  std::string out = "placement:";
+  for (Dim d : {Dim::tp, Dim::cp, Dim::ep, Dim::dp, Dim::mp}) {
+    const int size = group_size(d);
+    if (size <= 1) continue;
+    int crossing = 0, widest = 1;
+    for (int g = 0; g < group_count(d); ++g) {
+      const int nodes = shape(d, g).nodes;
+      crossing += nodes > 1;
+      widest = std::max(widest, nodes);
+    }
+    const char* name = d == Dim::mp ? "tp×cp×pp" : to_string(d);
+    if (crossing == 0)
+      out += fmt::format("  {} {}×{} in-node;", name, group_count(d), size);
+    else
+      out += fmt::format("  {} {}×{}, {} cross nodes (up to {} nodes);", name, group_count(d), size, crossing, widest);
+  }
+  if (pp_ > 1) {
+    const bool cross = node_of(0) != node_of(tp_ * cp_ * dp_);
+    out += fmt::format("  pp sends {};", cross ? "cross nodes" : "stay in-node");
+  }
+  if (out.back() == ';') out.pop_back();
+  return out;
 }
 
 }  // namespace ptsim::sim

@@ -4,6 +4,7 @@
 // Consecutive ranks share a node (cluster.gpus_per_node), so TP stays inside one.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "sim/collective_cost.h"
 #include "sim/program.h"
@@ -31,6 +32,9 @@ class Layout {
   int member_rank(Dim d, int group, int member) const;
   GroupShape shape(Dim d, int group) const;
   int node_of(int rank) const { return rank / gpus_per_node_; }
+  // One line for the summary: per dimension, how many groups cross node
+  // boundaries, e.g. "placement: tp 128×8 in-node; dp 128×8 cross nodes (8 nodes each)".
+  std::string placement_summary() const;
   int gpus_per_node() const { return gpus_per_node_; }
 
  private:

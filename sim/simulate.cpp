@@ -152,6 +152,7 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt) {
                                      par.tp, s.cluster.gpus_per_node));
   if (r.cost_source == "datasheet")
     r.warnings.push_back("costs from the GPU datasheet roofline (no calibration table; see `ptsim calibrate`)");
+  r.notes.push_back(layout.placement_summary());
   for (auto& line : transport->report()) r.notes.push_back(std::move(line));
   sim.spans = replay.spans();
   r.sim_wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();

@@ -39,8 +39,10 @@ Command list_command() {
       fmt::print("fat-tree        2-tier leaf/spine, full bisection unless inter_node.oversubscription > 1\n");
       fmt::print("fat-tree-3      3-tier leaf/spine/core\n");
       fmt::print("rail-optimized  NIC i of every node on rail switch i, rails joined by spines\n");
+      fmt::print("torus           2D torus of nodes (inter_node.torus_dims: [x, y] or [x, y, z])\n");
       fmt::print("torus-2d        2D torus of nodes\n");
       fmt::print("torus-3d        3D torus of nodes\n");
+      fmt::print("user            your own graph: inter_node.graph_file (YAML nodes and links)\n");
     }
     return 0;
   };

@@ -39,5 +39,15 @@ TEST(Layout, MegatronOrderAndGroupShapes) {
   }
 }
 
+TEST(Layout, PlacementSummarySaysWhichGroupsCrossNodes) {
+  // tp 8 × dp 4 × pp 2 on 8-GPU nodes: TP fills a node; the 8 DP groups of 4
+  // ranks (stride 8) each span 4 nodes; stage 1 starts on node 4.
+  const Layout l(8, 1, 4, 2, 1, 8);
+  const std::string text = l.placement_summary();
+  EXPECT_NE(text.find("tp 8×8 in-node"), std::string::npos) << text;
+  EXPECT_NE(text.find("dp 16×4, 16 cross nodes (up to 4 nodes)"), std::string::npos) << text;
+  EXPECT_NE(text.find("pp sends cross nodes"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace ptsim::sim
