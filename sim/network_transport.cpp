@@ -24,9 +24,21 @@ std::string percent(double x) { return fmt::format("{:.0f}%", 100 * x); }
 NetworkTransport::NetworkTransport(NetworkModel& model, const CollectiveCost& cost)
     : model_(model), cost_(cost), net_(model.topology()) {
   const std::size_t links = model.topology().num_links();
-  fast_owner_.assign(links, kNone);
-  net_users_.assign(links, 0);
-  link_bytes_.assign(links, 0);
+  use_.assign(links, LinkUse{kNone, 0, 0.0});
+  slots_.resize(1024);
+}
+
+std::uint64_t NetworkTransport::hash(const Key& k) {
+  // splitmix64 finaliser (Steele, Lea & Flood, "Fast splittable pseudorandom number
+  // generators", OOPSLA 2014) over the three words.
+  auto mix = [](std::uint64_t x) {
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  };
+  return mix(mix(mix(k.a) ^ k.b) ^ k.c);
 }
 
 const NetworkTransport::Template& NetworkTransport::get_template(Coll c, Dim d, std::int64_t gid,
@@ -36,14 +48,31 @@ const NetworkTransport::Template& NetworkTransport::get_template(Coll c, Dim d, 
   std::memcpy(&sbits, &S, sizeof sbits);
   const Key key{static_cast<std::uint64_t>(c) | (static_cast<std::uint64_t>(d) << 8), static_cast<std::uint64_t>(gid),
                 sbits};
-  auto& slot = templates_[key];
-  if (slot) return *slot;
-  slot = std::make_unique<Template>();
-  Template& t = *slot;
+  std::size_t mask = slots_.size() - 1;
+  std::size_t pos = hash(key) & mask;
+  for (; slots_[pos].t; pos = (pos + 1) & mask)
+    if (slots_[pos].key == key) return *slots_[pos].t;
+  if (2 * (templates_.size() + 1) > slots_.size()) {  // grow, then find the new key's slot
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    mask = slots_.size() - 1;
+    for (const Slot& s : old) {
+      if (!s.t) continue;
+      std::size_t j = hash(s.key) & mask;
+      while (slots_[j].t) j = (j + 1) & mask;
+      slots_[j] = s;
+    }
+    for (pos = hash(key) & mask; slots_[pos].t; pos = (pos + 1) & mask) {}
+  }
+  templates_.push_back(std::make_unique<Template>());
+  Template& t = *templates_.back();
+  slots_[pos] = Slot{key, &t};
   const auto e = model_.expand(c, ranks, S);
   auto& router = model_.router();
   const auto& topo = model_.topology();
-  std::vector<std::uint32_t> load(topo.num_links(), 0);
+  // Flows per link in the current step; left all-zero after each step (reused scratch).
+  auto& load = template_load_;
+  if (load.size() != topo.num_links()) load.assign(topo.num_links(), 0);
   for (const auto& step : e.steps) {
     PhaseT p;
     p.repeat = step.repeat;
@@ -68,6 +97,13 @@ const NetworkTransport::Template& NetworkTransport::get_template(Coll c, Dim d, 
       if (f.bytes > 0 && !f.path.empty()) transfer = std::max(transfer, f.bytes / f.rate);
     }
     for (auto l : p.links) load[l] = 0;
+    p.link_bytes.assign(p.links.size(), 0.0);
+    for (std::uint32_t i = p.flow_begin; i < p.flow_end; ++i) {
+      const FlowT& f = t.flows[i];
+      if (f.path.empty()) continue;
+      p.wire_bytes += f.bytes;
+      for (auto l : f.path) p.link_bytes[std::find(p.links.begin(), p.links.end(), l) - p.links.begin()] += f.bytes;
+    }
     p.fast_time = static_cast<double>(p.repeat) * (p.alpha + transfer);
     t.phases.push_back(std::move(p));
   }
@@ -126,8 +162,9 @@ void NetworkTransport::start_phase(std::uint32_t id) {
   scratch_owners_.clear();
   bool contended = false;
   for (auto l : p.links) {
-    if (net_users_[l] > 0) contended = true;
-    if (const std::uint32_t o = fast_owner_[l]; o != kNone) {
+    const LinkUse& u = use_[l];
+    if (u.net_users > 0) contended = true;
+    if (const std::uint32_t o = u.fast_owner; o != kNone) {
       contended = true;
       if (std::find(scratch_owners_.begin(), scratch_owners_.end(), o) == scratch_owners_.end())
         scratch_owners_.push_back(o);
@@ -135,7 +172,7 @@ void NetworkTransport::start_phase(std::uint32_t id) {
   }
   if (!contended) {
     x.mode = Mode::fast;
-    for (auto l : p.links) fast_owner_[l] = id;
+    for (auto l : p.links) use_[l].fast_owner = id;
     x.fast_event = engine_->schedule(engine_->now() + to_ticks(p.fast_time), &NetworkTransport::on_fast_done, this, id);
     return;
   }
@@ -162,9 +199,9 @@ void NetworkTransport::launch_net(std::uint32_t id) {
     flow_owner_[fid] = id;
     ++x.outstanding;
   }
-  for (auto l : p.links) ++net_users_[l];
+  for (auto l : p.links) ++use_[l].net_users;
   if (x.outstanding == 0) {  // nothing on the wire: only the latency
-    for (auto l : p.links) --net_users_[l];
+    for (auto l : p.links) --use_[l].net_users;
     x.mode = Mode::fast;
     x.fast_event = engine_->schedule(engine_->now() + to_ticks(p.fast_time), &NetworkTransport::on_fast_done, this, id);
     return;
@@ -189,7 +226,7 @@ void NetworkTransport::promote(std::uint32_t id) {
   if (!left) return;  // finishing now anyway: let its own event complete it
   engine_->cancel(x.fast_event);
   for (auto l : p.links)
-    if (fast_owner_[l] == id) fast_owner_[l] = kNone;
+    if (use_[l].fast_owner == id) use_[l].fast_owner = kNone;
   x.mode = Mode::net;
   x.outstanding = 0;
   ++shared_phases_;
@@ -204,7 +241,7 @@ void NetworkTransport::promote(std::uint32_t id) {
     } else {
       const Bytes moved = std::min(total, f.rate * (now - active_from));
       rest = total - moved;
-      for (auto l : f.path) link_bytes_[l] += moved;
+      for (auto l : f.path) use_[l].bytes += moved;
       dim_bytes_[static_cast<std::size_t>(x.tag)] += moved;
       if (rest <= 1.0) continue;
       fid = net_.add_flow(f.path, rest, now, x.tag, /*pay_latency=*/false);
@@ -213,9 +250,9 @@ void NetworkTransport::promote(std::uint32_t id) {
     flow_owner_[fid] = id;
     ++x.outstanding;
   }
-  for (auto l : p.links) ++net_users_[l];
+  for (auto l : p.links) ++use_[l].net_users;
   if (x.outstanding == 0) {
-    for (auto l : p.links) --net_users_[l];
+    for (auto l : p.links) --use_[l].net_users;
     phase_finished(id);
     return;
   }
@@ -240,14 +277,12 @@ void NetworkTransport::on_fast_done(void* ctx, std::uint64_t arg) {
   Transfer& x = self->transfers_[id];
   const PhaseT& p = x.t->phases[x.phase];
   const double r = static_cast<double>(p.repeat);
-  for (std::uint32_t i = p.flow_begin; i < p.flow_end; ++i) {
-    const FlowT& f = x.t->flows[i];
-    if (f.path.empty()) continue;
-    for (auto l : f.path) self->link_bytes_[l] += r * f.bytes;
-    self->dim_bytes_[static_cast<std::size_t>(x.tag)] += r * f.bytes;
+  for (std::size_t i = 0; i < p.links.size(); ++i) {
+    LinkUse& u = self->use_[p.links[i]];
+    u.bytes += r * p.link_bytes[i];
+    if (u.fast_owner == id) u.fast_owner = kNone;
   }
-  for (auto l : p.links)
-    if (self->fast_owner_[l] == id) self->fast_owner_[l] = kNone;
+  self->dim_bytes_[static_cast<std::size_t>(x.tag)] += r * p.wire_bytes;
   self->phase_finished(id);
 }
 
@@ -291,14 +326,14 @@ void NetworkTransport::on_net_event(void* ctx, std::uint64_t) {
     Transfer& x = self->transfers_[id];
     if (--x.outstanding > 0) continue;
     const PhaseT& p = x.t->phases[x.phase];
-    for (auto l : p.links) --self->net_users_[l];
+    for (auto l : p.links) --self->use_[l].net_users;
     self->phase_finished(id);
   }
   // kick() from inside may have scheduled a catch-up at now; otherwise the next event.
   if (self->net_event_at_ != self->engine_->now()) self->reschedule(true);
 }
 
-Bytes NetworkTransport::link_bytes(hw::net::LinkId l) const { return link_bytes_[l] + net_.link_bytes(l); }
+Bytes NetworkTransport::link_bytes(hw::net::LinkId l) const { return use_[l].bytes + net_.link_bytes(l); }
 
 Bytes NetworkTransport::dim_bytes(Dim d) const {
   return dim_bytes_[static_cast<std::size_t>(d)] + net_.tag_bytes(static_cast<int>(d));

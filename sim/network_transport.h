@@ -30,7 +30,6 @@
 #include <array>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "hw/net/flow_network.h"
@@ -83,6 +82,8 @@ class NetworkTransport : public Transport {
     Seconds fast_time = 0;  // isolated duration of the whole phase
     std::uint32_t flow_begin = 0, flow_end = 0;
     std::vector<hw::net::LinkId> links;  // distinct links of the phase
+    std::vector<Bytes> link_bytes;       // per repeat, on each of `links` (fast-path accounting)
+    Bytes wire_bytes = 0;                // per repeat, Σ bytes of its flows that cross a link
   };
   struct Template {
     std::vector<PhaseT> phases;
@@ -105,8 +106,20 @@ class NetworkTransport : public Transport {
     std::uint64_t a, b, c;
     bool operator==(const Key&) const = default;
   };
-  struct KeyHash {
-    std::size_t operator()(const Key& k) const { return std::hash<std::uint64_t>()((k.a * 0x9e3779b97f4a7c15ULL ^ k.b) * 0xbf58476d1ce4e5b9ULL ^ k.c); }
+  // Templates are looked up once per transfer (millions at 16k GPUs): an open-addressing
+  // table (power-of-two size, linear probing) avoids the modulo and the node chase of
+  // std::unordered_map.
+  struct Slot {
+    Key key{};
+    Template* t = nullptr;  // nullptr: empty
+  };
+  static std::uint64_t hash(const Key& k);
+  // Per link: who uses it, and the bytes fast-path phases put on it; one cache line
+  // read per link in start_phase / on_fast_done.
+  struct LinkUse {
+    std::uint32_t fast_owner;  // transfer in fast mode on it, or kNone
+    std::uint32_t net_users;   // net-mode phases using it
+    Bytes bytes;               // fast-path bytes (the FlowNetwork counts its own)
   };
 
   const Template& get_template(Coll c, Dim d, std::int64_t id, std::span<const int> ranks, Bytes S);
@@ -125,15 +138,15 @@ class NetworkTransport : public Transport {
   const CollectiveCost& cost_;
   hw::net::FlowNetwork net_;
   Engine* engine_ = nullptr;
-  std::unordered_map<Key, std::unique_ptr<Template>, KeyHash> templates_;
+  std::vector<std::unique_ptr<Template>> templates_;
+  std::vector<Slot> slots_;  // size a power of two, at most half full
   std::vector<Transfer> transfers_;
   std::vector<std::uint32_t> free_transfers_;
-  std::vector<std::uint32_t> fast_owner_;  // by link: transfer in fast mode on it, or kNone
-  std::vector<std::uint32_t> net_users_;   // by link: net-mode phases using it
+  std::vector<LinkUse> use_;                // by link
   std::vector<std::uint32_t> flow_owner_;  // by FlowId
-  std::vector<Bytes> link_bytes_;          // fast-path bytes by link (FlowNetwork counts its own)
   std::array<Bytes, kNumDims> dim_bytes_{};
   std::vector<std::uint32_t> scratch_owners_;
+  std::vector<std::uint32_t> template_load_;  // get_template scratch, by link
   std::vector<hw::net::FlowId> completed_;
   std::vector<std::uint32_t> completed_owners_;
   Engine::Handle net_event_;
