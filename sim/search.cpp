@@ -129,7 +129,9 @@ void parallel_for(std::int64_t n, int threads, const std::function<void(std::int
   std::atomic<std::int64_t> next{0}, finished{0};
   std::exception_ptr error;
   std::mutex error_mutex;
-  auto worker = [&] {
+  // `ticking`: the caller's thread works too and reports progress between tasks.
+  auto worker = [&](bool ticking) {
+    auto last = Clock::now();
     for (;;) {
       const std::int64_t i = next.fetch_add(1);
       if (i >= n) return;
@@ -140,32 +142,16 @@ void parallel_for(std::int64_t n, int threads, const std::function<void(std::int
         if (!error) error = std::current_exception();
       }
       finished.fetch_add(1);
-    }
-  };
-  const int t = static_cast<int>(std::min<std::int64_t>(std::max(1, threads), n));
-  std::vector<std::thread> pool;
-  for (int i = 1; i < t; ++i) pool.emplace_back(worker);
-  if (!tick) {
-    worker();
-  } else {
-    // The caller's thread works too, ticking between tasks.
-    auto last = Clock::now();
-    for (;;) {
-      const std::int64_t i = next.fetch_add(1);
-      if (i >= n) break;
-      try {
-        task(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (!error) error = std::current_exception();
-      }
-      finished.fetch_add(1);
-      if (seconds_since(last) > 0.1) {
+      if (ticking && seconds_since(last) > 0.1) {
         tick(finished.load());
         last = Clock::now();
       }
     }
-  }
+  };
+  const int t = static_cast<int>(std::min<std::int64_t>(std::max(1, threads), n));
+  std::vector<std::thread> pool;
+  for (int i = 1; i < t; ++i) pool.emplace_back(worker, false);
+  worker(static_cast<bool>(tick));
   for (auto& th : pool) th.join();
   if (error) std::rethrow_exception(error);
 }
