@@ -37,4 +37,17 @@ Seconds RingAlphaBetaCost::seconds(Coll c, Dim, const GroupShape& g, Bytes S) co
   return steps * (a + S / (n * B));
 }
 
+Seconds TableCollectiveCost::seconds(Coll c, Dim d, const GroupShape& g, Bytes S) const {
+  if (S > 0 && g.size > 1) {
+    // nccl-tests' names; its `size` is the buffer S as the replay defines it (all-reduce
+    // buffer, all-gather output, reduce-scatter input, all-to-all per-rank buffer).
+    static const char* names[] = {"all-reduce", "reduce-scatter", "all-gather", "all-to-all", "broadcast", "send-recv"};
+    if (auto t = table_->collective_seconds(names[static_cast<int>(c)], g.size, S)) {
+      used_ = true;
+      return *t;
+    }
+  }
+  return fallback_->seconds(c, d, g, S);
+}
+
 }  // namespace ptsim::sim

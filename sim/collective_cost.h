@@ -2,6 +2,10 @@
 // on the wire. The replay asks this interface; the ring α–β model below is the
 // analytical one (the network model of hw/net refines it with topology and flows).
 #pragma once
+#include <atomic>
+#include <memory>
+
+#include "hw/cost_table.h"
 #include "hw/units.h"
 #include "sim/program.h"
 #include "sim/scenario.h"
@@ -39,6 +43,25 @@ class RingAlphaBetaCost : public CollectiveCost {
  private:
   BytesPerSecond intra_bw_, inter_bw_;
   Seconds intra_lat_, inter_lat_;
+};
+
+// Measured collectives first: a calibration table's collective points (from
+// `ptsim calibrate` or imported nccl-tests logs of the user's cluster) answer for
+// the (op, group size) they cover; everything else goes to `fallback`.
+class TableCollectiveCost : public CollectiveCost {
+ public:
+  TableCollectiveCost(std::unique_ptr<CollectiveCost> fallback, std::shared_ptr<const hw::CostTable> table)
+      : fallback_(std::move(fallback)), table_(std::move(table)) {}
+  Seconds seconds(Coll c, Dim d, const GroupShape& g, Bytes S) const override;
+  Bytes wire_bytes(Coll c, const GroupShape& g, Bytes S) const override { return fallback_->wire_bytes(c, g, S); }
+  // Whether any answer came from the table (the result's cost_source says so).
+  bool used_table() const { return used_; }
+  const std::string& table_name() const { return table_->name; }
+
+ private:
+  std::unique_ptr<CollectiveCost> fallback_;
+  std::shared_ptr<const hw::CostTable> table_;
+  mutable std::atomic<bool> used_{false};
 };
 
 }  // namespace ptsim::sim

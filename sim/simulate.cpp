@@ -13,21 +13,36 @@
 
 namespace ptsim::sim {
 
-hw::ComputeCostModel make_compute_cost(const Scenario& s) {
-  if (s.cluster.calibration.empty()) return hw::ComputeCostModel(s.cluster.gpu);
+namespace {
+
+// The scenario's calibration table (cluster.calibration), or null.
+std::shared_ptr<const hw::CostTable> load_table(const Scenario& s) {
+  if (s.cluster.calibration.empty()) return nullptr;
   try {
-    return hw::ComputeCostModel(s.cluster.gpu, std::make_shared<const hw::CostTable>(hw::load_cost_table(s.cluster.calibration)));
+    return std::make_shared<const hw::CostTable>(hw::load_cost_table(s.cluster.calibration));
   } catch (const std::exception& e) {
     throw ScenarioError(s.file, "cluster.calibration", e.what(), "make one with `ptsim calibrate`");
   }
 }
 
+}  // namespace
+
+hw::ComputeCostModel make_compute_cost(const Scenario& s) {
+  auto table = load_table(s);
+  return table ? hw::ComputeCostModel(s.cluster.gpu, std::move(table)) : hw::ComputeCostModel(s.cluster.gpu);
+}
+
 // The network model of hw/net (README "Network model"): the scenario's topology,
-// Megatron rank placement, NCCL's algorithm choice, sibling groups of a stage at once.
+// Megatron rank placement, NCCL's algorithm choice, sibling groups of a stage at
+// once; measured collectives of a calibration table take precedence where they apply.
 std::unique_ptr<CollectiveCost> make_collective_cost(const Scenario& s) {
   const auto& par = s.plan.par;
   Layout layout(par.tp, par.cp, par.dp, par.pp, par.ep, s.cluster.gpus_per_node);
-  return std::make_unique<NetworkCost>(std::make_shared<NetworkModel>(s.cluster, layout));
+  std::unique_ptr<CollectiveCost> net = std::make_unique<NetworkCost>(std::make_shared<NetworkModel>(s.cluster, layout));
+  auto table = load_table(s);
+  if (table && (!table->collectives.empty() || !table->collective_fits.empty()))
+    return std::make_unique<TableCollectiveCost>(std::move(net), std::move(table));
+  return net;
 }
 
 namespace {
@@ -62,11 +77,15 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt) {
   // share the fabric. Folded runs simulate one rank per stage, so most concurrent
   // traffic is absent: they keep the closed-form network cost.
   std::unique_ptr<NetworkTransport> shared_net;
-  if (!opt.transport && s.cluster.link_sharing && !opt.fold)
+  if (!opt.transport && s.cluster.link_sharing && !opt.fold) {
     if (const auto* nc = dynamic_cast<const NetworkCost*>(coll)) {
       shared_net = std::make_unique<NetworkTransport>(nc->model(), *coll);
       transport = shared_net.get();
+    } else if (dynamic_cast<const TableCollectiveCost*>(coll)) {
+      sim.result.warnings.push_back(
+          "measured collective times from the calibration table are used as they are: link sharing is off");
     }
+  }
   Replay replay(sim.program, layout, par.num_microbatches, *transport, ro);
   replay.run();
 
@@ -75,6 +94,7 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt) {
   r.world_size = s.plan.world_size();
   r.plan = s.plan;
   r.cost_source = compute->source();
+  if (const auto* t = dynamic_cast<const TableCollectiveCost*>(coll); t && t->used_table()) r.cost_source = t->table_name();
   r.folded = opt.fold;
   r.events = replay.events();
   r.iteration_time_s = to_seconds(replay.iteration_ticks());
