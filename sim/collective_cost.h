@@ -1,6 +1,7 @@
 // How long a collective of one group takes, and how many bytes each member puts
-// on the wire. The replay asks this interface; the ring α–β model below is the
-// analytical one (the network model of hw/net refines it with topology and flows).
+// on the wire. The replay asks this interface (through a Transport); NetworkCost
+// (sim/network_cost.h) answers on the scenario's topology, TableCollectiveCost
+// with measured times first.
 #pragma once
 #include <atomic>
 #include <memory>
@@ -8,7 +9,6 @@
 #include "hw/cost_table.h"
 #include "hw/units.h"
 #include "sim/program.h"
-#include "sim/scenario.h"
 
 namespace ptsim::sim {
 
@@ -30,19 +30,6 @@ class CollectiveCost {
   virtual ~CollectiveCost() = default;
   virtual Seconds seconds(Coll c, Dim d, const GroupShape& g, Bytes S) const = 0;
   virtual Bytes wire_bytes(Coll c, const GroupShape& g, Bytes S) const { return ring_wire_bytes(c, g.size, S); }
-};
-
-// Ring α–β over the slowest link of the group: NVLink inside a node, the GPU's
-// share of the node's NICs across nodes. All-reduce 2(n−1)(α + S/(n·B));
-// reduce-scatter / all-gather / all-to-all (n−1)(α + S/(n·B)); send α + S/B.
-class RingAlphaBetaCost : public CollectiveCost {
- public:
-  explicit RingAlphaBetaCost(const ClusterConfig& c);
-  Seconds seconds(Coll c, Dim d, const GroupShape& g, Bytes S) const override;
-
- private:
-  BytesPerSecond intra_bw_, inter_bw_;
-  Seconds intra_lat_, inter_lat_;
 };
 
 // Measured collectives first: a calibration table's collective points (from

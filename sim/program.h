@@ -76,7 +76,6 @@ struct StageProgram {
   std::vector<Instr> epilogue;       // after the last step (grad sync, optimizer)
   models::ModelStates states;        // static model-state bytes of this stage
   Bytes buffers = 0;
-  Bytes activation_per_chunk_mb = 0; // saved activations of one (micro-batch, chunk) (max over chunks)
 };
 
 struct Program {

@@ -324,7 +324,6 @@ class Builder {
       act += models::activation_bytes_per_layer(m, par_, m.is_moe_layer(l));
     if (first) act += models::embedding_activation_bytes(m, par_);
     if (last) act += models::head_activation_bytes(m, par_);
-    sp.activation_per_chunk_mb = std::max(sp.activation_per_chunk_mb, act);
 
     // ---- forward ----
     auto& f = cp.forward;

@@ -106,10 +106,11 @@ int Replay::current_microbatch(const RankState& r) const {
   return p.steps[static_cast<std::size_t>(r.step)].microbatch;
 }
 
-std::uint64_t Replay::msg_key(const RankState& r, bool) const {
-  const auto& s = r.prog->steps[static_cast<std::size_t>(r.step)];
-  return static_cast<std::uint64_t>(s.phase) | (static_cast<std::uint64_t>(s.microbatch) << 1) |
-         (static_cast<std::uint64_t>(s.chunk) << 33);
+// A pipeline message is named by the step that consumes it: (phase, micro-batch,
+// the receiver's chunk). Only one stage sends a given key to a given rank.
+std::uint64_t Replay::msg_key(Phase phase, int microbatch, int chunk) {
+  return static_cast<std::uint64_t>(phase) | (static_cast<std::uint64_t>(microbatch) << 1) |
+         (static_cast<std::uint64_t>(chunk) << 33);
 }
 
 // Moves the program counter to the next instruction; false when the rank is done.
@@ -221,7 +222,8 @@ void Replay::advance(RankState& r) {
             return;  // resumed by on_group_done
           }
           case InstrKind::recv: {
-            const std::uint64_t key = msg_key(r, true);
+            const auto& step = r.prog->steps[static_cast<std::size_t>(r.step)];
+            const std::uint64_t key = msg_key(step.phase, step.microbatch, step.chunk);
             auto it = std::find_if(r.inbox.begin(), r.inbox.end(), [&](const Msg& m) { return m.key == key; });
             if (it == r.inbox.end()) {
               r.block = Block::recv;
@@ -401,9 +403,7 @@ void Replay::send(RankState& r, const Instr& in) {
     msg_pool_.push_back({});
     msg_dst_.push_back(0);
   }
-  const std::uint64_t key = static_cast<std::uint64_t>(s.phase) | (static_cast<std::uint64_t>(s.microbatch) << 1) |
-                            (static_cast<std::uint64_t>(dst.chunk) << 33);
-  msg_pool_[idx] = {key, r.t, 0, r.rank, in.label, in.bytes};
+  msg_pool_[idx] = {msg_key(s.phase, s.microbatch, dst.chunk), r.t, 0, r.rank, in.label, in.bytes};
   msg_dst_[idx] = slot_of_rank_[dst_rank];
   if (r.t > engine_.now()) {
     engine_.schedule(r.t, &Replay::on_send_start, this, idx);

@@ -124,7 +124,7 @@ class Replay {
   GroupState& group(Dim d, int channel, int gid);
   const GroupShape& shape_of(GroupState& g, Dim d, int gid);
   GroupShape pair_shape(int src, int dst) const;
-  std::uint64_t msg_key(const RankState& r, bool receiving) const;
+  static std::uint64_t msg_key(Phase phase, int microbatch, int chunk);
   void note_memory(RankState& r, const Instr& in, bool alloc);
   void record(const RankState& r, std::uint8_t stream, std::uint16_t label, Tick start, Tick end);
 
