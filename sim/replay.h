@@ -46,7 +46,7 @@ struct ReplayOptions {
   // timeline is the same (DESIGN.md "Symmetric ranks may be folded").
   bool fold = false;
   bool trace = false;
-  int trace_max_ranks = 64;  // ranks shown in the trace: the first of each stage, then others up to this
+  int trace_max_ranks = 16;  // ranks shown in the trace: the first of each stage, then others up to this
 };
 
 class Replay {

@@ -15,7 +15,7 @@ namespace ptsim::sim {
 struct SimulateOptions {
   bool fold = false;          // one representative rank per stage
   bool trace = false;         // keep spans for --trace / --report
-  int trace_max_ranks = 64;
+  int trace_max_ranks = 16;
   BuildOptions build;
   // Optional overrides (tests inject synthetic cost models); null = from the scenario.
   const hw::ComputeCostModel* compute = nullptr;

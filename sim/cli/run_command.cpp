@@ -17,7 +17,7 @@ Command run_command() {
     std::string scenario, json, trace, report, calibration;
     std::vector<std::string> sets;
     bool fold = false, quiet = false, no_link_sharing = false;
-    int trace_ranks = 64;
+    int trace_ranks = 16;
   };
   auto o = std::make_shared<Opts>();
   Command c;
