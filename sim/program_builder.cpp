@@ -33,21 +33,19 @@ std::string gemm_dtype(models::Precision p) {
   return "bf16";
 }
 
-// Element bytes of activations on the wire and in memory (fp8 training keeps
-// activations in bf16, as Transformer Engine does).
-double activation_bytes(models::Precision p) { return p == models::Precision::fp32 ? 4.0 : 2.0; }
-
 class Builder {
  public:
   Builder(const Scenario& s, const hw::ComputeCostModel& compute, BuildOptions opt)
       : s_(s), par_(s.plan.par), compute_(compute), opt_(opt) {
     const auto& m = s.model;
-    act_bytes_ = activation_bytes(par_.precision);
+    // Activations on the wire and in memory: 4 bytes in fp32, else 2 (fp8 training
+    // keeps activations in bf16, as Transformer Engine does).
+    act_bytes_ = models::activation_element_bytes(par_.precision);
     tokens_ = static_cast<double>(par_.micro_batch_size) * static_cast<double>(m.seq_length) / par_.cp;
     hidden_msg_ = tokens_ * static_cast<double>(m.hidden_size) * act_bytes_;
     dense_layer_local_ = static_cast<double>(models::layer_params_per_gpu(m, par_.tp, par_.ep, false).total());
     if (m.moe) moe_layer_local_ = static_cast<double>(models::layer_params_per_gpu(m, par_.tp, par_.ep, true).total());
-    grad_elem_bytes_ = par_.precision == models::Precision::fp32 ? 4.0 : 2.0;
+    grad_elem_bytes_ = models::state_bytes_per_param(par_.precision).grads;
   }
 
   Program build() {
