@@ -195,18 +195,18 @@ class Builder {
       if (op.name == "mlp_up" || op.name == "router") tp_boundary(out, true, false, "mlp", flags);
       if (op.name == "attn_bias_dropout_add") tp_boundary(out, false, false, "attn", flags);
       if (op.name == "mlp_bias_dropout_add") tp_boundary(out, false, false, "mlp", flags);
-      if (op.name == "moe_unpermute") ep_all_to_all(out, ops, "ep combine", flags);
+      if (op.name == "moe_unpermute") ep_all_to_all(out, "ep combine", flags);
       if (op.cls == OpClass::attention) cp_launch(out, false, flags);
       push_compute(out, op.name, time_of(op, false), flags);
       if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, flags);
-      if (op.name == "moe_permute") ep_all_to_all(out, ops, "ep dispatch", flags);
+      if (op.name == "moe_permute") ep_all_to_all(out, "ep dispatch", flags);
     }
   }
 
   void layer_backward(std::vector<Instr>& out, const std::vector<Op>& ops) {
     for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
       const Op& op = *it;
-      if (op.name == "moe_permute") ep_all_to_all(out, ops, "ep dispatch bwd", kNoFlags);
+      if (op.name == "moe_permute") ep_all_to_all(out, "ep dispatch bwd", kNoFlags);
       if (op.recomputed_selective && par_.recompute == models::Recompute::selective) {
         cp_launch(out, false, kRecompute);
         push_compute(out, op.name + " (recompute)", time_of(op, false), kRecompute);
@@ -215,7 +215,7 @@ class Builder {
       if (op.cls == OpClass::attention) cp_launch(out, true, kNoFlags);
       push_compute(out, op.name, time_of(op, true));
       if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0);
-      if (op.name == "moe_unpermute") ep_all_to_all(out, ops, "ep combine bwd", kNoFlags);
+      if (op.name == "moe_unpermute") ep_all_to_all(out, "ep combine bwd", kNoFlags);
       if (op.name == "attn_bias_dropout_add") tp_boundary(out, false, true, "attn", kNoFlags);
       if (op.name == "mlp_bias_dropout_add") tp_boundary(out, false, true, "mlp", kNoFlags);
       if (op.name == "qkv") tp_boundary(out, true, true, "attn", kNoFlags);
@@ -225,7 +225,7 @@ class Builder {
 
   // Token dispatch / combine of a MoE layer: all-to-all in the EP group of the
   // routed tokens' hidden states (top_k copies per token, capacity-factor padded).
-  void ep_all_to_all(std::vector<Instr>& out, const std::vector<Op>&, const char* name, std::uint8_t flags) {
+  void ep_all_to_all(std::vector<Instr>& out, const char* name, std::uint8_t flags) {
     if (!s_.model.moe || par_.ep <= 1) return;
     // Dropless routing moves top_k copies of every token; with a capacity factor
     // the dispatch buffers are padded to capacity (GShard).
