@@ -1,6 +1,8 @@
-// CUDA backend: cuBLASLt GEMMs, our FlashAttention-2 kernels and the naive baseline, a copy
-// kernel, NCCL collectives over the local GPUs. Compiled to a "no CUDA" stub without CUDA.
+// CUDA backend: cuBLASLt GEMMs, our FlashAttention-2 kernels, the naive baseline and cuDNN's
+// fused attention (forward), a copy kernel, NCCL collectives over the local GPUs. Compiled to a "no CUDA" stub without CUDA.
 #include <fmt/format.h>
+
+#include <cstdio>
 
 #include "calibration/backend.h"
 #include "ptsim/config.h"
@@ -17,7 +19,10 @@ namespace {
 class CudaBackend final : public Backend {
  public:
   CudaBackend(TimingConfig timing, int devices)
-      : cfg_{timing.warmup, timing.repeats, true}, devices_(devices), props_(kernels::cuda::device_properties(0)) {}
+      : cfg_{timing.warmup, timing.repeats, true}, devices_(devices), props_(kernels::cuda::device_properties(0)) {
+    if (!kernels::cuda::cudnn_attention_compiled_in())
+      fmt::print(stderr, "cudnn attention: this ptsim was built without cuDNN; measuring flash and naive only\n");
+  }
 
   std::string name() const override { return "cuda"; }
   hw::DeviceInfo device() const override {
@@ -30,8 +35,13 @@ class CudaBackend final : public Backend {
     return d;
   }
   std::vector<std::string> attention_dtypes() const override { return {"bf16", "fp16"}; }
-  // cuDNN's fused attention needs the cudnn-frontend graph API, not installed here (see README).
-  std::vector<std::string> attention_impls() const override { return {"flash", "naive"}; }
+  // cuDNN's fused attention (backend graph API) when this build links cuDNN; the table keeps
+  // the fastest implementation per shape (hw/cost_table.cpp), as a training stack would.
+  std::vector<std::string> attention_impls() const override {
+    std::vector<std::string> impls{"flash", "naive"};
+    if (kernels::cuda::cudnn_attention_compiled_in()) impls.push_back("cudnn");
+    return impls;
+  }
   // cuBLASLt's large-GEMM kernels use 128×128 (and larger) output tiles; the fit's wave term
   // assumes 128×128 — an approximation, the residual interpolation absorbs the rest.
   int gemm_tile() const override { return 128; }
@@ -44,8 +54,15 @@ class CudaBackend final : public Backend {
                                            const std::string& impl) override {
     const kernels::AttentionDims d{s.batch_heads, s.seq_q, s.seq_kv, s.head_dim, s.causal, 0};
     const auto fwd = kernels::cuda::bench_attention(d, dtype, impl, false, cfg_);
-    if (!fwd) return std::nullopt;
+    if (!fwd) {
+      // cuDNN's heuristics can reject a graph on a given GPU/cuDNN version; say why, then the
+      // sweep skips the point.
+      if (impl == "cudnn")
+        fmt::print(stderr, "cudnn attention skipped: {}\n", kernels::cuda::cudnn_attention_unsupported_reason(d, dtype));
+      return std::nullopt;
+    }
     AttentionTiming t{fwd->median_s, std::nullopt};
+    // cudnn is forward only: bench_attention returns nullopt for its backward.
     if (const auto bwd = kernels::cuda::bench_attention(d, dtype, impl, true, cfg_)) t.bwd_seconds = bwd->median_s;
     return t;
   }

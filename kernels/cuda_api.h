@@ -52,13 +52,22 @@ TimingStats bench_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std
 CheckResult check_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std::string& dtype);
 
 // impl: "flash" (ours, kernels/cuda/flash_attention_*.cu), "naive" (materialised scores,
-// kernels/cuda/naive_attention.cu). dtype: bf16 | fp16. nullopt when the implementation
-// does not support the shape (flash: head_dim 64/128, sequences multiple of 64; naive:
-// score matrix larger than a quarter of free memory).
+// kernels/cuda/naive_attention.cu), "cudnn" (cuDNN 9 fused flash attention through the
+// backend graph API, kernels/cuda/cudnn_attention.cu; forward only). dtype: bf16 | fp16.
+// nullopt when the implementation does not support the shape (flash: head_dim 64/128,
+// sequences multiple of 64; naive: score matrix larger than a quarter of free memory;
+// cudnn: backward, built without cuDNN, or no cuDNN engine accepts the graph).
+// check_attention throws std::invalid_argument for a cudnn backward and std::runtime_error
+// (cuDNN's reason) when cuDNN cannot build the graph.
 std::optional<TimingStats> bench_attention(const AttentionDims& dims, const std::string& dtype,
                                            const std::string& impl, bool backward, const BenchConfig& cfg);
 CheckResult check_attention(const AttentionDims& dims, const std::string& dtype, const std::string& impl,
                             bool backward);
+// Why cuDNN's fused attention cannot run this forward here ("" when it can): builds the
+// graph and asks cuDNN's heuristics, exactly as bench_attention does.
+std::string cudnn_attention_unsupported_reason(const AttentionDims& dims, const std::string& dtype);
+// Whether this build links cuDNN at all (kernels/CMakeLists.txt makes it optional).
+bool cudnn_attention_compiled_in() noexcept;
 
 // Device-to-device copy kernel moving `bytes` (read + written).
 TimingStats bench_membw(Bytes bytes, const BenchConfig& cfg);

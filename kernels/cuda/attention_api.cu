@@ -1,12 +1,14 @@
 // bench_attention / check_attention: buffers, dispatch on dtype and implementation, timing
 // with kernels/cuda/timing.cuh, correctness against kernels/attention_cpu.h.
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <random>
 #include <stdexcept>
 #include <vector>
 
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/cudnn_attention.cuh"
 #include "kernels/cuda/flash_attention.cuh"
 #include "kernels/cuda/naive_attention.cuh"
 #include "kernels/cuda/timing.cuh"
@@ -56,19 +58,25 @@ bool naive_fits(const AttentionDims& d, std::size_t elem) {
 template <typename T>
 class Runner {
  public:
+  // impl "cudnn" throws CudnnUnsupported when cuDNN cannot build the graph for `d`.
   Runner(const AttentionDims& d, const std::string& impl, AttentionBuffers<T>& b) : d_(d), flash_(impl == "flash"), b_(b) {
-    if (flash_) workspace_ = DeviceBuffer<char>(flash_attention_bwd_workspace_bytes(d));
+    if (impl == "cudnn")
+      cudnn_ = std::make_unique<CudnnAttentionFwd>(d, std::is_same_v<T, __nv_bfloat16>, b.q.get(), b.k.get(), b.v.get(),
+                                                   b.o.get(), b.lse.get());
+    else if (flash_) workspace_ = DeviceBuffer<char>(flash_attention_bwd_workspace_bytes(d));
     else {
       scores_ = DeviceBuffer<float>(static_cast<std::size_t>(d.batch_heads * d.seq_q * d.seq_kv));
       probs_ = DeviceBuffer<T>(static_cast<std::size_t>(d.batch_heads * d.seq_q * d.seq_kv));
     }
   }
   void forward() {
-    if (flash_) launch_flash_attention_fwd<T>(d_, b_.q.get(), b_.k.get(), b_.v.get(), b_.o.get(), b_.lse.get(), nullptr);
+    if (cudnn_) cudnn_->run();
+    else if (flash_) launch_flash_attention_fwd<T>(d_, b_.q.get(), b_.k.get(), b_.v.get(), b_.o.get(), b_.lse.get(), nullptr);
     else launch_naive_attention_fwd<T>(cublas_.get(), d_, b_.q.get(), b_.k.get(), b_.v.get(), b_.o.get(), b_.lse.get(),
                                        scores_.get(), probs_.get(), nullptr);
   }
   void backward() {
+    if (cudnn_) throw std::invalid_argument("attention: the cudnn implementation is forward only");
     if (flash_)
       launch_flash_attention_bwd<T>(d_, b_.q.get(), b_.k.get(), b_.v.get(), b_.o.get(), b_.lse.get(), b_.d_o.get(),
                                     b_.dq.get(), b_.dk.get(), b_.dv.get(), workspace_.get(), nullptr);
@@ -84,16 +92,24 @@ class Runner {
   DeviceBuffer<char> workspace_{0};
   DeviceBuffer<float> scores_{0};
   DeviceBuffer<T> probs_{0};
+  std::unique_ptr<CudnnAttentionFwd> cudnn_;
 };
 
 template <typename T>
 std::optional<TimingStats> bench(const AttentionDims& d, const std::string& impl, bool backward, const BenchConfig& cfg) {
   if (impl == "flash" && !flash_supports(d)) return std::nullopt;
   if (impl == "naive" && !naive_fits(d, sizeof(T))) return std::nullopt;
+  if (impl == "cudnn" && backward) return std::nullopt;  // forward only (see cuda_api.h)
   AttentionBuffers<T> b(d);
   // Zero inputs: a uniform softmax, finite everywhere; dense kernels' time does not depend on values.
   for (auto* buf : {&b.q, &b.k, &b.v, &b.d_o}) CUDA_CHECK(cudaMemset(buf->get(), 0, buf->size() * sizeof(T)));
-  Runner<T> run(d, impl, b);
+  std::optional<Runner<T>> runner;
+  try {
+    runner.emplace(d, impl, b);
+  } catch (const CudnnUnsupported&) {
+    return std::nullopt;  // cudnn_attention_unsupported_reason() says why
+  }
+  Runner<T>& run = *runner;
   if (!backward) return time_gpu([&] { run.forward(); }, nullptr, cfg);
   run.forward();  // lse (flash) or P (naive) for the backward
   // Naive backward overwrites P with dS; re-running it keeps the same amount of work.
@@ -132,6 +148,7 @@ void compare(CheckResult& r, const std::vector<float>& x, const std::vector<floa
 template <typename T>
 CheckResult check(const AttentionDims& d, const std::string& impl, bool backward) {
   if (impl == "flash") check_flash_preconditions(d);
+  if (impl == "cudnn" && backward) throw std::invalid_argument("attention: the cudnn implementation is forward only");
   AttentionBuffers<T> b(d);
   const auto q = upload(b.q, b.q.size(), 1), k = upload(b.k, b.k.size(), 2), v = upload(b.v, b.v.size(), 3),
              d_o = upload(b.d_o, b.d_o.size(), 4);
@@ -164,8 +181,19 @@ CheckResult check(const AttentionDims& d, const std::string& impl, bool backward
 }
 
 void check_impl(const std::string& impl) {
-  if (impl != "flash" && impl != "naive")
-    throw std::invalid_argument(str("attention: unknown implementation '", impl, "' (flash, naive)"));
+  if (impl != "flash" && impl != "naive" && impl != "cudnn")
+    throw std::invalid_argument(str("attention: unknown implementation '", impl, "' (flash, naive, cudnn)"));
+}
+
+template <typename T>
+std::string cudnn_reason(const AttentionDims& d) {
+  AttentionBuffers<T> b(d);
+  try {
+    CudnnAttentionFwd plan(d, std::is_same_v<T, __nv_bfloat16>, b.q.get(), b.k.get(), b.v.get(), b.o.get(), b.lse.get());
+  } catch (const CudnnUnsupported& ex) {
+    return ex.what();
+  }
+  return {};
 }
 
 }  // namespace
@@ -178,6 +206,15 @@ std::optional<TimingStats> bench_attention(const AttentionDims& dims, const std:
   if (dtype == "fp16") return bench<__half>(dims, impl, backward, cfg);
   throw std::invalid_argument(str("attention: unsupported dtype '", dtype, "' (bf16, fp16)"));
 }
+
+std::string cudnn_attention_unsupported_reason(const AttentionDims& dims, const std::string& dtype) {
+  dims.validate();
+  if (dtype == "bf16") return cudnn_reason<__nv_bfloat16>(dims);
+  if (dtype == "fp16") return cudnn_reason<__half>(dims);
+  throw std::invalid_argument(str("attention: unsupported dtype '", dtype, "' (bf16, fp16)"));
+}
+
+bool cudnn_attention_compiled_in() noexcept { return cudnn_compiled_in(); }
 
 CheckResult check_attention(const AttentionDims& dims, const std::string& dtype, const std::string& impl,
                             bool backward) {

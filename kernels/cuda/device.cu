@@ -1,6 +1,8 @@
 // Device queries: everything the table and the roofline need comes from the driver, never
 // a hard-coded table of GPUs (STYLE.md item 10).
+#if PTSIM_HAVE_CUDNN
 #include <cudnn.h>
+#endif
 
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda_api.h"
@@ -43,8 +45,10 @@ DeviceProperties device_properties(int device) {
   p.runtime_version = str(runtime / 1000, ".", (runtime % 1000) / 10);
   // NCCL ≥ 2.9 encodes major·10000 + minor·100 + patch.
   p.nccl_version = str(nccl / 10000, ".", (nccl % 10000) / 100, ".", nccl % 100);
+#if PTSIM_HAVE_CUDNN
   const std::size_t cudnn = cudnnGetVersion();  // major·10000 + minor·100 + patch (cuDNN 9)
   p.cudnn_version = str(cudnn / 10000, ".", (cudnn % 10000) / 100, ".", cudnn % 100);
+#endif  // else empty: built without cuDNN
   return p;
 }
 
