@@ -1,5 +1,6 @@
 // CUDA backend: cuBLASLt GEMMs, our FlashAttention-2 kernels, the naive baseline and cuDNN's
-// fused attention (forward), a copy kernel, NCCL collectives over the local GPUs. Compiled to a "no CUDA" stub without CUDA.
+// fused attention (forward), a copy kernel, NCCL collectives over the local GPUs. Compiled to
+// a "no CUDA" stub without CUDA.
 #include <fmt/format.h>
 
 #include <cstdio>
