@@ -1,5 +1,7 @@
 #include "hw/cost_table.h"
 
+#include "hw/strict_yaml.h"
+
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -103,15 +105,12 @@ struct Reader {
   void check_keys(const YAML::Node& node, const std::string& path,
                   std::initializer_list<const char*> allowed) const {
     if (!node.IsMap()) fail(source, path, "expected a mapping");
-    for (const auto& kv : node) {
-      const auto key = kv.first.as<std::string>();
-      bool ok = false;
-      for (const char* a : allowed) ok = ok || key == a;
-      if (!ok) {
-        std::string list;
-        for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-        fail(source, path.empty() ? key : path + "." + key, "unknown key (allowed: " + list + ")");
-      }
+    const std::vector<std::string> keys(allowed.begin(), allowed.end());
+    if (const auto u = unknown_key(node, keys)) {
+      std::string list;
+      for (const auto& k : keys) list += (list.empty() ? "" : ", ") + k;
+      fail(source, path.empty() ? u->key : path + "." + u->key,
+           "unknown key, did you mean '" + u->suggestion + "'? (allowed: " + list + ")");
     }
   }
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "hw/strict_yaml.h"
 #include "sim/errors.h"
 
 namespace ptsim::sim {
@@ -48,14 +49,9 @@ class Reader {
 
   void check_keys(const YAML::Node& node, const std::string& path, const std::vector<std::string>& allowed) const {
     if (!node.IsMap()) fail(path.empty() ? "<root>" : path, "expected a mapping of keys");
-    for (const auto& kv : node) {
-      const std::string key = kv.first.as<std::string>();
-      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-        const std::string full = path.empty() ? key : path + "." + key;
-        fail(full, "unknown key", fmt::format("did you mean '{}'? line {}",
-                                              (path.empty() ? "" : path + ".") + closest_match(key, allowed),
-                                              kv.first.Mark().line + 1));
-      }
+    if (const auto u = hw::unknown_key(node, allowed)) {
+      const std::string prefix = path.empty() ? "" : path + ".";
+      fail(prefix + u->key, "unknown key", fmt::format("did you mean '{}'? line {}", prefix + u->suggestion, u->line));
     }
   }
 
@@ -119,18 +115,6 @@ class Reader {
  private:
   std::string file_;
 };
-
-int levenshtein(const std::string& a, const std::string& b) {
-  std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = static_cast<int>(j);
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = static_cast<int>(i);
-    for (std::size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
 
 // --set a.b.c=value: walk (creating maps) and assign the YAML-parsed value.
 void apply_override(YAML::Node& root, const std::string& assignment, const std::string& file) {
@@ -319,16 +303,6 @@ models::Precision parse_precision(const Reader& r, const YAML::Node& n) {
 }
 
 }  // namespace
-
-std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
-  std::string best;
-  int best_d = INT32_MAX;
-  for (const auto& c : candidates) {
-    const int d = levenshtein(word, c);
-    if (d < best_d) best_d = d, best = c;
-  }
-  return best;
-}
 
 Scenario parse_scenario(const std::string& yaml_text, const std::string& file, const std::vector<std::string>& overrides) {
   YAML::Node root;

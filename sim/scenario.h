@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "hw/gpu_catalog.h"
+#include "hw/strict_yaml.h"
 #include "hw/units.h"
 #include "models/model_spec.h"
 #include "sim/plan.h"
@@ -62,6 +63,6 @@ void derive_microbatches(Scenario& s);
 void validate(const Scenario& s);
 
 // The closest of `candidates` to `word` (Levenshtein), for "did you mean" hints.
-std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
+using hw::closest_match;
 
 }  // namespace ptsim::sim

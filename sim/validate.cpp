@@ -1,5 +1,7 @@
 #include "sim/validate.h"
 
+#include "hw/strict_yaml.h"
+
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -24,13 +26,8 @@ std::string metric_name(RefMetric m) { return m == RefMetric::tflops_per_gpu ? "
 
 void check_keys(const YAML::Node& n, const std::vector<std::string>& allowed, const std::string& file,
                 const std::string& prefix) {
-  for (const auto& kv : n) {
-    const auto key = kv.first.as<std::string>();
-    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      throw ScenarioError(file, prefix + key, "unknown key",
-                          fmt::format("did you mean '{}'?", closest_match(key, allowed)));
-    }
-  }
+  if (const auto u = hw::unknown_key(n, allowed))
+    throw ScenarioError(file, prefix + u->key, "unknown key", fmt::format("did you mean '{}'?", u->suggestion));
 }
 
 template <typename T>

@@ -1,5 +1,7 @@
 #include "hw/net/graph_yaml.h"
 
+#include "hw/strict_yaml.h"
+
 #include <boost/graph/breadth_first_search.hpp>
 #include <fmt/format.h>
 #include <stdexcept>
@@ -10,12 +12,10 @@ namespace ptsim::hw::net {
 namespace {
 
 void check_keys(const YAML::Node& n, std::initializer_list<std::string_view> allowed, std::string_view where) {
-  for (const auto& kv : n) {
-    const auto key = kv.first.as<std::string>();
-    bool ok = false;
-    for (auto a : allowed) ok = ok || key == a;
-    if (!ok) throw std::invalid_argument(fmt::format("topology graph: unknown key '{}' in {}", key, where));
-  }
+  const std::vector<std::string> keys(allowed.begin(), allowed.end());
+  if (const auto u = unknown_key(n, keys))
+    throw std::invalid_argument(
+        fmt::format("topology graph: unknown key '{}' in {} (did you mean '{}'?)", u->key, where, u->suggestion));
 }
 
 std::string required_string(const YAML::Node& n, const char* key, std::string_view where) {
