@@ -38,6 +38,7 @@ std::vector<GpuSpec> parse_gpu_catalog(const std::string& yaml_text) {
     s.hbm = parse_bytes(g["hbm"].as<std::string>());
     s.hbm_bandwidth = parse_bandwidth(g["hbm_bandwidth"].as<std::string>());
     s.nvlink_bandwidth = parse_bandwidth(g["nvlink_bandwidth"].as<std::string>());
+    s.nvlink_efficiency = g["nvlink_efficiency"].as<double>(1.0);
     s.pcie_bandwidth = parse_bandwidth(g["pcie_bandwidth"].as<std::string>());
     const std::string adam = g["host_adam_rate"].as<std::string>();
     s.host_adam_params_per_s = std::stod(adam) * 1e9;  // "N Gparam/s"

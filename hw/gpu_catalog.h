@@ -17,6 +17,7 @@ struct GpuSpec {
   Bytes hbm = 0;
   BytesPerSecond hbm_bandwidth = 0;
   BytesPerSecond nvlink_bandwidth = 0;  // per GPU, per direction
+  double nvlink_efficiency = 1;         // busbw a NCCL ring reaches / nvlink_bandwidth (measured)
   BytesPerSecond pcie_bandwidth = 0;    // per direction
   double host_adam_params_per_s = 0;    // CPU optimizer step rate (offload)
   double matmul_best = 0;               // best measured matmul / peak

@@ -59,10 +59,15 @@ hw::net::ClusterNetSpec cluster_net_spec(const ClusterConfig& c) {
   // A cluster smaller than one node is that many GPUs of one node (scenario.cpp
   // accepts num_gpus < gpus_per_node).
   s.gpus_per_node = std::min(c.gpus_per_node, c.num_gpus);
-  s.intra_bandwidth = c.intra_bandwidth;
+  // Links carry what NCCL really gets out of them, not their signalling rate:
+  // NVLink at the GPU's measured ring efficiency (hw/gpus.yaml, nccl-tests), NICs
+  // at 96 % (a DGX A100 reaches 192 GB/s all-reduce busbw over 8 × 200 Gb/s, NCCL
+  // maintainer in nccl #812; ConnectX-7 48–49 of 50 GB/s, nccl-tests #267).
+  constexpr double kNicEfficiency = 0.96;
+  s.intra_bandwidth = c.intra_bandwidth * c.gpu.nvlink_efficiency;
   s.intra_latency = c.intra_latency;
   s.nics_per_node = c.nics_per_node;
-  s.nic_bandwidth = c.nic_bandwidth;
+  s.nic_bandwidth = c.nic_bandwidth * kNicEfficiency;
   s.inter_latency = c.inter_latency;
   s.oversubscription = c.oversubscription;
   s.switch_radix = c.switch_radix;

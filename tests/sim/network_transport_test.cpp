@@ -16,6 +16,9 @@ namespace {
 
 // 16 GPUs = 2 DGX nodes; radix-8 fat tree: 4 NICs per leaf, so node0's NICs are on
 // leaves 0-1 and node1's on leaves 2-3; 25 GB/s NICs, 2 us NIC to NIC, 300 GB/s NVLink.
+// Links carry what NCCL gets from them (sim/network_cost.cpp): NVLink at the A100's
+// measured 0.775 (232.5 GB/s), NICs at 0.96 (24 GB/s).
+constexpr double kNvlink = 300e9 * 0.775, kNic = 25e9 * 0.96;
 ClusterConfig two_nodes(double oversubscription = 1.0) {
   ClusterConfig c = default_cluster("a100-sxm-80gb", 16);
   c.intra_bandwidth = 300e9;
@@ -41,9 +44,20 @@ TEST(NetworkCost, TensorParallelRingInsideANodeIsTheAlphaBetaFormula) {
   NetworkCost cost(std::make_shared<NetworkModel>(two_nodes(), layout));
   const double S = 64e6;
   // Ring all-reduce over 8 GPUs on NVSwitch: 2(n−1)·(α + S/(n·B)) with α = 1 us,
-  // B = 300 GB/s: 14 · (1e-6 + 8e6/300e9) = 14 · 27.667 us = 387.33 us. The other
-  // node's TP group uses its own NVSwitch, so running both at once changes nothing.
-  EXPECT_NEAR(cost.seconds(Coll::all_reduce, Dim::tp, layout.shape(Dim::tp, 0), S), 14 * (1e-6 + 8e6 / 300e9), 1e-12);
+  // B = 232.5 GB/s: 14 · (1e-6 + 8e6/232.5e9) = 14 · 35.409 us = 495.72 us. The
+  // other node's TP group uses its own NVSwitch, so running both at once changes nothing.
+  EXPECT_NEAR(cost.seconds(Coll::all_reduce, Dim::tp, layout.shape(Dim::tp, 0), S), 14 * (1e-6 + 8e6 / kNvlink), 1e-12);
+}
+
+TEST(NetworkCost, EightA100AllReduceBusBandwidthMatchesNcclTests) {
+  // Published (shared/reference §D): 8 × A100 on NVSwitch, nccl-tests all_reduce_perf
+  // busbw 232.5 GB/s at multi-GB sizes (nccl-tests #175; maintainer: ~230–240,
+  // nccl-tests #149). busbw = 2(n−1)/n · S / t.
+  Layout layout(8, 1, 2, 1, 1, 8);
+  NetworkCost cost(std::make_shared<NetworkModel>(two_nodes(), layout));
+  const double S = 8e9;
+  const Seconds t = cost.seconds(Coll::all_reduce, Dim::tp, layout.shape(Dim::tp, 0), S);
+  EXPECT_NEAR(2.0 * 7 / 8 * S / t, 232.5e9, 0.01 * 232.5e9);
 }
 
 TEST(NetworkCost, OversubscriptionSlowsCrossLeafDataParallelEvenInClosedForm) {
@@ -53,15 +67,15 @@ TEST(NetworkCost, OversubscriptionSlowsCrossLeafDataParallelEvenInClosedForm) {
   NetworkCost over(std::make_shared<NetworkModel>(two_nodes(4.0), layout));
   const Seconds t_full = full.seconds(Coll::all_reduce, Dim::dp, layout.shape(Dim::dp, 0), S);
   const Seconds t_over = over.seconds(Coll::all_reduce, Dim::dp, layout.shape(Dim::dp, 0), S);
-  // 4:1 with 4 downlinks per leaf keeps one 25 GB/s uplink; GPU i uses NIC i (NCCL
+  // 4:1 with 4 downlinks per leaf keeps one 24 GB/s uplink; GPU i uses NIC i (NCCL
   // NIC affinity), so the 4 rings of GPUs 0-3 all leave through leaf0's one uplink:
-  // 25/4 GB/s each. Ring, n = 2: 2 steps of (α + (S/2)/(25e9/4)), α = 2 us
-  // -> 2 · (2e-6 + 8e-3) = 16.004 ms.
-  EXPECT_NEAR(t_over, 2 * (2e-6 + (S / 2) / (25e9 / 4)), 1e-9);
+  // 24/4 GB/s each. Ring, n = 2: 2 steps of (α + (S/2)/(24e9/4)), α = 2 us
+  // -> 2 · (2e-6 + 8.333e-3) = 16.671 ms.
+  EXPECT_NEAR(t_over, 2 * (2e-6 + (S / 2) / (kNic / 4)), 1e-9);
   // Full bisection: 4 uplinks per leaf, ECMP-hashed; never slower than 4:1 and at
-  // least the lone-ring time 2 · (2 us + 50 MB / 25 GB/s) = 4.004 ms.
+  // least the lone-ring time 2 · (2 us + 50 MB / 24 GB/s) = 4.171 ms.
   EXPECT_LT(t_full, t_over);
-  EXPECT_GE(t_full, 2 * (2e-6 + (S / 2) / 25e9) - 1e-12);
+  EXPECT_GE(t_full, 2 * (2e-6 + (S / 2) / kNic) - 1e-12);
 }
 
 TEST(NetworkTransport, IdleNetworkEqualsTheClosedForm) {
@@ -75,10 +89,10 @@ TEST(NetworkTransport, IdleNetworkEqualsTheClosedForm) {
   const auto g = layout.shape(Dim::dp, 0);
   tr.start_collective(e, Coll::all_reduce, Dim::dp, 0, g, S, &Recorder::cb, &rec, 0);
   e.run();
-  // Alone: 2 · (2 us + 50 MB / 25 GB/s) = 4.004 ms, as model->isolated_seconds.
+  // Alone: 2 · (2 us + 50 MB / 24 GB/s) = 4.171 ms, as model->isolated_seconds.
   const auto ranks = model->members(Dim::dp, 0);
   EXPECT_NEAR(to_seconds(rec.at[0]), model->isolated_seconds(Coll::all_reduce, ranks, S), 1e-9);
-  EXPECT_NEAR(to_seconds(rec.at[0]), 2 * (2e-6 + (S / 2) / 25e9), 1e-9);
+  EXPECT_NEAR(to_seconds(rec.at[0]), 2 * (2e-6 + (S / 2) / kNic), 1e-9);
 }
 
 TEST(NetworkTransport, DataParallelAllReduceAndPipelineSendOnOneNicSlowEachOther) {
@@ -88,19 +102,19 @@ TEST(NetworkTransport, DataParallelAllReduceAndPipelineSendOnOneNicSlowEachOther
   NetworkTransport tr(*model, cost);
   Engine e;
   Recorder rec{&e};
-  const double S = 100e6, P = 50e6, a = 2e-6, B = 25e9;
+  const double S = 100e6, P = 50e6, a = 2e-6, B = kNic;
   // t = 0: DP all-reduce of {0, 8} (ring n = 2: flows 0->8 and 8->0 of S after 2α) and
   // a 50 MB pipeline send 0->8 (after α), both on GPU 0's NIC 0 and the same path.
   tr.start_collective(e, Coll::all_reduce, Dim::dp, 0, layout.shape(Dim::dp, 0), S, &Recorder::cb, &rec, 0);
   GroupShape pair{2, 2, 0, 8};
   tr.start_p2p(e, 0, 8, pair, P, &Recorder::cb, &rec, 1);
   e.run();
-  // Shares by hand (max-min on the 25 GB/s links 0->8):
-  //  [α, 2α): the send alone at 25 GB/s: 50 kB;
-  //  from 2α: send and DP flow 0->8 at 12.5 GB/s each; the send's 49.95 MB take
-  //  3.996 ms -> send done at 2α + 3.996 ms = 4.000 ms (alone: α + 2 ms = 2.002 ms);
-  //  the DP flow then has 100 − 49.95 = 50.05 MB left at 25 GB/s: 2.002 ms more ->
-  //  6.002 ms (alone: 2α + 4 ms = 4.004 ms).
+  // Shares by hand (max-min on the B = 24 GB/s links 0->8):
+  //  [α, 2α): the send alone at 24 GB/s: 48 kB;
+  //  from 2α: send and DP flow 0->8 at 12 GB/s each; the send's 49.952 MB take
+  //  4.1627 ms -> send done at 2α + 4.1627 ms = 4.1667 ms (alone: α + 2.083 ms);
+  //  the DP flow then has 100 − 49.952 = 50.048 MB left at 24 GB/s: 2.0853 ms more
+  //  -> 6.252 ms (alone: 2α + 4.1667 ms).
   const double send_done = 2 * a + (P - B * a) / (B / 2);
   const double dp_done = send_done + (S - (B / 2) * (send_done - 2 * a)) / B;
   EXPECT_NEAR(to_seconds(rec.at[1]), send_done, 2e-9);
