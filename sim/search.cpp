@@ -520,6 +520,16 @@ SearchResult search(const Scenario& base, const SearchOptions& opt) {
     return a.cand < b.cand;
   };
   const auto total = static_cast<std::int64_t>(survivors.size());
+  auto report_progress = [&](std::int64_t done) {
+    if (!opt.progress) return;
+    SearchProgress pr;
+    pr.done = done;
+    pr.total = total;
+    pr.simulated = res.simulated;
+    pr.elapsed_s = seconds_since(t0);
+    pr.best_tokens_per_s = feasible.empty() ? 0 : feasible.front().o.tokens_per_s;
+    opt.progress(pr);
+  };
   std::int64_t pos = 0, bound_pruned_from = total;
   double kth = -std::numeric_limits<double>::infinity();
   while (pos < total) {
@@ -583,26 +593,10 @@ SearchResult search(const Scenario& base, const SearchOptions& opt) {
     std::sort(feasible.begin(), feasible.end(), better);
     if (static_cast<int>(feasible.size()) >= opt.top_k) kth = feasible[static_cast<std::size_t>(opt.top_k - 1)].o.tokens_per_s;
     pos = end;
-    if (opt.progress) {
-      SearchProgress pr;
-      pr.done = pos;
-      pr.total = total;
-      pr.simulated = res.simulated;
-      pr.elapsed_s = seconds_since(t0);
-      pr.best_tokens_per_s = feasible.empty() ? 0 : feasible.front().o.tokens_per_s;
-      opt.progress(pr);
-    }
+    report_progress(pos);
   }
   if (bound_pruned_from < total) res.pruned["bound"] += total - bound_pruned_from;
-  if (opt.progress) {
-    SearchProgress pr;
-    pr.done = total;
-    pr.total = total;
-    pr.simulated = res.simulated;
-    pr.elapsed_s = seconds_since(t0);
-    pr.best_tokens_per_s = feasible.empty() ? 0 : feasible.front().o.tokens_per_s;
-    opt.progress(pr);
-  }
+  report_progress(total);
 
   // 3. The top K.
   for (std::size_t i = 0; i < feasible.size() && static_cast<int>(i) < opt.top_k; ++i) {
