@@ -55,7 +55,9 @@ class Backend {
 };
 
 std::unique_ptr<Backend> make_cpu_backend(TimingConfig timing);
-// nullptr when this build has no CUDA or no device is present (sets `why`).
+// Opens the CUDA module (calibration/cuda_module.h) and asks it for a backend. nullptr, with
+// `why` set to one line naming the cause, when the module is absent (a build without CUDA), a
+// CUDA library it needs is missing (dlopen's message names it), or no device is present.
 std::unique_ptr<Backend> make_cuda_backend(TimingConfig timing, std::string& why);
 
 }  // namespace ptsim::calibration

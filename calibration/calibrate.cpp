@@ -187,7 +187,7 @@ int run_calibrate(const CalibrateOptions& o) {
     } else {
       std::string why;
       backend = make_cuda_backend(o.timing, why);
-      if (!backend) return fail(o.errors, 3, "no CUDA device found: " + why + " (use --cpu for the CPU backend)");
+      if (!backend) return fail(o.errors, 3, why + " (use --cpu for the CPU backend)");
       sweep = gpu_sweep(o.quick);
     }
     const auto device = backend->device();

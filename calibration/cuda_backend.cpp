@@ -1,20 +1,17 @@
 // CUDA backend: cuBLASLt GEMMs, our FlashAttention-2 kernels, the naive baseline and cuDNN's
-// fused attention (forward), a copy kernel, NCCL collectives over the local GPUs. Compiled to
-// a "no CUDA" stub without CUDA.
+// fused attention (forward), a copy kernel, NCCL collectives over the local GPUs. Built only
+// with CUDA, into the shared module libptsim_cuda.so that `ptsim calibrate` opens with dlopen
+// (calibration/cuda_module.cpp): the ptsim executable itself links no CUDA library.
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <exception>
 
 #include "calibration/backend.h"
-#include "ptsim/config.h"
-
-#if PTSIM_HAVE_CUDA
+#include "calibration/cuda_module.h"
 #include "kernels/cuda_api.h"
-#endif
 
 namespace ptsim::calibration {
-
-#if PTSIM_HAVE_CUDA
 namespace {
 
 class CudaBackend final : public Backend {
@@ -86,19 +83,26 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(TimingConfig timing, std::string& why) {
-  const int n = kernels::cuda::device_count();
-  if (n == 0) {
-    why = "cudaGetDeviceCount reports no usable device";
+}  // namespace ptsim::calibration
+
+// The module's one entry point (calibration/cuda_module.h), looked up by name with dlsym.
+extern "C" __attribute__((visibility("default"))) ptsim::calibration::Backend* ptsim_cuda_backend_create(
+    int abi, const ptsim::calibration::TimingConfig* timing, char* why, std::size_t why_size) {
+  using namespace ptsim::calibration;
+  auto say = [&](const std::string& text) { std::snprintf(why, why_size, "%s", text.c_str()); };
+  if (abi != kCudaModuleAbi) {
+    say(fmt::format("module ABI {} but ptsim expects {}: rebuild ptsim and its CUDA module together", kCudaModuleAbi, abi));
     return nullptr;
   }
-  return std::make_unique<CudaBackend>(timing, n);
+  try {
+    const int n = ptsim::kernels::cuda::device_count();
+    if (n == 0) {
+      say("no CUDA device found: cudaGetDeviceCount reports no usable device");
+      return nullptr;
+    }
+    return new CudaBackend(*timing, n);
+  } catch (const std::exception& e) {
+    say(fmt::format("no CUDA device found: {}", e.what()));
+    return nullptr;
+  }
 }
-#else
-std::unique_ptr<Backend> make_cuda_backend(TimingConfig, std::string& why) {
-  why = "this ptsim was built without CUDA";
-  return nullptr;
-}
-#endif
-
-}  // namespace ptsim::calibration

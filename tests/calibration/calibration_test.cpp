@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +9,7 @@
 
 #include "calibration/backend.h"
 #include "calibration/calibrate.h"
+#include "calibration/cuda_module.h"
 #include "calibration/fit.h"
 #include "calibration/nccl_tests_import.h"
 #include "calibration/sweep.h"
@@ -182,7 +184,11 @@ TEST(RunCalibrate, CpuBackendEndToEnd) {
   EXPECT_EQ(files_in(dir), 1u);  // no temporary left behind
 }
 
+// The test executable is not beside the CUDA module: point at the one this build made.
+void use_built_cuda_module() { ::setenv(kCudaModuleEnv, PTSIM_CUDA_MODULE_PATH, 1); }
+
 TEST(RunCalibrate, GpuRequestedWithoutDeviceExits3) {
+  use_built_cuda_module();
   std::string why;
   if (make_cuda_backend({}, why)) GTEST_SKIP() << "a CUDA device is present";
   const auto dir = fresh_dir("nogpu");
@@ -191,11 +197,22 @@ TEST(RunCalibrate, GpuRequestedWithoutDeviceExits3) {
   o.out = (dir / "t.yaml").string();
   o.errors = &errors;
   EXPECT_EQ(run_calibrate(o), 3);
-  // One line, starting as the contract says.
+  // One line: with CUDA the module loads and finds no device; without, there is no module.
   const std::string msg = errors.str();
-  EXPECT_EQ(msg.rfind("no CUDA device found", 0), 0u) << msg;
+  EXPECT_EQ(msg.rfind(PTSIM_HAVE_CUDA ? "no CUDA device found" : "the CUDA calibration module", 0), 0u) << msg;
   EXPECT_EQ(std::count(msg.begin(), msg.end(), '\n'), 1);
   EXPECT_EQ(files_in(dir), 0u);
+}
+
+TEST(RunCalibrate, MissingCudaModuleExits3NamingIt) {
+  ::setenv(kCudaModuleEnv, "/nonexistent/libptsim_cuda.so", 1);
+  std::ostringstream errors;
+  CalibrateOptions o;
+  o.out = (fresh_dir("nomodule") / "t.yaml").string();
+  o.errors = &errors;
+  EXPECT_EQ(run_calibrate(o), 3);
+  EXPECT_NE(errors.str().find("/nonexistent/libptsim_cuda.so is not there"), std::string::npos) << errors.str();
+  use_built_cuda_module();
 }
 
 TEST(RunCalibrate, ImportNcclTestsNewTableAndMerge) {

@@ -1,6 +1,13 @@
 # Runs EXE with ARGS (a ;-list), checks the exit code is EXPECT and, when given,
-# that stderr/stdout contain MATCH.
+# that stderr/stdout contain MATCH. ENVS (a ;-list of NAME=VALUE) is set in the environment first.
 set(ENV{CUDA_VISIBLE_DEVICES} "")  # tests never touch a GPU
+foreach(kv ${ENVS})
+  string(FIND "${kv}" "=" eq)
+  string(SUBSTRING "${kv}" 0 ${eq} name)
+  math(EXPR from "${eq} + 1")
+  string(SUBSTRING "${kv}" ${from} -1 value)
+  set(ENV{${name}} "${value}")
+endforeach()
 execute_process(COMMAND ${EXE} ${ARGS} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
                 WORKING_DIRECTORY ${WORKDIR})
 if(NOT rc EQUAL EXPECT)
