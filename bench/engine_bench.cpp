@@ -3,7 +3,7 @@
 // the heap holds `pending` events throughout, as a replay's would.
 #include <benchmark/benchmark.h>
 
-#include "sim/engine.h"
+#include "sim/core/engine.h"
 
 namespace {
 

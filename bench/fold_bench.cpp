@@ -8,7 +8,8 @@
 #include <string>
 
 #include "ptsim/config.h"
-#include "sim/simulate.h"
+#include "sim/core/simulate.h"
+#include "sim/io/scenario_file.h"
 
 namespace {
 

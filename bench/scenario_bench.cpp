@@ -3,7 +3,8 @@
 #include <benchmark/benchmark.h>
 
 #include "ptsim/config.h"
-#include "sim/simulate.h"
+#include "sim/core/simulate.h"
+#include "sim/io/scenario_file.h"
 
 namespace {
 

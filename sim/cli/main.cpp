@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "sim/cli/commands.h"
-#include "sim/errors.h"
+#include "sim/core/errors.h"
 
 int main(int argc, char** argv) {
   using namespace ptsim::cli;

@@ -5,8 +5,8 @@
 
 #include "models/memory.h"
 #include "sim/cli/commands.h"
-#include "sim/io.h"
-#include "sim/scenario.h"
+#include "sim/io/output_file.h"
+#include "sim/io/scenario_file.h"
 
 namespace ptsim::cli {
 

@@ -3,12 +3,13 @@
 #include <memory>
 
 #include "sim/cli/commands.h"
-#include "sim/io.h"
-#include "sim/layout.h"
-#include "sim/report_html.h"
-#include "sim/scenario.h"
-#include "sim/simulate.h"
-#include "sim/trace.h"
+#include "sim/io/output_file.h"
+#include "sim/core/layout.h"
+#include "sim/io/report_html.h"
+#include "sim/io/scenario_file.h"
+#include "sim/core/simulate.h"
+#include "sim/io/trace.h"
+#include "sim/io/result_json.h"
 
 namespace ptsim::cli {
 

@@ -13,9 +13,9 @@
 
 #include "ptsim/config.h"
 #include "sim/cli/commands.h"
-#include "sim/io.h"
-#include "sim/scenario.h"
-#include "sim/search.h"
+#include "sim/io/output_file.h"
+#include "sim/io/scenario_file.h"
+#include "sim/tools/search.h"
 
 #if PTSIM_HAVE_MPI
 #include <mpi.h>

@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "sim/cli/commands.h"
-#include "sim/io.h"
-#include "sim/validate.h"
+#include "sim/io/output_file.h"
+#include "sim/tools/validate.h"
 
 namespace ptsim::cli {
 

@@ -8,9 +8,9 @@
 #include "models/memory.h"
 #include "models/model_spec.h"
 #include "sim/cli/commands.h"
-#include "sim/io.h"
-#include "sim/scenario.h"
-#include "sim/zero_report.h"
+#include "sim/io/output_file.h"
+#include "sim/io/scenario_file.h"
+#include "sim/tools/zero_report.h"
 
 namespace ptsim::cli {
 namespace {

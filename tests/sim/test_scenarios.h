@@ -6,8 +6,8 @@
 #include <string>
 
 #include "hw/compute_cost.h"
-#include "sim/collective_cost.h"
-#include "sim/scenario.h"
+#include "sim/core/collective_cost.h"
+#include "sim/io/scenario_file.h"
 
 namespace ptsim::sim::testing {
 

@@ -1,0 +1,196 @@
+#include "sim/core/network_cost.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <set>
+#include <stdexcept>
+
+#include "hw/net/cluster.h"
+#include "hw/net/collective_time.h"
+
+namespace ptsim::sim {
+namespace {
+
+// The most nearly equal factorisation of n into k factors (each >= 2 where possible):
+// a square / cubic torus has the smallest diameter for its size.
+std::vector<int> balanced_dims(int n, int k) {
+  std::vector<int> best;
+  double best_spread = 1e300;
+  auto consider = [&](std::vector<int> d) {
+    for (int x : d)
+      if (x < 2) return;
+    const auto [lo, hi] = std::minmax_element(d.begin(), d.end());
+    const double spread = static_cast<double>(*hi) / *lo;
+    if (spread < best_spread) best_spread = spread, best = d;
+  };
+  for (int a = 2; a <= n; ++a) {
+    if (n % a) continue;
+    if (k == 2) {
+      consider({a, n / a});
+    } else {
+      const int m = n / a;
+      for (int b = 2; b <= m; ++b)
+        if (m % b == 0) consider({a, b, m / b});
+    }
+  }
+  if (best.empty())
+    throw std::invalid_argument(fmt::format("cluster: {} nodes cannot form a {}-D torus (each dimension >= 2)", n, k));
+  return best;
+}
+
+}  // namespace
+
+hw::net::CollectiveKind to_net(Coll c) {
+  switch (c) {
+    case Coll::all_reduce: return hw::net::CollectiveKind::all_reduce;
+    case Coll::reduce_scatter: return hw::net::CollectiveKind::reduce_scatter;
+    case Coll::all_gather: return hw::net::CollectiveKind::all_gather;
+    case Coll::all_to_all: return hw::net::CollectiveKind::all_to_all;
+    case Coll::broadcast: return hw::net::CollectiveKind::broadcast;
+    case Coll::send_recv: return hw::net::CollectiveKind::send_recv;
+  }
+  return hw::net::CollectiveKind::send_recv;
+}
+
+hw::net::ClusterNetSpec cluster_net_spec(const ClusterConfig& c) {
+  hw::net::ClusterNetSpec s;
+  s.num_gpus = c.num_gpus;
+  // A cluster smaller than one node is that many GPUs of one node (scenario.cpp
+  // accepts num_gpus < gpus_per_node).
+  s.gpus_per_node = std::min(c.gpus_per_node, c.num_gpus);
+  // Links carry what NCCL really gets out of them, not their signalling rate:
+  // NVLink at the GPU's measured ring efficiency (hw/gpus.yaml, nccl-tests), NICs
+  // at 96 % (a DGX A100 reaches 192 GB/s all-reduce busbw over 8 × 200 Gb/s, NCCL
+  // maintainer in nccl #812; ConnectX-7 48–49 of 50 GB/s, nccl-tests #267).
+  constexpr double kNicEfficiency = 0.96;
+  s.intra_bandwidth = c.intra_bandwidth * c.gpu.nvlink_efficiency;
+  s.intra_latency = c.intra_latency;
+  s.nics_per_node = c.nics_per_node;
+  s.nic_bandwidth = c.nic_bandwidth * kNicEfficiency;
+  s.inter_latency = c.inter_latency;
+  s.oversubscription = c.oversubscription;
+  s.switch_radix = c.switch_radix;
+  s.tiers = c.tiers;
+  s.nvls = c.nvls;
+  s.graph_file = c.graph_file;
+  s.torus_dims = c.torus_dims;
+  const std::string& t = c.topology;
+  if (t == "fat-tree") {
+    s.topology = "fat-tree";
+  } else if (t == "fat-tree-3") {
+    s.topology = "fat-tree";
+    s.tiers = 3;
+  } else if (t == "rail-optimized") {
+    s.topology = "rail-optimized";
+  } else if (t == "torus" || t == "torus-2d" || t == "torus-3d") {
+    s.topology = "torus";
+    const int nodes = c.num_gpus / std::max(1, c.gpus_per_node);
+    if (s.torus_dims.empty()) s.torus_dims = balanced_dims(nodes, t == "torus-3d" ? 3 : 2);
+  } else if (t == "user") {
+    s.topology = "graph";
+  } else {
+    s.topology = t;  // build_cluster names the bad value
+  }
+  return s;
+}
+
+hw::net::AlgorithmOverrides algorithm_overrides(const ClusterConfig& c) {
+  hw::net::AlgorithmOverrides o;
+  for (const auto& [kind, algo] : c.collective_algorithms)
+    o.set(hw::net::parse_collective_kind(kind), hw::net::parse_algorithm(algo));
+  return o;
+}
+
+NetworkModel::NetworkModel(const ClusterConfig& cluster, const Layout& layout)
+    : cluster_(cluster), layout_(layout), topo_(hw::net::build_cluster(cluster_net_spec(cluster))),
+      overrides_(algorithm_overrides(cluster)) {
+  if (topo_.num_gpus() < layout_.world())
+    throw std::invalid_argument(fmt::format("network: the plan needs {} GPUs but the cluster graph has {}",
+                                            layout_.world(), topo_.num_gpus()));
+  router_ = std::make_unique<hw::net::Router>(topo_);
+}
+
+std::vector<int> NetworkModel::members(Dim d, int gid) const {
+  std::vector<int> out;
+  const int n = layout_.group_size(d);
+  out.reserve(static_cast<std::size_t>(n));
+  for (int m = 0; m < n; ++m) out.push_back(layout_.member_rank(d, gid, m));
+  return out;
+}
+
+std::vector<int> NetworkModel::members(Dim d, const GroupShape& g) const {
+  if (d == Dim::pp) return {g.first_rank, g.first_rank + g.stride};
+  return members(d, layout_.group_id(g.first_rank, d));
+}
+
+hw::net::Expansion NetworkModel::expand(Coll c, std::span<const int> ranks, Bytes S) {
+  const auto kind = to_net(c);
+  auto a = hw::net::select_algorithm(kind, ranks, S, *router_, overrides_, expand_options_);
+  // An override that this group cannot run (e.g. nvls across nodes) falls back to
+  // NCCL's own choice, as NCCL ignores an inapplicable NCCL_ALGO for that call.
+  if (!hw::net::supports(kind, a, ranks, topo_))
+    a = hw::net::select_algorithm(kind, ranks, S, *router_, {}, expand_options_);
+  return hw::net::expand(kind, ranks, S, a, topo_, expand_options_);
+}
+
+Seconds NetworkModel::isolated_seconds(Coll c, std::span<const int> ranks, Bytes S) {
+  return hw::net::collective_time(expand(c, ranks, S), *router_);
+}
+
+Seconds NetworkModel::stage_seconds(Coll c, Dim d, const GroupShape& g, Bytes S) {
+  const std::vector<int> rep = members(d, g);
+  if (d == Dim::mp) return isolated_seconds(c, rep, S);  // spans stages: no siblings
+  hw::net::Expansion e = expand(c, rep, S);
+  // Sibling groups: those of the same stage (the stage is a contiguous rank range).
+  const int per_stage = layout_.group_size(Dim::tp) * layout_.group_size(Dim::dp);  // tp·cp·dp
+  const int stage = layout_.coords(rep.front()).pp;
+  const int lo = stage * per_stage, hi = lo + per_stage;
+  std::vector<std::vector<int>> siblings;
+  if (d == Dim::pp) {
+    const int stride = rep[1] - rep[0];
+    for (int r = lo; r < hi; ++r)
+      if (r != rep[0] && r + stride >= 0 && r + stride < layout_.world()) siblings.push_back({r, r + stride});
+  } else {
+    std::set<int> seen{layout_.group_id(rep.front(), d)};
+    for (int r = lo; r < hi; ++r)
+      if (seen.insert(layout_.group_id(r, d)).second) siblings.push_back(members(d, layout_.group_id(r, d)));
+  }
+  Seconds slowest = 0;
+  bool merged = true;
+  for (const auto& sib : siblings) {
+    if (!hw::net::supports(e.kind, e.algorithm, sib, topo_)) {
+      merged = false;
+      break;
+    }
+    const auto se = hw::net::expand(e.kind, sib, S, e.algorithm, topo_, expand_options_);
+    if (se.steps.size() != e.steps.size()) {
+      merged = false;
+      break;
+    }
+    for (std::size_t i = 0; i < se.steps.size() && merged; ++i)
+      merged = se.steps[i].repeat == e.steps[i].repeat;
+    if (!merged) break;
+    for (std::size_t i = 0; i < se.steps.size(); ++i)
+      e.steps[i].flows.insert(e.steps[i].flows.end(), se.steps[i].flows.begin(), se.steps[i].flows.end());
+  }
+  if (!merged) {
+    // Different step structures cannot be overlaid step by step: each group alone.
+    slowest = isolated_seconds(c, rep, S);
+    for (const auto& sib : siblings) slowest = std::max(slowest, isolated_seconds(c, sib, S));
+    return slowest;
+  }
+  return hw::net::collective_time(e, *router_);
+}
+
+Seconds NetworkCost::seconds(Coll c, Dim d, const GroupShape& g, Bytes S) const {
+  if (c != Coll::send_recv && g.size <= 1) return 0;
+  const Layout& L = model_->layout();
+  Key k{c, d, L.coords(g.first_rank).pp, g.size, g.stride, d == Dim::mp ? g.first_rank : 0, S};
+  if (auto it = cache_.find(k); it != cache_.end()) return it->second;
+  const Seconds t = model_->stage_seconds(c, d, g, S);
+  cache_.emplace(k, t);
+  return t;
+}
+
+}  // namespace ptsim::sim

@@ -1,0 +1,400 @@
+#include "sim/core/network_transport.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+#include <limits>
+
+namespace ptsim::sim {
+namespace {
+
+constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+
+// Engine tick at or after t (seconds), so that advancing the FlowNetwork to that
+// tick always reaches the event (FlowNetwork::kTimeEpsilon is one tick).
+Tick tick_at_or_after(Seconds t) {
+  return static_cast<Tick>(std::ceil(t * static_cast<double>(kTicksPerSecond) - 0.5));
+}
+
+std::string percent(double x) { return fmt::format("{:.0f}%", 100 * x); }
+
+}  // namespace
+
+NetworkTransport::NetworkTransport(NetworkModel& model, const CollectiveCost& cost)
+    : model_(model), cost_(cost), net_(model.topology()) {
+  const std::size_t links = model.topology().num_links();
+  use_.assign(links, LinkUse{kNone, 0, 0.0});
+  slots_.resize(1024);
+}
+
+std::uint64_t NetworkTransport::hash(const Key& k) {
+  // splitmix64 finaliser (Steele, Lea & Flood, "Fast splittable pseudorandom number
+  // generators", OOPSLA 2014) over the three words.
+  auto mix = [](std::uint64_t x) {
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  };
+  return mix(mix(mix(k.a) ^ k.b) ^ k.c);
+}
+
+const NetworkTransport::Template& NetworkTransport::get_template(Coll c, Dim d, std::int64_t gid,
+                                                                 std::span<const int> ranks, Bytes S) {
+  std::uint64_t sbits = 0;
+  static_assert(sizeof(Bytes) == sizeof(std::uint64_t));
+  std::memcpy(&sbits, &S, sizeof sbits);
+  const Key key{static_cast<std::uint64_t>(c) | (static_cast<std::uint64_t>(d) << 8), static_cast<std::uint64_t>(gid),
+                sbits};
+  std::size_t mask = slots_.size() - 1;
+  std::size_t pos = hash(key) & mask;
+  for (; slots_[pos].t; pos = (pos + 1) & mask)
+    if (slots_[pos].key == key) return *slots_[pos].t;
+  if (2 * (templates_.size() + 1) > slots_.size()) {  // grow, then find the new key's slot
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    mask = slots_.size() - 1;
+    for (const Slot& s : old) {
+      if (!s.t) continue;
+      std::size_t j = hash(s.key) & mask;
+      while (slots_[j].t) j = (j + 1) & mask;
+      slots_[j] = s;
+    }
+    for (pos = hash(key) & mask; slots_[pos].t; pos = (pos + 1) & mask) {}
+  }
+  templates_.push_back(std::make_unique<Template>());
+  Template& t = *templates_.back();
+  slots_[pos] = Slot{key, &t};
+  const auto e = model_.expand(c, ranks, S);
+  auto& router = model_.router();
+  const auto& topo = model_.topology();
+  // Flows per link in the current step; left all-zero after each step (reused scratch).
+  auto& load = template_load_;
+  if (load.size() != topo.num_links()) load.assign(topo.num_links(), 0);
+  for (const auto& step : e.steps) {
+    PhaseT p;
+    p.repeat = step.repeat;
+    p.flow_begin = static_cast<std::uint32_t>(t.flows.size());
+    for (std::size_t i = 0; i < step.flows.size(); ++i) {
+      FlowT f;
+      router.route(step.flows[i].src, step.flows[i].dst, i, f.path);  // ECMP flow index i, as collective_time
+      f.latency = router.path_latency(f.path);
+      f.bytes = step.flows[i].bytes;
+      p.alpha = std::max(p.alpha, f.latency);
+      for (auto l : f.path)
+        if (load[l]++ == 0) p.links.push_back(l);
+      t.flows.push_back(std::move(f));
+    }
+    p.flow_end = static_cast<std::uint32_t>(t.flows.size());
+    // Isolated rates: each flow's equal share of its most loaded link (collective_time).
+    Seconds transfer = 0;
+    for (std::uint32_t i = p.flow_begin; i < p.flow_end; ++i) {
+      FlowT& f = t.flows[i];
+      f.rate = std::numeric_limits<double>::infinity();
+      for (auto l : f.path) f.rate = std::min(f.rate, topo.link(l).bandwidth / load[l]);
+      if (f.bytes > 0 && !f.path.empty()) transfer = std::max(transfer, f.bytes / f.rate);
+    }
+    for (auto l : p.links) load[l] = 0;
+    p.link_bytes.assign(p.links.size(), 0.0);
+    for (std::uint32_t i = p.flow_begin; i < p.flow_end; ++i) {
+      const FlowT& f = t.flows[i];
+      if (f.path.empty()) continue;
+      p.wire_bytes += f.bytes;
+      for (auto l : f.path) p.link_bytes[std::find(p.links.begin(), p.links.end(), l) - p.links.begin()] += f.bytes;
+    }
+    p.fast_time = static_cast<double>(p.repeat) * (p.alpha + transfer);
+    t.phases.push_back(std::move(p));
+  }
+  return t;
+}
+
+void NetworkTransport::start_collective(Engine& engine, Coll c, Dim d, int gid, const GroupShape& shape, Bytes S,
+                                        Engine::Callback done, void* ctx, std::uint64_t arg) {
+  engine_ = &engine;
+  if (shape.size <= 1) {
+    engine.schedule(engine.now(), done, ctx, arg);
+    return;
+  }
+  const auto ranks = model_.members(d, gid);
+  begin(engine, get_template(c, d, gid, ranks, S), static_cast<int>(d), done, ctx, arg);
+}
+
+void NetworkTransport::start_p2p(Engine& engine, int src, int dst, const GroupShape&, Bytes bytes,
+                                 Engine::Callback done, void* ctx, std::uint64_t arg) {
+  engine_ = &engine;
+  const int ranks[2] = {src, dst};
+  begin(engine, get_template(Coll::send_recv, Dim::pp, (static_cast<std::int64_t>(src) << 32) | dst, ranks, bytes),
+        static_cast<int>(Dim::pp), done, ctx, arg);
+}
+
+void NetworkTransport::begin(Engine& e, const Template& t, int tag, Engine::Callback done, void* ctx,
+                             std::uint64_t arg) {
+  ++transfers_started_;
+  last_time_ = std::max(last_time_, to_seconds(e.now()));
+  if (t.phases.empty()) {
+    e.schedule(e.now(), done, ctx, arg);
+    return;
+  }
+  std::uint32_t id;
+  if (!free_transfers_.empty()) {
+    id = free_transfers_.back();
+    free_transfers_.pop_back();
+  } else {
+    id = static_cast<std::uint32_t>(transfers_.size());
+    transfers_.emplace_back();
+  }
+  Transfer& x = transfers_[id];
+  x = Transfer{};
+  x.t = &t;
+  x.tag = tag;
+  x.done = done;
+  x.ctx = ctx;
+  x.arg = arg;
+  start_phase(id);
+}
+
+void NetworkTransport::start_phase(std::uint32_t id) {
+  Transfer& x = transfers_[id];
+  const PhaseT& p = x.t->phases[x.phase];
+  x.phase_start = to_seconds(engine_->now());
+  scratch_owners_.clear();
+  bool contended = false;
+  for (auto l : p.links) {
+    const LinkUse& u = use_[l];
+    if (u.net_users > 0) contended = true;
+    if (const std::uint32_t o = u.fast_owner; o != kNone) {
+      contended = true;
+      if (std::find(scratch_owners_.begin(), scratch_owners_.end(), o) == scratch_owners_.end())
+        scratch_owners_.push_back(o);
+    }
+  }
+  if (!contended) {
+    x.mode = Mode::fast;
+    for (auto l : p.links) use_[l].fast_owner = id;
+    x.fast_event = engine_->schedule(engine_->now() + to_ticks(p.fast_time), &NetworkTransport::on_fast_done, this, id);
+    return;
+  }
+  const auto owners = scratch_owners_;  // promote() may reuse the scratch
+  for (std::uint32_t o : owners) promote(o);
+  launch_net(id);
+}
+
+void NetworkTransport::launch_net(std::uint32_t id) {
+  Transfer& x = transfers_[id];
+  const PhaseT& p = x.t->phases[x.phase];
+  const Seconds now = to_seconds(engine_->now());
+  const double r = static_cast<double>(p.repeat);
+  x.mode = Mode::net;
+  x.outstanding = 0;
+  ++shared_phases_;
+  for (std::uint32_t i = p.flow_begin; i < p.flow_end; ++i) {
+    const FlowT& f = x.t->flows[i];
+    if (f.path.empty()) continue;
+    // Every flow starts moving bytes at now + repeat·α (FlowNetwork adds the path
+    // latency to `start`), so an idle network reproduces the closed form.
+    const auto fid = net_.add_flow(f.path, r * f.bytes, now + r * p.alpha - f.latency, x.tag);
+    if (flow_owner_.size() <= fid) flow_owner_.resize(fid + 1, kNone);
+    flow_owner_[fid] = id;
+    ++x.outstanding;
+  }
+  for (auto l : p.links) ++use_[l].net_users;
+  if (x.outstanding == 0) {  // nothing on the wire: only the latency
+    for (auto l : p.links) --use_[l].net_users;
+    x.mode = Mode::fast;
+    x.fast_event = engine_->schedule(engine_->now() + to_ticks(p.fast_time), &NetworkTransport::on_fast_done, this, id);
+    return;
+  }
+  kick();
+}
+
+// A fast-path phase that meets other traffic joins the FlowNetwork with what it has
+// left: until now its flows ran alone at their isolated rates.
+void NetworkTransport::promote(std::uint32_t id) {
+  Transfer& x = transfers_[id];
+  const PhaseT& p = x.t->phases[x.phase];
+  const Seconds now = to_seconds(engine_->now());
+  const double r = static_cast<double>(p.repeat);
+  const Seconds active_from = x.phase_start + r * p.alpha;
+  bool left = false;
+  for (std::uint32_t i = p.flow_begin; i < p.flow_end && !left; ++i) {
+    const FlowT& f = x.t->flows[i];
+    if (f.path.empty() || f.bytes <= 0) continue;
+    left = now < active_from || r * f.bytes - f.rate * (now - active_from) > 1.0;
+  }
+  if (!left) return;  // finishing now anyway: let its own event complete it
+  engine_->cancel(x.fast_event);
+  for (auto l : p.links)
+    if (use_[l].fast_owner == id) use_[l].fast_owner = kNone;
+  x.mode = Mode::net;
+  x.outstanding = 0;
+  ++shared_phases_;
+  for (std::uint32_t i = p.flow_begin; i < p.flow_end; ++i) {
+    const FlowT& f = x.t->flows[i];
+    if (f.path.empty()) continue;
+    const Bytes total = r * f.bytes;
+    Bytes rest = total;
+    hw::net::FlowId fid;
+    if (now < active_from) {
+      fid = net_.add_flow(f.path, total, active_from, x.tag, /*pay_latency=*/false);
+    } else {
+      const Bytes moved = std::min(total, f.rate * (now - active_from));
+      rest = total - moved;
+      for (auto l : f.path) use_[l].bytes += moved;
+      dim_bytes_[static_cast<std::size_t>(x.tag)] += moved;
+      if (rest <= 1.0) continue;
+      fid = net_.add_flow(f.path, rest, now, x.tag, /*pay_latency=*/false);
+    }
+    if (flow_owner_.size() <= fid) flow_owner_.resize(fid + 1, kNone);
+    flow_owner_[fid] = id;
+    ++x.outstanding;
+  }
+  for (auto l : p.links) ++use_[l].net_users;
+  if (x.outstanding == 0) {
+    for (auto l : p.links) --use_[l].net_users;
+    phase_finished(id);
+    return;
+  }
+  kick();
+}
+
+void NetworkTransport::phase_finished(std::uint32_t id) {
+  Transfer& x = transfers_[id];
+  last_time_ = std::max(last_time_, to_seconds(engine_->now()));
+  if (++x.phase < x.t->phases.size()) {
+    start_phase(id);
+    return;
+  }
+  engine_->schedule(engine_->now(), x.done, x.ctx, x.arg);
+  x.mode = Mode::free;
+  free_transfers_.push_back(id);
+}
+
+void NetworkTransport::on_fast_done(void* ctx, std::uint64_t arg) {
+  auto* self = static_cast<NetworkTransport*>(ctx);
+  const auto id = static_cast<std::uint32_t>(arg);
+  Transfer& x = self->transfers_[id];
+  const PhaseT& p = x.t->phases[x.phase];
+  const double r = static_cast<double>(p.repeat);
+  for (std::size_t i = 0; i < p.links.size(); ++i) {
+    LinkUse& u = self->use_[p.links[i]];
+    u.bytes += r * p.link_bytes[i];
+    if (u.fast_owner == id) u.fast_owner = kNone;
+  }
+  self->dim_bytes_[static_cast<std::size_t>(x.tag)] += r * p.wire_bytes;
+  self->phase_finished(id);
+}
+
+// Runs the FlowNetwork's next event (or catches up after flows were added) now.
+void NetworkTransport::kick() {
+  const Tick now = engine_->now();
+  if (net_event_at_ == now) return;
+  if (net_event_at_ >= 0) engine_->cancel(net_event_);
+  net_event_ = engine_->schedule(now, &NetworkTransport::on_net_event, this, 0);
+  net_event_at_ = now;
+}
+
+void NetworkTransport::reschedule(bool in_handler) {
+  const Seconds t = net_.next_event_time();
+  if (t == hw::net::FlowNetwork::kNever) {
+    net_event_at_ = -1;
+    return;
+  }
+  Tick at = std::max(engine_->now() + (in_handler ? 1 : 0), tick_at_or_after(t));
+  if (net_event_at_ == at) return;
+  if (net_event_at_ >= 0) engine_->cancel(net_event_);
+  net_event_ = engine_->schedule(at, &NetworkTransport::on_net_event, this, 0);
+  net_event_at_ = at;
+}
+
+void NetworkTransport::on_net_event(void* ctx, std::uint64_t) {
+  auto* self = static_cast<NetworkTransport*>(ctx);
+  self->net_event_at_ = -1;
+  self->completed_.clear();
+  self->net_.advance_to(to_seconds(self->engine_->now()), self->completed_);
+  // Resolve owners first: the FlowNetwork reuses a completed flow's id, and a phase
+  // that finishes below may launch new flows that take the ids still in this list.
+  // (Owners go to a member buffer: phase_finished() below never re-enters this handler.)
+  auto& owners = self->completed_owners_;
+  owners.clear();
+  for (auto fid : self->completed_) {
+    owners.push_back(self->flow_owner_[fid]);
+    self->flow_owner_[fid] = kNone;
+  }
+  for (const std::uint32_t id : owners) {
+    Transfer& x = self->transfers_[id];
+    if (--x.outstanding > 0) continue;
+    const PhaseT& p = x.t->phases[x.phase];
+    for (auto l : p.links) --self->use_[l].net_users;
+    self->phase_finished(id);
+  }
+  // kick() from inside may have scheduled a catch-up at now; otherwise the next event.
+  if (self->net_event_at_ != self->engine_->now()) self->reschedule(true);
+}
+
+Bytes NetworkTransport::link_bytes(hw::net::LinkId l) const { return use_[l].bytes + net_.link_bytes(l); }
+
+Bytes NetworkTransport::dim_bytes(Dim d) const {
+  return dim_bytes_[static_cast<std::size_t>(d)] + net_.tag_bytes(static_cast<int>(d));
+}
+
+bool NetworkTransport::is_fabric_link(hw::net::LinkId l) const {
+  using hw::net::VertexKind;
+  const auto& topo = model_.topology();
+  const auto& L = topo.link(l);
+  auto port = [&](hw::net::VertexId v) {
+    const auto k = topo.kind(v);
+    return k == VertexKind::gpu || k == VertexKind::nvswitch || k == VertexKind::pcie_switch || k == VertexKind::host;
+  };
+  return !port(L.src) && !port(L.dst);
+}
+
+std::vector<NetworkTransport::LinkLoad> NetworkTransport::busiest_links(std::size_t n, bool fabric_only) const {
+  const auto& topo = model_.topology();
+  std::vector<LinkLoad> all;
+  const Seconds T = std::max(last_time_, 1e-12);
+  for (hw::net::LinkId l = 0; l < topo.num_links(); ++l) {
+    if (fabric_only && !is_fabric_link(l)) continue;
+    const Bytes b = link_bytes(l);
+    if (b <= 0) continue;
+    all.push_back({l, {}, b, b / (topo.link(l).bandwidth * T)});
+  }
+  const std::size_t k = std::min(n, all.size());
+  // Utilisations equal to 9 digits are ties (both directions of a cable under a
+  // symmetric ring differ only by summation rounding), broken by link id, so the
+  // report does not depend on the order in which bytes were accumulated.
+  auto level = [](const LinkLoad& x) { return std::llround(x.utilisation * 1e9); };
+  std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k), all.end(),
+                    [&](const LinkLoad& a, const LinkLoad& b) {
+                      const auto la = level(a), lb = level(b);
+                      return la != lb ? la > lb : a.link < b.link;
+                    });
+  all.resize(k);
+  for (auto& x : all) x.name = topo.link_name(x.link);
+  return all;
+}
+
+std::vector<std::string> NetworkTransport::report() const {
+  std::vector<std::string> out;
+  out.push_back(fmt::format("network: {}; link sharing on ({} transfers, {} phases shared links with overlapping traffic)",
+                            model_.topology().description(), transfers_started_, shared_phases_));
+  auto line = [](const std::vector<LinkLoad>& v) {
+    std::string s;
+    for (const auto& x : v)
+      s += fmt::format("{}{} {} ({:.3g} GB)", s.empty() ? "" : ", ", x.name, percent(x.utilisation), x.bytes / 1e9);
+    return s;
+  };
+  // Fabric links first: they are where plans and fabrics differ (NVSwitch ports are
+  // busy with TP traffic by design).
+  if (const auto f = busiest_links(3, true); !f.empty()) out.push_back("busiest links: " + line(f));
+  if (const auto a = busiest_links(3, false); !a.empty()) out.push_back("busiest links (any, incl. NVLink/PCIe): " + line(a));
+  std::string dims;
+  for (int d = 0; d < kNumDims; ++d)
+    if (const Bytes b = dim_bytes(static_cast<Dim>(d)); b > 0)
+      dims += fmt::format("{}{} {:.3g} GB", dims.empty() ? "" : ", ", to_string(static_cast<Dim>(d)), b / 1e9);
+  if (!dims.empty()) out.push_back("network bytes by dimension (all GPUs): " + dims);
+  return out;
+}
+
+}  // namespace ptsim::sim

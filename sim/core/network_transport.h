@@ -1,0 +1,158 @@
+// NetworkTransport: every collective and pipeline message of the replay becomes steps
+// of flows on the cluster graph (NetworkModel), and transfers that overlap in time
+// share link bandwidth max-min fairly in one hw::net::FlowNetwork driven by the sim
+// Engine — a DP all-reduce and a PP send on the same NIC slow each other, and
+// cross-leaf traffic queues on an oversubscribed leaf's uplinks.
+//
+// Model, and why it is fast enough for every rank of a 1,024-GPU iteration:
+//  - A transfer runs its expansion's distinct steps ("phases") in order. A phase of
+//    `repeat` identical steps (a ring all-reduce: one phase of 2(n−1) steps of S/n)
+//    runs as one set of flows carrying repeat × bytes after repeat × α of latency
+//    (α = the step's largest path latency): on an idle network that is exactly the
+//    closed form repeat·(α + b/rate) of hw/net/collective_time.h. Under sharing the
+//    latency is charged up front, not interleaved with the transfers (an
+//    approximation that keeps one rate computation per phase instead of one per step).
+//  - Fast path: a phase whose links carry nothing else (most TP collectives, inside
+//    one NVSwitch node) is not put into the FlowNetwork at all: it owns its links and
+//    completes after its isolated time, one engine event. When a later transfer needs
+//    one of those links, the owner is "promoted": its flows enter the FlowNetwork with
+//    the bytes they have left (they ran at their isolated rates until then), and from
+//    then on both share max-min. So the max-min solver only ever sees transfers that
+//    really overlap.
+//  - The FlowNetwork's next completion is one engine event, re-scheduled (the stale
+//    one cancelled with Engine::cancel) whenever flows are added; seconds <-> Tick
+//    with hw/units.h, rounding up so the network never lags the engine.
+// Statistics: bytes per directed link (fast and shared flows alike) and per
+// dimension; report() lists the busiest links by utilisation = bytes / (bandwidth ×
+// elapsed) — simulate() appends it to the text summary.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hw/net/flow_network.h"
+#include "sim/core/network_cost.h"
+#include "sim/core/transport.h"
+
+namespace ptsim::sim {
+
+class NetworkTransport : public Transport {
+ public:
+  // `cost` answers wire_bytes (CONTRACT §3 accounting); the model gives routes.
+  NetworkTransport(NetworkModel& model, const CollectiveCost& cost);
+
+  void start_collective(Engine& engine, Coll c, Dim d, int gid, const GroupShape& shape, Bytes S,
+                        Engine::Callback done, void* ctx, std::uint64_t arg) override;
+  void start_p2p(Engine& engine, int src, int dst, const GroupShape& pair, Bytes bytes, Engine::Callback done,
+                 void* ctx, std::uint64_t arg) override;
+  Bytes wire_bytes(Coll c, Dim d, const GroupShape& shape, Bytes S) const override {
+    return cost_.wire_bytes(c, shape, S);
+  }
+  std::vector<std::string> report() const override;
+
+  // Statistics.
+  struct LinkLoad {
+    hw::net::LinkId link;
+    std::string name;
+    Bytes bytes;
+    double utilisation;  // bytes / (bandwidth × elapsed)
+  };
+  // fabric_only: only links between NICs and fabric switches (inter-node traffic,
+  // where plans differ), not GPU / NVSwitch / PCIe ports.
+  std::vector<LinkLoad> busiest_links(std::size_t n, bool fabric_only = false) const;
+  bool is_fabric_link(hw::net::LinkId l) const;
+  Bytes link_bytes(hw::net::LinkId l) const;
+  Bytes dim_bytes(Dim d) const;  // bytes on the wire (every link a flow's path starts on counted once)
+  Seconds elapsed() const { return last_time_; }
+  std::size_t transfers() const { return transfers_started_; }
+  std::size_t shared_phases() const { return shared_phases_; }  // phases that ran in the FlowNetwork
+
+ private:
+  struct FlowT {
+    std::vector<hw::net::LinkId> path;
+    Seconds latency = 0;
+    Bytes bytes = 0;     // per repeat
+    double rate = 0;     // isolated rate (equal share of its most loaded link)
+  };
+  struct PhaseT {
+    std::int64_t repeat = 1;
+    Seconds alpha = 0;
+    Seconds fast_time = 0;  // isolated duration of the whole phase
+    std::uint32_t flow_begin = 0, flow_end = 0;
+    std::vector<hw::net::LinkId> links;  // distinct links of the phase
+    std::vector<Bytes> link_bytes;       // per repeat, on each of `links` (fast-path accounting)
+    Bytes wire_bytes = 0;                // per repeat, Σ bytes of its flows that cross a link
+  };
+  struct Template {
+    std::vector<PhaseT> phases;
+    std::vector<FlowT> flows;
+  };
+  enum class Mode : std::uint8_t { free, fast, net };
+  struct Transfer {
+    const Template* t = nullptr;
+    std::size_t phase = 0;
+    int tag = 0;
+    Engine::Callback done = nullptr;
+    void* ctx = nullptr;
+    std::uint64_t arg = 0;
+    Mode mode = Mode::free;
+    Seconds phase_start = 0;
+    Engine::Handle fast_event;
+    std::uint32_t outstanding = 0;
+  };
+  struct Key {
+    std::uint64_t a, b, c;
+    bool operator==(const Key&) const = default;
+  };
+  // Templates are looked up once per transfer (millions at 16k GPUs): an open-addressing
+  // table (power-of-two size, linear probing) avoids the modulo and the node chase of
+  // std::unordered_map.
+  struct Slot {
+    Key key{};
+    Template* t = nullptr;  // nullptr: empty
+  };
+  static std::uint64_t hash(const Key& k);
+  // Per link: who uses it, and the bytes fast-path phases put on it; one cache line
+  // read per link in start_phase / on_fast_done.
+  struct LinkUse {
+    std::uint32_t fast_owner;  // transfer in fast mode on it, or kNone
+    std::uint32_t net_users;   // net-mode phases using it
+    Bytes bytes;               // fast-path bytes (the FlowNetwork counts its own)
+  };
+
+  const Template& get_template(Coll c, Dim d, std::int64_t id, std::span<const int> ranks, Bytes S);
+  void begin(Engine& e, const Template& t, int tag, Engine::Callback done, void* ctx, std::uint64_t arg);
+  void start_phase(std::uint32_t id);
+  void launch_net(std::uint32_t id);
+  void promote(std::uint32_t id);
+  void phase_finished(std::uint32_t id);
+  void account_fast(const PhaseT& p, const Template& t, double fraction_of_total, const std::vector<Bytes>* moved);
+  void kick();
+  void reschedule(bool in_handler);
+  static void on_fast_done(void* ctx, std::uint64_t id);
+  static void on_net_event(void* ctx, std::uint64_t);
+
+  NetworkModel& model_;
+  const CollectiveCost& cost_;
+  hw::net::FlowNetwork net_;
+  Engine* engine_ = nullptr;
+  std::vector<std::unique_ptr<Template>> templates_;
+  std::vector<Slot> slots_;  // size a power of two, at most half full
+  std::vector<Transfer> transfers_;
+  std::vector<std::uint32_t> free_transfers_;
+  std::vector<LinkUse> use_;                // by link
+  std::vector<std::uint32_t> flow_owner_;  // by FlowId
+  std::array<Bytes, kNumDims> dim_bytes_{};
+  std::vector<std::uint32_t> scratch_owners_;
+  std::vector<std::uint32_t> template_load_;  // get_template scratch, by link
+  std::vector<hw::net::FlowId> completed_;
+  std::vector<std::uint32_t> completed_owners_;
+  Engine::Handle net_event_;
+  Tick net_event_at_ = -1;  // -1: none scheduled
+  Seconds last_time_ = 0;
+  std::size_t transfers_started_ = 0, shared_phases_ = 0;
+};
+
+}  // namespace ptsim::sim

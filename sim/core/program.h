@@ -1,0 +1,87 @@
+// Per-rank programs, generated on the fly: every rank of a pipeline stage runs the
+// same instruction templates (one per model chunk and phase) in the order of the
+// stage's schedule, so a 16k-GPU simulation stores one template set per stage,
+// not one program per rank (DESIGN.md "Per-rank programs are generated").
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hw/units.h"
+#include "models/memory.h"
+#include "sim/core/schedule.h"
+
+namespace ptsim::sim {
+
+// The parallel dimensions traffic is accounted to; `mp` is the model-parallel
+// synchronisation before the optimizer (gradient-norm / inf check all-reduce over
+// tp × cp × pp), whose waiting is pipeline imbalance and counts as bubble.
+enum class Dim : std::uint8_t { tp, pp, dp, cp, ep, mp };
+inline constexpr int kNumDims = 6;
+// Async streams of a rank: one per dimension (index = Dim), plus a second DP
+// stream for parameter all-gathers (ZeRO-3 layer gathers, overlapped ZeRO-1/2
+// parameter gathers), so gathers never queue behind gradient reductions.
+inline constexpr int kGatherChannel = kNumDims;
+inline constexpr int kNumChannels = kNumDims + 1;
+const char* to_string(Dim d);
+
+enum class Coll : std::uint8_t { all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, send_recv };
+const char* to_string(Coll c);
+
+enum class InstrKind : std::uint8_t {
+  compute,      // occupies the compute stream for `duration`
+  collective,   // a collective of `dim`'s group on the compute stream (blocking)
+  recv,         // wait for the pipeline input/gradient of the current step
+  send,         // send the pipeline output/gradient of the current step (async)
+  launch,       // enqueue a collective of `dim`'s group on the rank's async stream `channel`
+  wait,         // block until stream `channel` has at most `count` ops outstanding
+                // (kAbsoluteWait: until it has completed `count` ops this iteration)
+  alloc,        // memory: `bytes` of `mem` category
+  release,      // memory: free
+};
+
+enum class MemCat : std::uint8_t { activations, buffers, params, grads, optimizer };
+
+enum InstrFlags : std::uint8_t {
+  kNoFlags = 0,
+  kLastMicrobatch = 1,   // only on the last micro-batch of the chunk (DP bucket launch)
+  kFirstMicrobatch = 2,  // only on the first micro-batch of the chunk (ZeRO param waits)
+  kRecompute = 4,        // recomputed work (hardware FLOPs only)
+  kAbsoluteWait = 8,     // wait: `count` is a number of completed ops, not outstanding ones
+};
+
+struct Instr {
+  InstrKind kind = InstrKind::compute;
+  Dim dim = Dim::tp;
+  Coll coll = Coll::all_reduce;
+  MemCat mem = MemCat::activations;
+  std::uint8_t flags = kNoFlags;
+  std::uint8_t channel = 0;  // launch / wait: async stream index (< kNumChannels)
+  std::uint16_t label = 0;  // index into Program::labels (trace names)
+  std::int32_t count = 0;   // wait: ops to have completed
+  Tick duration = 0;        // compute
+  Bytes bytes = 0;          // collective buffer size S, p2p message, or memory
+};
+
+struct ChunkProgram {
+  std::vector<Instr> forward;
+  std::vector<Instr> backward;
+};
+
+struct StageProgram {
+  int stage = 0;
+  std::vector<ScheduleStep> steps;
+  std::vector<ChunkProgram> chunks;  // v chunks
+  std::vector<Instr> prologue;       // before the first step (static memory, ZeRO param gather)
+  std::vector<Instr> epilogue;       // after the last step (grad sync, optimizer)
+  models::ModelStates states;        // static model-state bytes of this stage
+  Bytes buffers = 0;
+};
+
+struct Program {
+  std::vector<StageProgram> stages;
+  std::vector<std::string> labels;
+  std::uint16_t label(const std::string& name);
+};
+
+}  // namespace ptsim::sim

@@ -1,0 +1,535 @@
+#include "sim/core/program_builder.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "models/memory.h"
+#include "models/ops.h"
+#include "models/params.h"
+
+namespace ptsim::sim {
+
+std::uint16_t Program::label(const std::string& name) {
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    if (labels[i] == name) return static_cast<std::uint16_t>(i);
+  labels.push_back(name);
+  return static_cast<std::uint16_t>(labels.size() - 1);
+}
+
+double dp_bucket_params(int dp) { return std::max(40'000'000.0, 1'000'000.0 * dp); }
+
+namespace {
+
+using models::Op;
+using models::OpClass;
+
+std::string gemm_dtype(models::Precision p) {
+  switch (p) {
+    case models::Precision::fp32: return "fp32";
+    case models::Precision::fp16: return "fp16";
+    case models::Precision::bf16: return "bf16";
+    case models::Precision::fp8: return "fp8";
+  }
+  return "bf16";
+}
+
+class Builder {
+ public:
+  Builder(const Scenario& s, const hw::ComputeCostModel& compute, BuildOptions opt)
+      : s_(s), par_(s.plan.par), compute_(compute), opt_(opt) {
+    const auto& m = s.model;
+    // Activations on the wire and in memory: 4 bytes in fp32, else 2 (fp8 training
+    // keeps activations in bf16, as Transformer Engine does).
+    act_bytes_ = models::activation_element_bytes(par_.precision);
+    tokens_ = static_cast<double>(par_.micro_batch_size) * static_cast<double>(m.seq_length) / par_.cp;
+    hidden_msg_ = tokens_ * static_cast<double>(m.hidden_size) * act_bytes_;
+    dense_layer_local_ = static_cast<double>(models::layer_params_per_gpu(m, par_.tp, par_.ep, false).total());
+    if (m.moe) moe_layer_local_ = static_cast<double>(models::layer_params_per_gpu(m, par_.tp, par_.ep, true).total());
+    grad_elem_bytes_ = models::state_bytes_per_param(par_.precision).grads;
+  }
+
+  Program build() {
+    const int p = par_.pp, v = par_.vpp;
+    for (int stage = 0; stage < p; ++stage) {
+      StageProgram sp;
+      sp.stage = stage;
+      sp.steps = build_schedule(par_.schedule, stage, p, par_.num_microbatches, v);
+      sp.states = models::model_states(s_.model, par_, stage);
+      sp.buffers = models::buffer_bytes(s_.model, par_, stage);
+      pending_bucket_ = 0;
+      // Chunks are built in the order their last backward runs (v−1 down to 0) so
+      // gradient buckets fill in the order the gradients are produced.
+      sp.chunks.resize(static_cast<std::size_t>(v));
+      for (int c = v - 1; c >= 0; --c) sp.chunks[static_cast<std::size_t>(c)] = build_chunk(sp, stage, c);
+      build_prologue(sp);
+      build_epilogue(sp);
+      prog_.stages.push_back(std::move(sp));
+    }
+    return std::move(prog_);
+  }
+
+ private:
+  Tick time_of(const Op& op, bool backward) const {
+    hw::KernelDesc k;
+    k.dtype = gemm_dtype(par_.precision);
+    k.backward = backward;
+    switch (op.cls) {
+      case OpClass::gemm:
+      case OpClass::router: {
+        k.cls = hw::KernelClass::gemm;
+        k.m = op.gemm.m, k.n = op.gemm.n, k.k = op.gemm.k, k.count = op.gemm.count;
+        if (!backward) {
+          k.flops = op.fwd_flops, k.bytes = op.fwd_bytes;
+          return to_ticks(compute_.seconds(k));
+        }
+        // Backward = dgrad (m×k = m×n · n×k) + wgrad (k×n = k×m · m×n), half each.
+        hw::KernelDesc dgrad = k, wgrad = k;
+        dgrad.m = op.gemm.m, dgrad.n = op.gemm.k, dgrad.k = op.gemm.n;
+        wgrad.m = op.gemm.k, wgrad.n = op.gemm.n, wgrad.k = op.gemm.m;
+        dgrad.flops = wgrad.flops = op.bwd_flops / 2;
+        dgrad.bytes = wgrad.bytes = op.bwd_bytes / 2;
+        return to_ticks(compute_.seconds(dgrad) + compute_.seconds(wgrad));
+      }
+      case OpClass::attention:
+        k.cls = hw::KernelClass::attention;
+        if (par_.precision == models::Precision::fp8) k.dtype = "bf16";  // attention stays in bf16 under TE fp8
+        k.batch_heads = op.attn.batch_heads, k.seq_q = op.attn.seq_q, k.seq_kv = op.attn.seq_kv;
+        k.head_dim = op.attn.head_dim, k.causal = op.attn.causal;
+        k.flops = backward ? op.bwd_flops : op.fwd_flops;
+        k.bytes = backward ? op.bwd_bytes : op.fwd_bytes;
+        return to_ticks(compute_.seconds(k));
+      default:
+        k.cls = hw::KernelClass::memory;
+        k.flops = backward ? op.bwd_flops : op.fwd_flops;
+        k.bytes = backward ? op.bwd_bytes : op.fwd_bytes;
+        return to_ticks(compute_.seconds(k));
+    }
+  }
+
+  void push_compute(std::vector<Instr>& out, const std::string& name, Tick dur, std::uint8_t flags = kNoFlags) {
+    if (dur <= 0) return;
+    if (opt_.fuse_compute && !out.empty() && out.back().kind == InstrKind::compute && out.back().flags == flags) {
+      out.back().duration += dur;
+      return;
+    }
+    Instr in;
+    in.kind = InstrKind::compute;
+    in.duration = dur;
+    in.flags = flags;
+    in.label = prog_.label(opt_.fuse_compute ? std::string("compute") : name);
+    out.push_back(in);
+  }
+
+  void push_coll(std::vector<Instr>& out, Dim d, Coll c, Bytes bytes, const std::string& name, std::uint8_t flags = kNoFlags) {
+    if (group_size(d) <= 1 || bytes <= 0) return;
+    Instr in;
+    in.kind = InstrKind::collective;
+    in.dim = d;
+    in.coll = c;
+    in.bytes = bytes;
+    in.flags = flags;
+    in.label = prog_.label(name);
+    out.push_back(in);
+  }
+
+  void launch(std::vector<Instr>& out, Dim d, int channel, Coll c, Bytes bytes, const std::string& name,
+              std::uint8_t flags = kNoFlags) {
+    if (group_size(d) <= 1 || bytes <= 0) return;
+    Instr in;
+    in.kind = InstrKind::launch;
+    in.dim = d;
+    in.channel = static_cast<std::uint8_t>(channel);
+    in.coll = c;
+    in.bytes = bytes;
+    in.flags = flags;
+    in.label = prog_.label(name);
+    out.push_back(in);
+  }
+
+  // Blocks the compute stream until `channel` has at most `outstanding` ops in
+  // flight (or, with kAbsoluteWait, has completed `outstanding` ops).
+  void wait(std::vector<Instr>& out, Dim d, int channel, int outstanding, std::uint8_t flags = kNoFlags) {
+    if (group_size(d) <= 1) return;
+    Instr in;
+    in.kind = InstrKind::wait;
+    in.dim = d;
+    in.channel = static_cast<std::uint8_t>(channel);
+    in.count = outstanding;
+    in.flags = flags;
+    in.label = prog_.label(fmt::format("wait {}", to_string(d)));
+    out.push_back(in);
+  }
+
+  int group_size(Dim d) const {
+    switch (d) {
+      case Dim::tp: return par_.tp;
+      case Dim::cp: return par_.cp;
+      case Dim::dp: return par_.dp * par_.cp;
+      case Dim::ep: return par_.ep;
+      case Dim::pp: return par_.pp;
+      case Dim::mp: return par_.tp * par_.cp * par_.pp;
+    }
+    return 1;
+  }
+
+  // TP communication at a block boundary. `enter`: where activations enter the
+  // tensor-parallel region (before QKV / MLP-up); otherwise where they leave it
+  // (after the projection / down-projection).
+  void tp_boundary(std::vector<Instr>& out, bool enter, bool backward, const char* block, std::uint8_t flags) {
+    const bool sp = par_.sequence_parallel;
+    Coll c;
+    if (!backward) {
+      if (enter && !sp) return;  // identity in forward
+      c = enter ? Coll::all_gather : (sp ? Coll::reduce_scatter : Coll::all_reduce);
+    } else {
+      if (!enter && !sp) return;  // identity in backward
+      c = enter ? (sp ? Coll::reduce_scatter : Coll::all_reduce) : Coll::all_gather;
+    }
+    push_coll(out, Dim::tp, c, hidden_msg_, fmt::format("tp {} {}", to_string(c), block), flags);
+  }
+
+  // Forward instructions of one layer's ops (also used for full recomputation).
+  void layer_forward(std::vector<Instr>& out, const std::vector<Op>& ops, std::uint8_t flags) {
+    for (const Op& op : ops) {
+      if (op.name == "qkv") tp_boundary(out, true, false, "attn", flags);
+      if (op.name == "mlp_up" || op.name == "router") tp_boundary(out, true, false, "mlp", flags);
+      if (op.name == "attn_bias_dropout_add") tp_boundary(out, false, false, "attn", flags);
+      if (op.name == "mlp_bias_dropout_add") tp_boundary(out, false, false, "mlp", flags);
+      if (op.name == "moe_unpermute") ep_all_to_all(out, "ep combine", flags);
+      if (op.cls == OpClass::attention) cp_launch(out, false, flags);
+      push_compute(out, op.name, time_of(op, false), flags);
+      if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, flags);
+      if (op.name == "moe_permute") ep_all_to_all(out, "ep dispatch", flags);
+    }
+  }
+
+  void layer_backward(std::vector<Instr>& out, const std::vector<Op>& ops) {
+    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+      const Op& op = *it;
+      if (op.name == "moe_permute") ep_all_to_all(out, "ep dispatch bwd", kNoFlags);
+      if (op.recomputed_selective && par_.recompute == models::Recompute::selective) {
+        cp_launch(out, false, kRecompute);
+        push_compute(out, op.name + " (recompute)", time_of(op, false), kRecompute);
+        wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, kRecompute);
+      }
+      if (op.cls == OpClass::attention) cp_launch(out, true, kNoFlags);
+      push_compute(out, op.name, time_of(op, true));
+      if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0);
+      if (op.name == "moe_unpermute") ep_all_to_all(out, "ep combine bwd", kNoFlags);
+      if (op.name == "attn_bias_dropout_add") tp_boundary(out, false, true, "attn", kNoFlags);
+      if (op.name == "mlp_bias_dropout_add") tp_boundary(out, false, true, "mlp", kNoFlags);
+      if (op.name == "qkv") tp_boundary(out, true, true, "attn", kNoFlags);
+      if (op.name == "mlp_up" || op.name == "router") tp_boundary(out, true, true, "mlp", kNoFlags);
+    }
+  }
+
+  // Token dispatch / combine of a MoE layer: all-to-all in the EP group of the
+  // routed tokens' hidden states (top_k copies per token, capacity-factor padded).
+  void ep_all_to_all(std::vector<Instr>& out, const char* name, std::uint8_t flags) {
+    if (!s_.model.moe || par_.ep <= 1) return;
+    // Dropless routing moves top_k copies of every token; with a capacity factor
+    // the dispatch buffers are padded to capacity (GShard).
+    const double cf = par_.moe_capacity_factor > 0 ? par_.moe_capacity_factor : 1.0;
+    const double routed = tokens_ * s_.model.moe->top_k * cf;
+    const double tp_share = par_.sequence_parallel ? 1.0 / par_.tp : 1.0;
+    push_coll(out, Dim::ep, Coll::all_to_all, routed * tp_share * static_cast<double>(s_.model.hidden_size) * act_bytes_,
+              name, flags);
+  }
+
+  // Gradient buckets: reduced on the DP stream as soon as the backward has
+  // produced a bucket's worth (Megatron-core DDP overlap_grad_reduce). ZeRO 0/1
+  // accumulate gradients over the micro-batches and reduce once, on the last one;
+  // ZeRO-2/3 keep only a gradient shard, so they reduce-scatter after every
+  // micro-batch's backward (DeepSpeed stage 2/3 with gradient accumulation).
+  void dp_launch(std::vector<Instr>& out, double params, bool force) {
+    pending_bucket_ += params;
+    if (!s_.plan.overlap_grad_reduce || group_size(Dim::dp) <= 1) return;
+    if (pending_bucket_ <= 0 || (!force && pending_bucket_ < dp_bucket_params(par_.dp))) return;
+    const Coll c = par_.zero_stage >= 1 ? Coll::reduce_scatter : Coll::all_reduce;
+    launch(out, Dim::dp, static_cast<int>(Dim::dp), c, pending_bucket_ * grad_elem_bytes_,
+           fmt::format("dp grad {}", to_string(c)), par_.zero_stage >= 2 ? kNoFlags : kLastMicrobatch);
+    pending_bucket_ = 0;
+  }
+
+  // ZeRO-3 (and ZeRO-Infinity parameter offload): a layer's parameters are
+  // all-gathered before its forward and again before its backward, the next
+  // layer's gather prefetched while this one computes (overlap_param_gather),
+  // and the gathered copy freed after use.
+  bool zero3() const { return par_.zero_stage == 3 && group_size(Dim::dp) > 1; }
+  // Parameters on this GPU of a block: a transformer layer, or the embedding /
+  // head (pseudo-layers kEmbedding / kHead).
+  static constexpr int kEmbedding = -1, kHead = -2;
+  double block_params(int block) const {
+    if (block == kEmbedding) return embedding_local_params();
+    if (block == kHead) return head_local_params();
+    return s_.model.is_moe_layer(block) ? moe_layer_local_ : dense_layer_local_;
+  }
+  double layer_param_bytes(int block) const { return block_params(block) * act_bytes_; }
+  void gather_layer(std::vector<Instr>& out, int layer, bool backward) {
+    const Bytes bytes = layer_param_bytes(layer);
+    out.push_back(mem(InstrKind::alloc, MemCat::buffers, bytes, "gathered params"));
+    launch(out, Dim::dp, kGatherChannel, Coll::all_gather, bytes, backward ? "zero3 gather (bwd)" : "zero3 gather");
+  }
+  // Before computing `layer` (the i-th of `order`): make sure it is gathered.
+  void zero3_before(std::vector<Instr>& out, const std::vector<int>& order, std::size_t i, bool backward) {
+    if (!zero3()) return;
+    if (i == 0) gather_layer(out, order[0], backward);
+    const bool prefetch = s_.plan.overlap_param_gather && i + 1 < order.size();
+    if (prefetch) gather_layer(out, order[i + 1], backward);
+    else if (!s_.plan.overlap_param_gather && i > 0) gather_layer(out, order[i], backward);
+    wait(out, Dim::dp, kGatherChannel, prefetch ? 1 : 0);
+    if (par_.offload_params) {
+      // ZeRO-Infinity: the shard comes from host memory over PCIe first.
+      const double shard = layer_param_bytes(order[i]) / group_size(Dim::dp);
+      push_compute(out, "param h2d", to_ticks(shard / s_.cluster.gpu.pcie_bandwidth));
+    }
+  }
+  void zero3_after(std::vector<Instr>& out, int layer) {
+    if (zero3()) out.push_back(mem(InstrKind::release, MemCat::buffers, layer_param_bytes(layer), "gathered params"));
+  }
+
+  // ZeRO-1/2 with overlap_param_gather (Megatron distributed optimizer): the
+  // updated parameters of the previous step are all-gathered layer by layer while
+  // the first micro-batch's forward runs; layer k waits for its own gather.
+  bool overlapped_param_gather() const {
+    return (par_.zero_stage == 1 || par_.zero_stage == 2) && s_.plan.overlap_param_gather && group_size(Dim::dp) > 1;
+  }
+
+  // Ring attention (context parallelism): K and V chunks travel around the CP
+  // ring while attention computes on the chunk at hand (Liu et al. 2023; Megatron-
+  // core CP), i.e. an all-gather of K/V in forward and, in backward, K/V again
+  // plus a reduce-scatter of dK/dV, both overlapping the attention kernel.
+  void cp_launch(std::vector<Instr>& out, bool backward, std::uint8_t flags) {
+    if (par_.cp <= 1) return;
+    const auto& m = s_.model;
+    const double kv = 2.0 * tokens_ * static_cast<double>(m.num_query_groups / par_.tp) *
+                      static_cast<double>(m.head_dim()) * act_bytes_ * par_.cp;
+    launch(out, Dim::cp, static_cast<int>(Dim::cp), Coll::all_gather, kv, "cp kv ring", flags);
+    if (backward) launch(out, Dim::cp, static_cast<int>(Dim::cp), Coll::reduce_scatter, kv, "cp dkv ring", flags);
+  }
+
+  ChunkProgram build_chunk(StageProgram& sp, int stage, int chunk) {
+    const auto& m = s_.model;
+    const int p = par_.pp, v = par_.vpp;
+    const bool first = stage == 0 && chunk == 0;
+    const bool last = stage == p - 1 && chunk == v - 1;
+    const auto range = models::chunk_layers(m, par_, stage, chunk);
+    ChunkProgram cp;
+    Bytes act = 0;
+    const auto dense_ops = models::layer_ops(m, par_, false);
+    const auto moe_ops = m.moe ? models::layer_ops(m, par_, true) : std::vector<Op>{};
+    for (int l = range.first; l < range.first + range.count; ++l)
+      act += models::activation_bytes_per_layer(m, par_, m.is_moe_layer(l));
+    if (first) act += models::embedding_activation_bytes(m, par_);
+    if (last) act += models::head_activation_bytes(m, par_);
+
+    // ---- forward ----
+    auto& f = cp.forward;
+    if (pipeline_source(Phase::forward, stage, chunk, p, v).stage >= 0) recv(f, "pp recv act");
+    f.push_back(mem(InstrKind::alloc, MemCat::activations, act, "activations"));
+    // The chunk's parameter blocks in forward order: the embedding (kEmbedding) on
+    // the first chunk, its transformer layers, the head (kHead) on the last.
+    std::vector<int> order;
+    if (first) order.push_back(kEmbedding);
+    for (int l = range.first; l < range.first + range.count; ++l) order.push_back(l);
+    if (last) order.push_back(kHead);
+    // Index of this chunk's first layer among the stage's parameter gathers (the
+    // prologue launches them in first-use order: embedding, chunk 0, chunk 1, ...).
+    int gather_index = stage == 0 ? 1 : 0;
+    for (int c = 0; c < chunk; ++c) gather_index += models::chunk_layers(m, par_, stage, c).count;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const int l = order[i];
+      if (overlapped_param_gather() && l >= 0)
+        wait(f, Dim::dp, kGatherChannel, gather_index + (l - range.first) + 1, kFirstMicrobatch | kAbsoluteWait);
+      zero3_before(f, order, i, false);
+      if (l == kEmbedding) {
+        for (const Op& op : models::embedding_ops(m, par_)) push_compute(f, op.name, time_of(op, false));
+        push_coll(f, Dim::tp, par_.sequence_parallel ? Coll::reduce_scatter : Coll::all_reduce, hidden_msg_, "tp embedding");
+      } else if (l == kHead) {
+        head_forward(f);
+      } else {
+        layer_forward(f, m.is_moe_layer(l) ? moe_ops : dense_ops, kNoFlags);
+      }
+      zero3_after(f, l);
+    }
+    if (pipeline_destination(Phase::forward, stage, chunk, p, v).stage >= 0) f.push_back(p2p(InstrKind::send, "pp send act"));
+
+    // ---- backward ----
+    auto& b = cp.backward;
+    if (pipeline_source(Phase::backward, stage, chunk, p, v).stage >= 0) recv(b, "pp recv grad");
+    const std::vector<int> reverse(order.rbegin(), order.rend());
+    for (std::size_t i = 0; i < reverse.size(); ++i) {
+      const int l = reverse[i];
+      zero3_before(b, reverse, i, true);
+      if (l == kHead) {
+        head_backward(b);
+      } else if (l == kEmbedding) {
+        // The embedding's forward reduce-scatter (SP) has an all-gather as gradient;
+        // its forward all-reduce (no SP) has the identity.
+        if (par_.sequence_parallel) push_coll(b, Dim::tp, Coll::all_gather, hidden_msg_, "tp embedding bwd");
+        for (const Op& op : models::embedding_ops(m, par_)) push_compute(b, op.name, time_of(op, true));
+      } else {
+        const auto& ops = m.is_moe_layer(l) ? moe_ops : dense_ops;
+        if (par_.recompute == models::Recompute::full) layer_forward(b, ops, kRecompute);
+        layer_backward(b, ops);
+      }
+      zero3_after(b, l);
+      dp_launch(b, block_params(l), false);
+    }
+    // The last chunk to finish backward on this stage flushes the partial bucket.
+    if (chunk == 0) dp_launch(b, 0, true);
+    b.push_back(mem(InstrKind::release, MemCat::activations, act, "activations"));
+    if (pipeline_destination(Phase::backward, stage, chunk, p, v).stage >= 0) b.push_back(p2p(InstrKind::send, "pp send grad"));
+    return cp;
+  }
+
+  void head_forward(std::vector<Instr>& f) {
+    const auto& m = s_.model;
+    for (const Op& op : models::head_ops(m, par_)) {
+      if (op.cls == OpClass::gemm && par_.sequence_parallel) push_coll(f, Dim::tp, Coll::all_gather, hidden_msg_, "tp logits gather");
+      push_compute(f, op.name, time_of(op, false));
+      // Vocab-parallel cross entropy: all-reduce of the max, the sum of exps and
+      // the target logit per token (Megatron-LM cross_entropy.py), fp32.
+      if (op.cls == OpClass::loss) push_coll(f, Dim::tp, Coll::all_reduce, 3 * tokens_ * 4, "tp cross-entropy");
+    }
+  }
+
+  void head_backward(std::vector<Instr>& b) {
+    const auto ops = models::head_ops(s_.model, par_);
+    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+      push_compute(b, it->name, time_of(*it, true));
+      if (it->cls == OpClass::gemm)
+        push_coll(b, Dim::tp, par_.sequence_parallel ? Coll::reduce_scatter : Coll::all_reduce, hidden_msg_, "tp logits bwd");
+    }
+  }
+
+  // Parameters of the embedding (stage 0) and the head (last stage) on one GPU:
+  // what the stage holds beyond its transformer layers.
+  double layers_local(int stage) const {
+    double total = 0;
+    for (int c = 0; c < par_.vpp; ++c) {
+      const auto r = models::chunk_layers(s_.model, par_, stage, c);
+      for (int l = r.first; l < r.first + r.count; ++l) total += s_.model.is_moe_layer(l) ? moe_layer_local_ : dense_layer_local_;
+    }
+    return total;
+  }
+  double embedding_local_params() const {
+    if (par_.pp == 1) return 0;  // a single stage: everything is counted with the head
+    return stage_local_params(0) - layers_local(0);
+  }
+  double head_local_params() const {
+    const int last = par_.pp - 1;
+    return stage_local_params(last) - layers_local(last);
+  }
+
+  // Pipeline messages use Megatron's scatter/gather (Narayanan et al. SC'21
+  // §4.1, on by default): each TP rank sends 1/t of the activation over its own
+  // NIC and the receivers all-gather it over NVLink. With sequence parallelism
+  // the activation is already split by t and stays split.
+  Instr p2p(InstrKind k, const char* name) {
+    Instr in;
+    in.kind = k;
+    in.dim = Dim::pp;
+    in.coll = Coll::send_recv;
+    in.bytes = hidden_msg_ / par_.tp;
+    in.label = prog_.label(name);
+    return in;
+  }
+  void recv(std::vector<Instr>& out, const char* name) {
+    out.push_back(p2p(InstrKind::recv, name));
+    if (!par_.sequence_parallel) push_coll(out, Dim::tp, Coll::all_gather, hidden_msg_, "tp pp gather");
+  }
+
+  Instr mem(InstrKind k, MemCat c, Bytes bytes, const char* name) {
+    Instr in;
+    in.kind = k;
+    in.mem = c;
+    in.bytes = bytes;
+    in.label = prog_.label(name);
+    return in;
+  }
+
+  void build_prologue(StageProgram& sp) {
+    sp.prologue.push_back(mem(InstrKind::alloc, MemCat::params, sp.states.params, "params"));
+    sp.prologue.push_back(mem(InstrKind::alloc, MemCat::grads, sp.states.grads, "grads"));
+    sp.prologue.push_back(mem(InstrKind::alloc, MemCat::optimizer, sp.states.optimizer, "optimizer"));
+    // The analytical buffers include ZeRO-3's two gathered layers (current +
+    // prefetched); the replay allocates those as it gathers, so hold the rest here.
+    Bytes gathered = 0;
+    if (zero3())
+      for (int c = 0; c < par_.vpp; ++c) {
+        const auto r = models::chunk_layers(s_.model, par_, sp.stage, c);
+        for (int l = r.first; l < r.first + r.count; ++l) gathered = std::max(gathered, 2 * layer_param_bytes(l));
+      }
+    sp.prologue.push_back(mem(InstrKind::alloc, MemCat::buffers, sp.buffers - gathered, "buffers"));
+    if (overlapped_param_gather()) {
+      if (sp.stage == 0) launch(sp.prologue, Dim::dp, kGatherChannel, Coll::all_gather, embedding_local_params() * act_bytes_, "dp param all-gather");
+      for (int c = 0; c < par_.vpp; ++c) {
+        const auto r = models::chunk_layers(s_.model, par_, sp.stage, c);
+        for (int l = r.first; l < r.first + r.count; ++l)
+          launch(sp.prologue, Dim::dp, kGatherChannel, Coll::all_gather, layer_param_bytes(l), "dp param all-gather");
+      }
+      if (sp.stage == par_.pp - 1) launch(sp.prologue, Dim::dp, kGatherChannel, Coll::all_gather, head_local_params() * act_bytes_, "dp param all-gather");
+    }
+  }
+
+  void build_epilogue(StageProgram& sp) {
+    auto& e = sp.epilogue;
+    const double local_params = stage_local_params(sp.stage);
+    const bool dp_active = group_size(Dim::dp) > 1;
+    if (dp_active && !s_.plan.overlap_grad_reduce) {
+      // All gradient buckets reduced after the backward pass, nothing overlapped.
+      const Coll c = par_.zero_stage >= 1 ? Coll::reduce_scatter : Coll::all_reduce;
+      for (double left = local_params; left > 0; left -= dp_bucket_params(par_.dp))
+        launch(e, Dim::dp, static_cast<int>(Dim::dp), c, std::min(left, dp_bucket_params(par_.dp)) * grad_elem_bytes_,
+               fmt::format("dp grad {}", to_string(c)));
+    }
+    wait(e, Dim::dp, static_cast<int>(Dim::dp), 0);
+    // Overlapped parameter gathers of this step must be done before the next.
+    if (overlapped_param_gather()) wait(e, Dim::dp, kGatherChannel, 0);
+    // Gradient norm (clip) and inf check: an all-reduce over the model-parallel group.
+    push_coll(e, Dim::mp, Coll::all_reduce, 8, "grad-norm all-reduce");
+    // Adam step on this GPU's optimizer shard: fused kernel reading fp32 master
+    // weights, m, v and the gradient, writing master, m, v and the 16-bit weights
+    // (4+4+4+2 read + 4+4+4+2 written = 28 bytes per parameter).
+    const double shard = par_.zero_stage >= 1 ? local_params / (par_.dp * par_.cp) : local_params;
+    if (par_.offload_optimizer) {
+      // ZeRO-Offload (Ren et al. 2021): gradients down and weights up over PCIe,
+      // the Adam step at the host's rate.
+      const auto& g = s_.cluster.gpu;
+      const Seconds t = shard / g.host_adam_params_per_s + 2 * shard * grad_elem_bytes_ / g.pcie_bandwidth;
+      push_compute(e, "optimizer (host)", to_ticks(t));
+    } else {
+      hw::KernelDesc k;
+      k.cls = hw::KernelClass::memory;
+      k.bytes = shard * 28.0;
+      push_compute(e, "optimizer", to_ticks(compute_.seconds(k)));
+    }
+    if (dp_active && (par_.zero_stage == 1 || par_.zero_stage == 2) && !s_.plan.overlap_param_gather) {
+      // Distributed optimizer: all-gather the updated 16-bit weights, exposed.
+      launch(e, Dim::dp, kGatherChannel, Coll::all_gather, local_params * act_bytes_, "dp param all-gather");
+      wait(e, Dim::dp, kGatherChannel, 0);
+    }
+  }
+
+  double stage_local_params(int stage) const {
+    return static_cast<double>(models::stage_params(s_.model, par_, stage).total());
+  }
+
+  const Scenario& s_;
+  const models::Parallelism& par_;
+  const hw::ComputeCostModel& compute_;
+  BuildOptions opt_;
+  Program prog_;
+  double act_bytes_ = 2, tokens_ = 0, hidden_msg_ = 0, grad_elem_bytes_ = 2;
+  double dense_layer_local_ = 0, moe_layer_local_ = 0;
+  double pending_bucket_ = 0;
+};
+
+}  // namespace
+
+Program build_program(const Scenario& s, const hw::ComputeCostModel& compute, BuildOptions opt) {
+  return Builder(s, compute, opt).build();
+}
+
+}  // namespace ptsim::sim

@@ -1,0 +1,35 @@
+// Builds the per-stage instruction templates of a scenario: the model's op list
+// (models/) timed by the cost model (hw/), with Megatron-LM's communication
+// placed where Megatron issues it:
+//   TP (Shoeybi et al. 2019, Fig. 3): per layer, an all-reduce after the attention
+//     projection and after the MLP down-projection in forward, and at the inputs of
+//     QKV and MLP-up in backward; with sequence parallelism (Korthikanti et al.
+//     2022 §4.2.2) each becomes an all-gather entering / reduce-scatter leaving the
+//     tensor-parallel region (and the mirror image in backward).
+//   PP: activations sent to the next stage after each forward chunk, gradients to
+//     the previous one after each backward chunk.
+//   DP: gradient buckets reduced on the async stream as the last micro-batch's
+//     backward produces them (overlap_grad_reduce), or all at the end.
+//   Optimizer: gradient-norm all-reduce over the model-parallel group, then the
+//     Adam step (memory-bound), on the GPU or on the host when offloaded.
+#pragma once
+#include "hw/compute_cost.h"
+#include "sim/core/collective_cost.h"
+#include "sim/core/program.h"
+#include "sim/core/scenario.h"
+
+namespace ptsim::sim {
+
+struct BuildOptions {
+  // Merge consecutive compute ops into one instruction (faster replay); the trace
+  // then shows fused blocks instead of kernels.
+  bool fuse_compute = true;
+};
+
+Program build_program(const Scenario& s, const hw::ComputeCostModel& compute, BuildOptions opt = {});
+
+// Megatron-LM's default DDP bucket: max(40,000,000, 1,000,000 · dp) parameters
+// (megatron/core/distributed/distributed_data_parallel.py).
+double dp_bucket_params(int dp);
+
+}  // namespace ptsim::sim

@@ -1,0 +1,454 @@
+#include "sim/core/replay.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <stdexcept>
+
+namespace ptsim::sim {
+
+namespace {
+constexpr int kNoSlot = -1;
+
+bool traced_stream_dim(Dim d) { return d != Dim::mp; }
+}  // namespace
+
+Replay::Replay(const Program& program, const Layout& layout, int num_microbatches, Transport& transport,
+               ReplayOptions opt)
+    : program_(program), layout_(layout), m_(num_microbatches), transport_(transport), opt_(opt) {
+  const int world = layout_.world();
+  slot_of_rank_.assign(static_cast<std::size_t>(world), kNoSlot);
+  for (int rank = 0; rank < world; ++rank) {
+    const Coords c = layout_.coords(rank);
+    if (opt_.fold && (c.tp != 0 || c.cp != 0 || c.dp != 0)) continue;
+    slot_of_rank_[rank] = static_cast<std::int32_t>(ranks_.size());
+    RankState r;
+    r.rank = rank;
+    r.stage = c.pp;
+    r.prog = &program_.stages[static_cast<std::size_t>(c.pp)];
+    for (int d = 0; d < kNumDims; ++d) r.gid[d] = layout_.group_id(rank, static_cast<Dim>(d));
+    r.inbox.reserve(8);
+    ranks_.push_back(std::move(r));
+  }
+  stats_.resize(ranks_.size());
+  for (std::size_t i = 0; i < ranks_.size(); ++i) {
+    stats_[i].rank = ranks_[i].rank;
+    stats_[i].stage = ranks_[i].stage;
+  }
+  // Group states: one set per dimension for blocking collectives, one per async
+  // stream. Folded, only the representative of each stage is simulated, so a
+  // group has one simulated member, except the model-parallel group (one per stage).
+  auto init = [&](std::vector<GroupState>& groups, Dim dim) {
+    groups.resize(static_cast<std::size_t>(layout_.group_count(dim)));
+    for (auto& g : groups) g.expected = opt_.fold ? 0 : layout_.group_size(dim);
+    if (opt_.fold)
+      for (const auto& r : ranks_) ++groups[static_cast<std::size_t>(layout_.group_id(r.rank, dim))].expected;
+  };
+  for (int d = 0; d < kNumDims; ++d)
+    if (static_cast<Dim>(d) != Dim::pp) init(sync_groups_[d], static_cast<Dim>(d));
+  for (int c = 0; c < kNumChannels; ++c) {
+    const Dim dim = c == kGatherChannel ? Dim::dp : static_cast<Dim>(c);
+    if (dim != Dim::pp) init(async_groups_[c], dim);
+  }
+  if (opt_.trace) {
+    // Show the first rank of every stage, then the lowest ranks, up to the limit.
+    traced_.assign(static_cast<std::size_t>(world), 0);
+    int shown = 0;
+    for (const auto& r : ranks_) {
+      const Coords c = layout_.coords(r.rank);
+      if (c.tp == 0 && c.cp == 0 && c.dp == 0 && shown < opt_.trace_max_ranks) traced_[r.rank] = 1, ++shown;
+    }
+    for (const auto& r : ranks_)
+      if (!traced_[r.rank] && shown < opt_.trace_max_ranks) traced_[r.rank] = 1, ++shown;
+  }
+  engine_.reserve(ranks_.size() * 4 + 64);
+}
+
+Replay::GroupState& Replay::group(Dim d, int channel, int gid) {
+  auto& v = channel >= 0 ? async_groups_[channel] : sync_groups_[static_cast<int>(d)];
+  return v[static_cast<std::size_t>(gid)];
+}
+
+bool Replay::wait_satisfied(const RankState& r, const Instr& in) const {
+  const auto& ch = r.channels[in.channel];
+  if (in.flags & kAbsoluteWait) return ch.completed >= in.count;
+  return static_cast<int>(ch.queue.size()) - ch.completed <= in.count;
+}
+
+GroupShape Replay::pair_shape(int src, int dst) const {
+  GroupShape pair;
+  pair.size = 2;
+  pair.first_rank = src;
+  pair.stride = dst - src;
+  pair.nodes = layout_.node_of(src) == layout_.node_of(dst) ? 1 : 2;
+  return pair;
+}
+
+const GroupShape& Replay::shape_of(GroupState& g, Dim d, int gid) {
+  if (!g.shape_known) {
+    g.shape = layout_.shape(d, gid);
+    g.shape_known = true;
+  }
+  return g.shape;
+}
+
+const std::vector<Instr>& Replay::current_list(const RankState& r) const {
+  const auto& p = *r.prog;
+  if (r.step < 0) return p.prologue;
+  if (r.step >= static_cast<int>(p.steps.size())) return p.epilogue;
+  const auto& s = p.steps[static_cast<std::size_t>(r.step)];
+  const auto& c = p.chunks[static_cast<std::size_t>(s.chunk)];
+  return s.phase == Phase::forward ? c.forward : c.backward;
+}
+
+int Replay::current_microbatch(const RankState& r) const {
+  const auto& p = *r.prog;
+  if (r.step < 0 || r.step >= static_cast<int>(p.steps.size())) return -1;
+  return p.steps[static_cast<std::size_t>(r.step)].microbatch;
+}
+
+// A pipeline message is named by the step that consumes it: (phase, micro-batch,
+// the receiver's chunk). Only one stage sends a given key to a given rank.
+std::uint64_t Replay::msg_key(Phase phase, int microbatch, int chunk) {
+  return static_cast<std::uint64_t>(phase) | (static_cast<std::uint64_t>(microbatch) << 1) |
+         (static_cast<std::uint64_t>(chunk) << 33);
+}
+
+// Moves the program counter to the next instruction; false when the rank is done.
+bool Replay::next_instr(RankState& r) {
+  ++r.pc;
+  for (;;) {
+    if (r.pc < current_list(r).size()) return true;
+    if (r.step > static_cast<int>(r.prog->steps.size())) return false;
+    if (r.step == static_cast<int>(r.prog->steps.size())) {
+      r.step++;
+      return false;
+    }
+    r.step++;
+    r.pc = 0;
+  }
+}
+
+void Replay::record(const RankState& r, std::uint8_t stream, std::uint16_t label, Tick start, Tick end) {
+  if (opt_.trace && traced_[static_cast<std::size_t>(r.rank)] && end > start) spans_.push_back({r.rank, stream, label, start, end});
+}
+
+void Replay::note_memory(RankState& r, const Instr& in, bool alloc) {
+  auto& st = stats_[static_cast<std::size_t>(slot_of_rank_[r.rank])];
+  const Bytes delta = alloc ? in.bytes : -in.bytes;
+  st.mem_now += delta;
+  if (in.mem == MemCat::activations) st.activations_now += delta;
+  if (in.mem == MemCat::buffers) st.buffers_now += delta;
+  if (st.mem_now > st.mem_peak) {
+    st.mem_peak = st.mem_now;
+    st.activations_at_peak = st.activations_now;
+    st.buffers_at_peak = st.buffers_now;
+  }
+}
+
+void Replay::run() {
+  // Every rank starts at time 0 with its prologue.
+  for (auto& r : ranks_) {
+    r.step = -1;
+    r.pc = 0;
+    if (current_list(r).empty()) {
+      r.pc = static_cast<std::size_t>(-1);
+      if (!next_instr(r)) {
+        r.block = Block::finished;
+        ++finished_;
+        continue;
+      }
+    }
+    engine_.schedule(0, &Replay::on_resume, this, static_cast<std::uint64_t>(slot_of_rank_[r.rank]));
+  }
+  engine_.run();
+  if (finished_ != static_cast<int>(ranks_.size())) {
+    for (const auto& r : ranks_) {
+      if (r.block == Block::finished) continue;
+      static const char* what[] = {"nothing", "a collective", "a pipeline message", "an async stream"};
+      throw std::logic_error(fmt::format("deadlock: rank {} (stage {}) at step {} instruction {} waits for {} ({} of {} ranks finished)",
+                                         r.rank, r.stage, r.step, r.pc, what[static_cast<int>(r.block)], finished_, ranks_.size()));
+    }
+  }
+  iteration_ = 0;
+  for (const auto& s : stats_) iteration_ = std::max(iteration_, s.end);
+}
+
+void Replay::on_resume(void* ctx, std::uint64_t arg) {
+  auto* self = static_cast<Replay*>(ctx);
+  self->advance(self->ranks_[arg]);
+}
+
+void Replay::advance(RankState& r) {
+  auto& st = stats_[static_cast<std::size_t>(slot_of_rank_[r.rank])];
+  r.block = Block::none;
+  for (;;) {
+    const Instr& in = current_list(r)[r.pc];
+    const int mb = current_microbatch(r);
+    const bool skip = ((in.flags & kLastMicrobatch) && mb != m_ - 1) || ((in.flags & kFirstMicrobatch) && mb != 0);
+    if (!skip) {
+      if (in.kind == InstrKind::compute) {
+        record(r, 0, in.label, r.t, r.t + in.duration);
+        r.t += in.duration;
+        st.busy += in.duration;
+      } else if (in.kind == InstrKind::alloc || in.kind == InstrKind::release) {
+        note_memory(r, in, in.kind == InstrKind::alloc);
+      } else {
+        // Receives and waits look at state that changes with the engine's clock,
+        // so the rank first catches up with it. Collectives, launches and sends
+        // carry their own timestamp and need no event of their own.
+        if ((in.kind == InstrKind::recv || in.kind == InstrKind::wait) && r.t > engine_.now()) {
+          engine_.schedule(r.t, &Replay::on_resume, this, static_cast<std::uint64_t>(slot_of_rank_[r.rank]));
+          return;
+        }
+        switch (in.kind) {
+          case InstrKind::collective: {
+            GroupState& g = group(in.dim, -1, r.gid[static_cast<int>(in.dim)]);
+            if (g.expected == 1 && transport_.immediate()) {
+              // The only simulated member (a folded run): with a closed-form
+              // network the collective's time is known now, no event needed.
+              const int di = static_cast<int>(in.dim);
+              const GroupShape& shape = shape_of(g, in.dim, r.gid[di]);
+              const Tick dur = to_ticks(transport_.collective_seconds(in.coll, in.dim, r.gid[di], shape, in.bytes));
+              st.wire[di] += transport_.wire_bytes(in.coll, in.dim, shape, in.bytes);
+              st.exposed[di] += dur;
+              if (in.dim != Dim::mp) record(r, 0, in.label, r.t, r.t + dur);
+              r.t += dur;
+              break;
+            }
+            r.block = Block::collective;
+            r.wait_start = r.t;
+            r.wait_dim = in.dim;
+            arrive(r, in.dim, -1, in, r.t);
+            return;  // resumed by on_group_done
+          }
+          case InstrKind::recv: {
+            const auto& step = r.prog->steps[static_cast<std::size_t>(r.step)];
+            const std::uint64_t key = msg_key(step.phase, step.microbatch, step.chunk);
+            auto it = std::find_if(r.inbox.begin(), r.inbox.end(), [&](const Msg& m) { return m.key == key; });
+            if (it == r.inbox.end()) {
+              r.block = Block::recv;
+              r.wait_key = key;
+              r.wait_start = r.t;
+              return;  // resumed by on_deliver
+            }
+            *it = r.inbox.back();
+            r.inbox.pop_back();
+            break;
+          }
+          case InstrKind::send:
+            send(r, in);
+            break;
+          case InstrKind::launch: {
+            auto& ch = r.channels[in.channel];
+            ch.queue.push_back({&in, r.t});
+            if (!ch.busy) start_async(r, in.channel, r.t);
+            break;
+          }
+          case InstrKind::wait:
+            if (!wait_satisfied(r, in)) {
+              r.block = Block::wait;
+              r.wait_dim = in.dim;
+              r.wait_channel = in.channel;
+              r.wait_start = r.t;
+              return;  // resumed by on_group_done of the async stream
+            }
+            break;
+          default:
+            break;
+        }
+      }
+    }
+    if (!next_instr(r)) {
+      r.block = Block::finished;
+      st.end = r.t;
+      ++finished_;
+      return;
+    }
+  }
+}
+
+void Replay::arrive(RankState& r, Dim d, int channel, const Instr& in, Tick at) {
+  const int gid = r.gid[static_cast<int>(d)];
+  GroupState& g = group(d, channel, gid);
+  if (g.arrived == 0) {
+    g.coll = in.coll;
+    g.bytes = in.bytes;
+    g.label = in.label;
+  }
+  ++g.arrived;
+  g.start = std::max(g.start, at);
+  g.waiters.push_back(static_cast<std::int32_t>(slot_of_rank_[r.rank]));
+  if (g.arrived < g.expected) return;
+  const GroupShape& shape = shape_of(g, d, gid);
+  const std::uint64_t arg = static_cast<std::uint64_t>(d) | (static_cast<std::uint64_t>(channel + 1) << 8) |
+                            (static_cast<std::uint64_t>(gid) << 16);
+  // The last member may arrive ahead of the engine's clock (it ran ahead through
+  // compute): the transfer starts at that time.
+  if (g.start > engine_.now()) {
+    engine_.schedule(g.start, &Replay::on_group_start, this, arg);
+    return;
+  }
+  transport_.start_collective(engine_, g.coll, d, gid, shape, g.bytes, &Replay::on_group_done, this, arg);
+}
+
+void Replay::on_group_start(void* ctx, std::uint64_t arg) {
+  auto* self = static_cast<Replay*>(ctx);
+  const Dim d = static_cast<Dim>(arg & 0xff);
+  const int channel = static_cast<int>((arg >> 8) & 0xff) - 1;
+  const int gid = static_cast<int>(arg >> 16);
+  GroupState& g = self->group(d, channel, gid);
+  self->transport_.start_collective(self->engine_, g.coll, d, gid, self->shape_of(g, d, gid), g.bytes,
+                                    &Replay::on_group_done, self, arg);
+}
+
+void Replay::start_async(RankState& r, int channel, Tick at) {
+  auto& ch = r.channels[channel];
+  ch.busy = true;
+  const Launched& op = ch.queue[ch.head];
+  arrive(r, op.instr->dim, channel, *op.instr, std::max(at, op.at));
+}
+
+void Replay::on_group_done(void* ctx, std::uint64_t arg) {
+  auto* self = static_cast<Replay*>(ctx);
+  const Dim d = static_cast<Dim>(arg & 0xff);
+  const int channel = static_cast<int>((arg >> 8) & 0xff) - 1;
+  const bool async = channel >= 0;
+  const int gid = static_cast<int>(arg >> 16);
+  GroupState& g = self->group(d, channel, gid);
+  const Tick now = self->engine_.now();
+  const Tick start = g.start;
+  const Bytes wire = self->transport_.wire_bytes(g.coll, d, self->shape_of(g, d, gid), g.bytes);
+  const std::uint16_t label = g.label;
+  std::swap(g.waiters, g.resuming);
+  g.waiters.clear();
+  g.arrived = 0;
+  g.start = 0;
+  const int di = static_cast<int>(d);
+  if (!async) {
+    for (std::int32_t slot : g.resuming) {
+      RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
+      auto& st = self->stats_[static_cast<std::size_t>(slot)];
+      st.wire[di] += wire;
+      // Waiting for slower peers of the model-parallel sync is pipeline imbalance.
+      if (d == Dim::mp) {
+        st.bubble += start - r.wait_start;
+        st.exposed[di] += now - start;
+      } else {
+        st.exposed[di] += now - r.wait_start;
+      }
+      if (traced_stream_dim(d)) self->record(r, 0, label, start, now);
+      r.t = now;
+      if (!self->next_instr(r)) {
+        r.block = Block::finished;
+        st.end = r.t;
+        ++self->finished_;
+        continue;
+      }
+      self->advance(r);
+    }
+    return;
+  }
+  // Async stream: finish the op on every member, start its next queued op, then
+  // wake ranks whose compute stream waits on this stream.
+  for (std::int32_t slot : g.resuming) {
+    RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
+    auto& st = self->stats_[static_cast<std::size_t>(slot)];
+    auto& ch = r.channels[channel];
+    st.wire[di] += wire;
+    self->record(r, static_cast<std::uint8_t>(1 + channel), label, start, now);
+    ++ch.completed;
+    ++ch.head;
+    ch.busy = false;
+    if (ch.head < ch.queue.size()) self->start_async(r, channel, now);
+  }
+  for (std::int32_t slot : g.resuming) {
+    RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
+    if (r.block == Block::wait && r.wait_channel == channel) self->resume_after_wait(r);
+  }
+}
+
+void Replay::resume_after_wait(RankState& r) {
+  const Instr& in = current_list(r)[r.pc];
+  if (!wait_satisfied(r, in)) return;
+  auto& st = stats_[static_cast<std::size_t>(slot_of_rank_[r.rank])];
+  const Tick now = engine_.now();
+  st.exposed[static_cast<int>(in.dim)] += now - r.wait_start;
+  r.t = now;
+  if (!next_instr(r)) {
+    r.block = Block::finished;
+    st.end = r.t;
+    ++finished_;
+    return;
+  }
+  advance(r);
+}
+
+void Replay::send(RankState& r, const Instr& in) {
+  const auto& s = r.prog->steps[static_cast<std::size_t>(r.step)];
+  const int p = static_cast<int>(program_.stages.size());
+  const int v = static_cast<int>(r.prog->chunks.size());
+  const PipelinePeer dst = pipeline_destination(s.phase, r.stage, s.chunk, p, v);
+  if (dst.stage < 0) return;
+  Coords c = layout_.coords(r.rank);
+  c.pp = dst.stage;
+  const int dst_rank = layout_.rank_of(c);
+  auto& st = stats_[static_cast<std::size_t>(slot_of_rank_[r.rank])];
+  st.wire[static_cast<int>(Dim::pp)] += in.bytes;
+  std::uint32_t idx;
+  if (!msg_free_.empty()) {
+    idx = msg_free_.back();
+    msg_free_.pop_back();
+  } else {
+    idx = static_cast<std::uint32_t>(msg_pool_.size());
+    msg_pool_.push_back({});
+    msg_dst_.push_back(0);
+  }
+  msg_pool_[idx] = {msg_key(s.phase, s.microbatch, dst.chunk), r.t, 0, r.rank, in.label, in.bytes};
+  msg_dst_[idx] = slot_of_rank_[dst_rank];
+  if (r.t > engine_.now()) {
+    engine_.schedule(r.t, &Replay::on_send_start, this, idx);
+    return;
+  }
+  transport_.start_p2p(engine_, r.rank, dst_rank, pair_shape(r.rank, dst_rank), in.bytes, &Replay::on_deliver, this, idx);
+}
+
+void Replay::on_send_start(void* ctx, std::uint64_t arg) {
+  auto* self = static_cast<Replay*>(ctx);
+  const Msg& m = self->msg_pool_[arg];
+  const int dst_rank = self->ranks_[static_cast<std::size_t>(self->msg_dst_[arg])].rank;
+  self->transport_.start_p2p(self->engine_, m.src_rank, dst_rank, self->pair_shape(m.src_rank, dst_rank), m.bytes,
+                             &Replay::on_deliver, self, arg);
+}
+
+void Replay::on_deliver(void* ctx, std::uint64_t arg) {
+  auto* self = static_cast<Replay*>(ctx);
+  Msg m = self->msg_pool_[arg];
+  m.arrival = self->engine_.now();
+  const std::int32_t slot = self->msg_dst_[arg];
+  if (m.src_rank >= 0 && self->slot_of_rank_[m.src_rank] >= 0)
+    self->record(self->ranks_[static_cast<std::size_t>(self->slot_of_rank_[m.src_rank])],
+                 static_cast<std::uint8_t>(1 + static_cast<int>(Dim::pp)), m.label, m.sent, m.arrival);
+  self->msg_free_.push_back(static_cast<std::uint32_t>(arg));
+  RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
+  if (r.block == Block::recv && r.wait_key == m.key) {
+    auto& st = self->stats_[static_cast<std::size_t>(slot)];
+    // Waiting until the producer sent is the bubble; the transfer after that is
+    // exposed pipeline communication.
+    const Tick waited = m.arrival - r.wait_start;
+    const Tick bubble = std::clamp<Tick>(m.sent - r.wait_start, 0, waited);
+    st.bubble += bubble;
+    st.exposed[static_cast<int>(Dim::pp)] += waited - bubble;
+    r.t = m.arrival;
+    if (!self->next_instr(r)) {
+      r.block = Block::finished;
+      st.end = r.t;
+      ++self->finished_;
+      return;
+    }
+    self->advance(r);
+    return;
+  }
+  r.inbox.push_back(m);
+}
+
+}  // namespace ptsim::sim

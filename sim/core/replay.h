@@ -1,0 +1,157 @@
+// The replay: runs every simulated rank's generated program on the event engine.
+// Each rank has a compute stream (the program counter: compute ops and blocking
+// collectives run on it in order) and one asynchronous stream per dimension (DP
+// gradient buckets, ZeRO parameter gathers). Collectives are rendezvous of their
+// group; pipeline messages are delivered to the receiving rank's inbox.
+//
+// A rank runs ahead through compute ops without events and synchronises with the
+// engine's clock only where it meets another rank (collective, send, receive,
+// async launch, wait), so events scale with communication, not with kernels.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "sim/core/collective_cost.h"
+#include "sim/core/engine.h"
+#include "sim/core/layout.h"
+#include "sim/core/program.h"
+#include "sim/core/transport.h"
+
+namespace ptsim::sim {
+
+struct RankStats {
+  int rank = 0;
+  int stage = 0;
+  Tick end = 0;          // when the rank finished its iteration
+  Tick busy = 0;         // compute stream busy with compute ops
+  Tick bubble = 0;       // compute stream waiting on pipeline dependencies
+  std::array<Tick, kNumDims> exposed{};   // compute stream waiting on communication
+  std::array<Bytes, kNumDims> wire{};     // bytes sent on the wire
+  Bytes mem_now = 0, mem_peak = 0;
+  Bytes activations_now = 0, activations_at_peak = 0;
+  Bytes buffers_now = 0, buffers_at_peak = 0;
+};
+
+struct Span {
+  std::int32_t rank;
+  std::uint8_t stream;  // 0 = compute, 1 + Dim for async/comm streams
+  std::uint16_t label;
+  Tick start, end;
+};
+
+struct ReplayOptions {
+  // Simulate one representative rank per pipeline stage (tp = cp = dp index 0):
+  // every other rank runs the identical program on identical links, so its
+  // timeline is the same (DESIGN.md "Symmetric ranks may be folded").
+  bool fold = false;
+  bool trace = false;
+  int trace_max_ranks = 16;  // ranks shown in the trace: the first of each stage, then others up to this
+};
+
+class Replay {
+ public:
+  Replay(const Program& program, const Layout& layout, int num_microbatches, Transport& transport,
+         ReplayOptions opt);
+  // Runs the iteration to completion. Throws std::logic_error on a deadlock (a
+  // schedule bug), naming a blocked rank and what it waits for.
+  void run();
+
+  Tick iteration_ticks() const { return iteration_; }
+  const std::vector<RankStats>& stats() const { return stats_; }
+  const std::vector<Span>& spans() const { return spans_; }
+  std::uint64_t events() const { return engine_.events_executed(); }
+  bool folded() const { return opt_.fold; }
+
+ private:
+  enum class Block : std::uint8_t { none, collective, recv, wait, finished };
+
+  struct Msg {
+    std::uint64_t key;
+    Tick sent, arrival;
+    std::int32_t src_rank;
+    std::uint16_t label;
+    Bytes bytes;
+  };
+  struct Launched {  // an op on an async stream and when the rank launched it
+    const Instr* instr;
+    Tick at;
+  };
+  struct Channel {  // a rank's async stream of one dimension
+    std::vector<Launched> queue;
+    std::size_t head = 0;
+    bool busy = false;
+    int completed = 0;
+  };
+  struct RankState {
+    int rank = 0;
+    int stage = 0;
+    const StageProgram* prog = nullptr;
+    int step = -1;  // -1 prologue, [0, steps) schedule, steps epilogue
+    std::size_t pc = 0;
+    Tick t = 0;
+    Block block = Block::none;
+    Tick wait_start = 0;
+    std::uint64_t wait_key = 0;
+    Dim wait_dim = Dim::tp;
+    int wait_channel = 0;
+    std::vector<Msg> inbox;
+    std::array<Channel, kNumChannels> channels;
+    std::array<int, kNumDims> gid{};  // the rank's group in every dimension
+  };
+  struct GroupState {
+    int expected = 0;
+    int arrived = 0;
+    Tick start = 0;
+    Coll coll = Coll::all_reduce;
+    Bytes bytes = 0;
+    std::uint16_t label = 0;
+    bool shape_known = false;
+    GroupShape shape;
+    std::vector<std::int32_t> waiters, resuming;
+  };
+
+  const std::vector<Instr>& current_list(const RankState& r) const;
+  int current_microbatch(const RankState& r) const;
+  void advance(RankState& r);
+  bool next_instr(RankState& r);
+  // `channel` < 0: the compute stream (blocking collective); else an async stream.
+  void arrive(RankState& r, Dim d, int channel, const Instr& in, Tick at);
+  void start_async(RankState& r, int channel, Tick at);
+  bool wait_satisfied(const RankState& r, const Instr& in) const;
+  void send(RankState& r, const Instr& in);
+  void resume_after_wait(RankState& r);
+  GroupState& group(Dim d, int channel, int gid);
+  const GroupShape& shape_of(GroupState& g, Dim d, int gid);
+  GroupShape pair_shape(int src, int dst) const;
+  static std::uint64_t msg_key(Phase phase, int microbatch, int chunk);
+  void note_memory(RankState& r, const Instr& in, bool alloc);
+  void record(const RankState& r, std::uint8_t stream, std::uint16_t label, Tick start, Tick end);
+
+  static void on_resume(void* ctx, std::uint64_t arg);
+  static void on_group_done(void* ctx, std::uint64_t arg);
+  static void on_group_start(void* ctx, std::uint64_t arg);
+  static void on_send_start(void* ctx, std::uint64_t arg);
+  static void on_deliver(void* ctx, std::uint64_t arg);
+
+  const Program& program_;
+  Layout layout_;
+  int m_;
+  Transport& transport_;
+  ReplayOptions opt_;
+  Engine engine_;
+  std::vector<RankState> ranks_;          // simulated ranks
+  std::vector<std::int32_t> slot_of_rank_;  // global rank -> index in ranks_ (-1 if folded away)
+  std::vector<RankStats> stats_;
+  std::array<std::vector<GroupState>, kNumDims> sync_groups_;
+  std::array<std::vector<GroupState>, kNumChannels> async_groups_;
+  std::vector<Msg> msg_pool_;
+  std::vector<std::int32_t> msg_dst_;
+  std::vector<std::uint32_t> msg_free_;
+  std::vector<Span> spans_;
+  std::vector<char> traced_;
+  int finished_ = 0;
+  Tick iteration_ = 0;
+};
+
+}  // namespace ptsim::sim

@@ -1,0 +1,51 @@
+// The result of one simulated iteration (CONTRACT §3). Its JSON and text forms are
+// sim/io/result_json.h.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/core/plan.h"
+#include "sim/core/program.h"
+
+namespace ptsim::sim {
+
+struct StageMemoryResult {
+  int stage = 0;
+  double params = 0, grads = 0, optimizer = 0, activations = 0, buffers = 0, peak = 0;
+};
+
+struct StageTiming {
+  int stage = 0;
+  double busy_s = 0, bubble_s = 0, end_s = 0;
+  std::array<double, kNumDims> exposed_s{};
+};
+
+struct Result {
+  std::string scenario;
+  int world_size = 0;
+  Plan plan;
+  bool feasible = true;
+  std::vector<std::string> infeasible_reasons;
+  double iteration_time_s = 0;
+  double tokens_per_s = 0;
+  double model_flops_per_iteration = 0;
+  double hardware_flops_per_iteration = 0;
+  double model_tflops_per_gpu = 0;
+  double mfu = 0, hfu = 0;
+  double bubble_time_s = 0, bubble_fraction = 0;
+  std::array<double, kNumDims> exposed_comm_s{};
+  std::array<double, kNumDims> comm_bytes_per_gpu{};
+  double capacity_bytes = 0, peak_bytes = 0;
+  std::vector<StageMemoryResult> per_stage;
+  std::vector<StageTiming> stage_timing;
+  std::string cost_source = "datasheet";
+  double sim_wall_time_s = 0;
+  std::uint64_t events = 0;
+  bool folded = false;
+  std::vector<std::string> warnings;
+  std::vector<std::string> notes;  // extra lines for the text summary (e.g. busiest links)
+};
+
+}  // namespace ptsim::sim

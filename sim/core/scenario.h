@@ -1,0 +1,50 @@
+// The scenario the simulator consumes (CONTRACT §2): model, cluster and plan, with every
+// unit already parsed. Reading and checking it from YAML is sim/io/scenario_file.h.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hw/gpu_catalog.h"
+#include "hw/units.h"
+#include "models/model_spec.h"
+#include "sim/core/plan.h"
+
+namespace ptsim::sim {
+
+struct ClusterConfig {
+  hw::GpuSpec gpu;
+  int num_gpus = 0;
+  int gpus_per_node = 8;
+  std::string intra_fabric = "nvswitch";
+  BytesPerSecond intra_bandwidth = 0;  // per GPU, per direction
+  Seconds intra_latency = 1e-6;
+  std::string topology = "fat-tree";
+  int nics_per_node = 8;
+  BytesPerSecond nic_bandwidth = 0;    // per NIC, per direction
+  Seconds inter_latency = 2e-6;
+  double oversubscription = 1.0;
+  std::string calibration;             // optional cost table path
+  // Network model (README "Network model"; hw/net/cluster.h).
+  int switch_radix = 64;               // inter_node.switch_radix: ports per fabric switch
+  int tiers = 0;                       // inter_node.tiers: fat-tree 2 or 3; 0 = fewest that fit
+  std::vector<int> torus_dims;         // inter_node.torus_dims: nodes per torus dimension
+  std::string graph_file;              // inter_node.graph_file: topology `user`
+  bool nvls = false;                   // intra_node.nvls: NVLink SHARP all-reduce (H100+)
+  bool link_sharing = true;            // cluster.link_sharing: overlapping transfers share links
+  // cluster.collectives: per-kind algorithm override, e.g. {"all_reduce", "ring"}.
+  std::vector<std::pair<std::string, std::string>> collective_algorithms;
+
+  int num_nodes() const { return num_gpus / gpus_per_node; }
+};
+
+struct Scenario {
+  std::string name;
+  std::string file;  // where it came from (for messages)
+  models::ModelSpec model;
+  ClusterConfig cluster;
+  Plan plan;
+  std::string optimizer = "adam";
+};
+
+}  // namespace ptsim::sim

@@ -1,0 +1,182 @@
+#include "sim/core/simulate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fmt/format.h>
+
+#include "models/flops.h"
+#include "models/memory.h"
+#include "sim/core/network_cost.h"
+#include "sim/core/network_transport.h"
+#include "sim/core/errors.h"
+#include "sim/core/program_builder.h"
+
+namespace ptsim::sim {
+
+namespace {
+
+// The scenario's calibration table (cluster.calibration), or null.
+std::shared_ptr<const hw::CostTable> load_table(const Scenario& s) {
+  if (s.cluster.calibration.empty()) return nullptr;
+  try {
+    return std::make_shared<const hw::CostTable>(hw::load_cost_table(s.cluster.calibration));
+  } catch (const std::exception& e) {
+    throw ScenarioError(s.file, "cluster.calibration", e.what(), "make one with `ptsim calibrate`");
+  }
+}
+
+}  // namespace
+
+hw::ComputeCostModel make_compute_cost(const Scenario& s) {
+  auto table = load_table(s);
+  return table ? hw::ComputeCostModel(s.cluster.gpu, std::move(table)) : hw::ComputeCostModel(s.cluster.gpu);
+}
+
+// The network model of hw/net (README "Network model"): the scenario's topology,
+// Megatron rank placement, NCCL's algorithm choice, sibling groups of a stage at
+// once; measured collectives of a calibration table take precedence where they apply.
+std::unique_ptr<CollectiveCost> make_collective_cost(const Scenario& s) {
+  const auto& par = s.plan.par;
+  Layout layout(par.tp, par.cp, par.dp, par.pp, par.ep, s.cluster.gpus_per_node);
+  std::unique_ptr<CollectiveCost> net = std::make_unique<NetworkCost>(std::make_shared<NetworkModel>(s.cluster, layout));
+  auto table = load_table(s);
+  if (table && (!table->collectives.empty() || !table->collective_fits.empty()))
+    return std::make_unique<TableCollectiveCost>(std::move(net), std::move(table));
+  return net;
+}
+
+namespace {
+
+std::string precision_name(models::Precision p) { return std::string(models::to_string(p)); }
+
+}  // namespace
+
+Simulation simulate(const Scenario& s, const SimulateOptions& opt) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const auto& par = s.plan.par;
+  std::optional<hw::ComputeCostModel> own_compute;
+  const hw::ComputeCostModel* compute = opt.compute;
+  if (!compute) compute = &own_compute.emplace(make_compute_cost(s));
+  std::unique_ptr<CollectiveCost> own_coll;
+  const CollectiveCost* coll = opt.collectives;
+  if (!coll) {
+    own_coll = make_collective_cost(s);
+    coll = own_coll.get();
+  }
+
+  Simulation sim;
+  sim.program = build_program(s, *compute, opt.build);
+  Layout layout(par.tp, par.cp, par.dp, par.pp, par.ep, s.cluster.gpus_per_node);
+  ReplayOptions ro;
+  ro.fold = opt.fold;
+  ro.trace = opt.trace;
+  ro.trace_max_ranks = opt.trace_max_ranks;
+  AnalyticTransport analytic(*coll);
+  Transport* transport = opt.transport ? opt.transport : &analytic;
+  // Link sharing (cluster.link_sharing, default on): transfers that overlap in time
+  // share the fabric. Folded runs simulate one rank per stage, so most concurrent
+  // traffic is absent: they keep the closed-form network cost.
+  std::unique_ptr<NetworkTransport> shared_net;
+  if (!opt.transport && s.cluster.link_sharing && !opt.fold) {
+    if (const auto* nc = dynamic_cast<const NetworkCost*>(coll)) {
+      shared_net = std::make_unique<NetworkTransport>(nc->model(), *coll);
+      transport = shared_net.get();
+    } else if (dynamic_cast<const TableCollectiveCost*>(coll)) {
+      sim.result.warnings.push_back(
+          "measured collective times from the calibration table are used as they are: link sharing is off");
+    }
+  }
+  Replay replay(sim.program, layout, par.num_microbatches, *transport, ro);
+  replay.run();
+
+  Result& r = sim.result;
+  r.scenario = s.name;
+  r.world_size = s.plan.world_size();
+  r.plan = s.plan;
+  r.cost_source = compute->source();
+  if (const auto* t = dynamic_cast<const TableCollectiveCost*>(coll); t && t->used_table()) r.cost_source = t->table_name();
+  r.folded = opt.fold;
+  r.events = replay.events();
+  r.iteration_time_s = to_seconds(replay.iteration_ticks());
+  const double tokens = static_cast<double>(s.plan.global_batch_size) * static_cast<double>(s.model.seq_length);
+  r.tokens_per_s = r.iteration_time_s > 0 ? tokens / r.iteration_time_s : 0;
+  r.model_flops_per_iteration = models::model_flops_per_iteration(s.model, s.plan.global_batch_size);
+  r.hardware_flops_per_iteration = models::hardware_flops_per_iteration(s.model, s.plan.global_batch_size, par.recompute);
+  const double peak = s.cluster.gpu.peak(precision_name(par.precision));
+  const double denom = r.iteration_time_s * r.world_size;
+  if (denom > 0) {
+    r.model_tflops_per_gpu = r.model_flops_per_iteration / denom / 1e12;
+    r.mfu = r.model_flops_per_iteration / (denom * peak);
+    r.hfu = r.hardware_flops_per_iteration / (denom * peak);
+  }
+
+  // Per-stage aggregates: mean over the stage's simulated ranks.
+  const int p = par.pp;
+  r.stage_timing.resize(static_cast<std::size_t>(p));
+  std::vector<int> count(static_cast<std::size_t>(p), 0);
+  std::vector<RankStats> peak_rank(static_cast<std::size_t>(p));
+  for (const auto& st : replay.stats()) {
+    auto& t = r.stage_timing[static_cast<std::size_t>(st.stage)];
+    t.stage = st.stage;
+    t.busy_s += to_seconds(st.busy);
+    t.bubble_s += to_seconds(st.bubble);
+    t.end_s = std::max(t.end_s, to_seconds(st.end));
+    for (int d = 0; d < kNumDims; ++d) t.exposed_s[d] += to_seconds(st.exposed[d]);
+    auto& pr = peak_rank[static_cast<std::size_t>(st.stage)];
+    if (count[static_cast<std::size_t>(st.stage)] == 0 || st.mem_peak > pr.mem_peak) pr = st;
+    ++count[static_cast<std::size_t>(st.stage)];
+  }
+  std::array<double, kNumDims> wire{};
+  for (const auto& st : replay.stats())
+    for (int d = 0; d < kNumDims; ++d) wire[d] += st.wire[d];
+  const double nranks = static_cast<double>(replay.stats().size());
+  for (int d = 0; d < kNumDims; ++d) r.comm_bytes_per_gpu[d] = wire[d] / nranks;
+
+  double bubble = 0;
+  for (int st = 0; st < p; ++st) {
+    auto& t = r.stage_timing[static_cast<std::size_t>(st)];
+    const double n = std::max(1, count[static_cast<std::size_t>(st)]);
+    t.busy_s /= n;
+    t.bubble_s /= n;
+    for (int d = 0; d < kNumDims; ++d) {
+      t.exposed_s[d] /= n;
+      r.exposed_comm_s[d] += t.exposed_s[d] / p;
+    }
+    bubble += t.bubble_s;
+    const auto& pr = peak_rank[static_cast<std::size_t>(st)];
+    const auto states = models::model_states(s.model, par, st);
+    StageMemoryResult m;
+    m.stage = st;
+    m.params = states.params;
+    m.grads = states.grads;
+    m.optimizer = states.optimizer;
+    m.activations = pr.activations_at_peak;
+    m.buffers = pr.buffers_at_peak;
+    m.peak = pr.mem_peak;
+    r.per_stage.push_back(m);
+    r.peak_bytes = std::max(r.peak_bytes, m.peak);
+  }
+  r.bubble_time_s = bubble / p;
+  r.bubble_fraction = r.iteration_time_s > 0 ? r.bubble_time_s / r.iteration_time_s : 0;
+  r.capacity_bytes = s.cluster.gpu.hbm;
+  if (r.peak_bytes > r.capacity_bytes) {
+    r.feasible = false;
+    int worst = 0;
+    for (const auto& m : r.per_stage)
+      if (m.peak > r.per_stage[static_cast<std::size_t>(worst)].peak) worst = m.stage;
+    r.infeasible_reasons.push_back(fmt::format("out of memory: stage {} needs {} but the GPU has {}", worst,
+                                               format_bytes(r.peak_bytes), format_bytes(r.capacity_bytes)));
+  }
+  if (par.tp > s.cluster.gpus_per_node)
+    r.warnings.push_back(fmt::format("tensor_parallel {} spans nodes (gpus_per_node {}): TP all-reduces cross the network",
+                                     par.tp, s.cluster.gpus_per_node));
+  if (r.cost_source == "datasheet")
+    r.warnings.push_back("costs from the GPU datasheet roofline (no calibration table; see `ptsim calibrate`)");
+  r.notes.push_back(layout.placement_summary());
+  for (auto& line : transport->report()) r.notes.push_back(std::move(line));
+  sim.spans = replay.spans();
+  r.sim_wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return sim;
+}
+
+}  // namespace ptsim::sim

@@ -1,0 +1,39 @@
+// Scenario in, Result out: builds the cost models, the per-stage programs and
+// the replay, runs one iteration and derives the metrics of CONTRACT §3.
+#pragma once
+#include <memory>
+
+#include "hw/compute_cost.h"
+#include "sim/core/collective_cost.h"
+#include "sim/core/program_builder.h"
+#include "sim/core/replay.h"
+#include "sim/core/result.h"
+#include "sim/core/scenario.h"
+
+namespace ptsim::sim {
+
+struct SimulateOptions {
+  bool fold = false;          // one representative rank per stage
+  bool trace = false;         // keep spans for --trace / --report
+  int trace_max_ranks = 16;
+  BuildOptions build;
+  // Optional overrides (tests inject synthetic cost models); null = from the scenario.
+  const hw::ComputeCostModel* compute = nullptr;
+  const CollectiveCost* collectives = nullptr;
+  Transport* transport = nullptr;  // e.g. a link-sharing network; null = analytic
+};
+
+struct Simulation {
+  Result result;
+  Program program;                  // kept for the trace writer (labels)
+  std::vector<Span> spans;
+};
+
+Simulation simulate(const Scenario& s, const SimulateOptions& opt = {});
+
+// Cost models the scenario asks for (a calibration table when cluster.calibration
+// names one, else the datasheet roofline).
+hw::ComputeCostModel make_compute_cost(const Scenario& s);
+std::unique_ptr<CollectiveCost> make_collective_cost(const Scenario& s);
+
+}  // namespace ptsim::sim

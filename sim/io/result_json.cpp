@@ -1,0 +1,118 @@
+#include "sim/io/result_json.h"
+
+#include <fmt/format.h>
+
+#include "hw/units.h"
+
+namespace ptsim::sim {
+
+nlohmann::json plan_to_json(const Plan& p) {
+  const auto& q = p.par;
+  nlohmann::json j;
+  j["dp"] = q.dp;
+  j["tp"] = q.tp;
+  j["pp"] = q.pp;
+  j["cp"] = q.cp;
+  j["ep"] = q.ep;
+  j["vpp"] = q.vpp;
+  j["zero_stage"] = q.zero_stage;
+  j["micro_batch_size"] = q.micro_batch_size;
+  j["global_batch_size"] = p.global_batch_size;
+  j["num_microbatches"] = q.num_microbatches;
+  j["recompute"] = std::string(models::to_string(q.recompute));
+  j["sequence_parallel"] = q.sequence_parallel;
+  j["pipeline_schedule"] = std::string(models::to_string(q.schedule));
+  j["precision"] = std::string(models::to_string(q.precision));
+  j["offload_optimizer"] = q.offload_optimizer;
+  j["offload_params"] = q.offload_params;
+  j["overlap_grad_reduce"] = p.overlap_grad_reduce;
+  j["overlap_param_gather"] = p.overlap_param_gather;
+  if (!q.pipeline_layers.empty()) j["pipeline_layers"] = q.pipeline_layers;
+  return j;
+}
+
+namespace {
+nlohmann::json per_dim(const std::array<double, kNumDims>& v) {
+  // nlohmann::json keeps keys sorted, so the document is byte-stable.
+  nlohmann::json j = nlohmann::json::object();
+  for (int d = 0; d < kNumDims; ++d) j[to_string(static_cast<Dim>(d))] = v[d];
+  return j;
+}
+}  // namespace
+
+nlohmann::json to_json(const Result& r) {
+  nlohmann::json j;
+  j["scenario"] = r.scenario;
+  j["world_size"] = r.world_size;
+  j["plan"] = plan_to_json(r.plan);
+  j["feasible"] = r.feasible;
+  j["infeasible_reasons"] = r.infeasible_reasons;
+  j["iteration_time_s"] = r.iteration_time_s;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["model_flops_per_iteration"] = r.model_flops_per_iteration;
+  j["hardware_flops_per_iteration"] = r.hardware_flops_per_iteration;
+  j["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
+  j["mfu"] = r.mfu;
+  j["hfu"] = r.hfu;
+  j["bubble_time_s"] = r.bubble_time_s;
+  j["bubble_fraction"] = r.bubble_fraction;
+  j["exposed_comm_s"] = per_dim(r.exposed_comm_s);
+  j["comm_bytes_per_gpu"] = per_dim(r.comm_bytes_per_gpu);
+  nlohmann::json mem;
+  mem["capacity_bytes"] = r.capacity_bytes;
+  mem["peak_bytes"] = r.peak_bytes;
+  mem["per_stage"] = nlohmann::json::array();
+  for (const auto& s : r.per_stage)
+    mem["per_stage"].push_back({{"stage", s.stage}, {"params", s.params}, {"grads", s.grads}, {"optimizer", s.optimizer},
+                                {"activations", s.activations}, {"buffers", s.buffers}, {"peak", s.peak}});
+  j["memory"] = mem;
+  j["stages"] = nlohmann::json::array();
+  for (const auto& t : r.stage_timing)
+    j["stages"].push_back({{"stage", t.stage}, {"busy_s", t.busy_s}, {"bubble_s", t.bubble_s}, {"end_s", t.end_s},
+                           {"exposed_comm_s", per_dim(t.exposed_s)}});
+  j["cost_source"] = r.cost_source;
+  j["sim_wall_time_s"] = r.sim_wall_time_s;
+  j["events"] = r.events;
+  j["folded"] = r.folded;
+  j["warnings"] = r.warnings;
+  return j;
+}
+
+std::string to_json_text(const Result& r) { return to_json(r).dump(2) + "\n"; }
+
+std::string summary_text(const Result& r) {
+  const auto& q = r.plan.par;
+  std::string out;
+  auto line = [&](fmt::string_view f, const auto&... a) { out += fmt::vformat(f, fmt::make_format_args(a...)) + "\n"; };
+  line("scenario        {}", r.scenario);
+  line("plan            {} GPUs = dp {} × tp {} × pp {} × cp {}  (ep {}, vpp {}, {}, zero {}, recompute {}, sp {})",
+       r.world_size, q.dp, q.tp, q.pp, q.cp, q.ep, q.vpp, models::to_string(q.schedule), q.zero_stage,
+       models::to_string(q.recompute), q.sequence_parallel ? "on" : "off");
+  line("batch           global {} = micro {} × {} micro-batches × dp {}", r.plan.global_batch_size, q.micro_batch_size,
+       q.num_microbatches, q.dp);
+  line("feasible        {}", r.feasible ? "yes" : "NO");
+  for (const auto& why : r.infeasible_reasons) line("                {}", why);
+  line("iteration       {}", format_seconds(r.iteration_time_s));
+  line("throughput      {:.0f} tokens/s, {:.1f} TFLOP/s per GPU", r.tokens_per_s, r.model_tflops_per_gpu);
+  line("utilisation     MFU {:.1f} %, HFU {:.1f} %", 100 * r.mfu, 100 * r.hfu);
+  line("bubble          {} ({:.1f} % of the iteration)", format_seconds(r.bubble_time_s), 100 * r.bubble_fraction);
+  std::string exposed, bytes;
+  for (int d = 0; d < kNumDims; ++d) {
+    if (r.exposed_comm_s[d] > 0) exposed += fmt::format("  {} {}", to_string(static_cast<Dim>(d)), format_seconds(r.exposed_comm_s[d]));
+    if (r.comm_bytes_per_gpu[d] > 0) bytes += fmt::format("  {} {}", to_string(static_cast<Dim>(d)), format_bytes(r.comm_bytes_per_gpu[d]));
+  }
+  line("exposed comm   {}", exposed.empty() ? " none" : exposed);
+  line("sent per GPU   {}", bytes.empty() ? " none" : bytes);
+  line("memory          peak {} of {}", format_bytes(r.peak_bytes), format_bytes(r.capacity_bytes));
+  line("  stage      params       grads   optimizer activations     buffers        peak");
+  for (const auto& s : r.per_stage)
+    line("  {:>5} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}", s.stage, format_bytes(s.params), format_bytes(s.grads),
+         format_bytes(s.optimizer), format_bytes(s.activations), format_bytes(s.buffers), format_bytes(s.peak));
+  for (const auto& n : r.notes) line("{}", n);
+  line("cost source     {}", r.cost_source);
+  line("simulated       {} events in {}{}", r.events, format_seconds(r.sim_wall_time_s), r.folded ? " (folded ranks)" : "");
+  for (const auto& w : r.warnings) line("warning: {}", w);
+  return out;
+}
+
+}  // namespace ptsim::sim

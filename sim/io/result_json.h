@@ -1,0 +1,19 @@
+// The JSON document (CONTRACT §3) and the text summary of a Result.
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/core/result.h"
+
+namespace ptsim::sim {
+
+// CONTRACT §3 "plan" object (also in the search output).
+nlohmann::json plan_to_json(const Plan& p);
+
+nlohmann::json to_json(const Result& r);
+// Deterministic text: everything but sim_wall_time_s is a function of the input.
+std::string to_json_text(const Result& r);
+std::string summary_text(const Result& r);
+
+}  // namespace ptsim::sim

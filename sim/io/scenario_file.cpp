@@ -1,0 +1,487 @@
+#include "sim/io/scenario_file.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "hw/strict_yaml.h"
+#include "sim/core/errors.h"
+
+namespace ptsim::sim {
+namespace {
+
+// The schema: allowed keys per section (CONTRACT §2). Unknown keys are errors.
+const std::vector<std::string> kTopKeys = {"name", "model", "cluster", "parallel", "training"};
+const std::vector<std::string> kModelKeys = {
+    "preset", "num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "ffn_hidden_size",
+    "vocab_size", "seq_length", "mlp", "norm", "untie_embeddings", "add_bias_linear",
+    "position_embedding", "moe", "hf_config"};
+const std::vector<std::string> kMoeKeys = {"num_experts", "top_k", "ffn_hidden_size", "layer_freq",
+                                           "shared_experts", "capacity_factor", "load_imbalance"};
+const std::vector<std::string> kClusterKeys = {"gpu", "num_gpus", "gpus_per_node", "intra_node", "inter_node",
+                                               "calibration", "link_sharing", "collectives"};
+const std::vector<std::string> kIntraKeys = {"fabric", "bandwidth", "latency", "nvls"};
+const std::vector<std::string> kInterKeys = {"topology", "nics_per_node", "nic_bandwidth", "latency",
+                                             "oversubscription", "switch_radix", "tiers", "torus_dims", "graph_file"};
+const std::vector<std::string> kCollectiveKindKeys = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
+                                                      "all_to_all", "send_recv"};
+const std::vector<std::string> kParallelKeys = {
+    "tensor_parallel", "pipeline_parallel", "data_parallel", "context_parallel", "expert_parallel",
+    "virtual_pipeline_stages", "pipeline_schedule", "sequence_parallel", "zero_stage", "recompute",
+    "offload_optimizer", "offload_params", "overlap_grad_reduce", "overlap_param_gather", "overlap_p2p",
+    "pipeline_layers"};
+const std::vector<std::string> kTrainingKeys = {"global_batch_size", "micro_batch_size", "precision", "optimizer",
+                                                "attention"};
+
+class Reader {
+ public:
+  explicit Reader(std::string file) : file_(std::move(file)) {}
+  const std::string& file() const { return file_; }
+
+  [[noreturn]] void fail(const std::string& key, const std::string& what, const std::string& hint = {}) const {
+    throw ScenarioError(file_, key, what, hint);
+  }
+
+  void check_keys(const YAML::Node& node, const std::string& path, const std::vector<std::string>& allowed) const {
+    if (!node.IsMap()) fail(path.empty() ? "<root>" : path, "expected a mapping of keys");
+    if (const auto u = hw::unknown_key(node, allowed)) {
+      const std::string prefix = path.empty() ? "" : path + ".";
+      fail(prefix + u->key, "unknown key", fmt::format("did you mean '{}'? line {}", prefix + u->suggestion, u->line));
+    }
+  }
+
+  template <class T>
+  T scalar(const YAML::Node& n, const std::string& key, const char* type_name) const {
+    if (!n.IsScalar()) fail(key, fmt::format("expected a {}", type_name));
+    try {
+      return n.as<T>();
+    } catch (const YAML::Exception&) {
+      fail(key, fmt::format("'{}' is not a {}", n.Scalar(), type_name));
+    }
+  }
+
+  std::int64_t integer(const YAML::Node& n, const std::string& key, std::int64_t min = 1) const {
+    const auto v = scalar<std::int64_t>(n, key, "whole number");
+    if (v < min) fail(key, fmt::format("{} must be at least {}", v, min));
+    return v;
+  }
+  int small_int(const YAML::Node& n, const std::string& key, int min = 1) const {
+    const auto v = integer(n, key, min);
+    if (v > 1'000'000'000) fail(key, fmt::format("{} is out of range", v));
+    return static_cast<int>(v);
+  }
+  double number(const YAML::Node& n, const std::string& key) const {
+    const auto v = scalar<double>(n, key, "number");
+    if (!std::isfinite(v) || v <= 0) fail(key, fmt::format("{} must be a positive finite number", n.Scalar()));
+    return v;
+  }
+  bool boolean(const YAML::Node& n, const std::string& key) const { return scalar<bool>(n, key, "boolean (true/false)"); }
+  std::string string(const YAML::Node& n, const std::string& key) const { return scalar<std::string>(n, key, "string"); }
+
+  std::string choice(const YAML::Node& n, const std::string& key, const std::vector<std::string>& options) const {
+    const std::string v = string(n, key);
+    if (std::find(options.begin(), options.end(), v) == options.end()) {
+      std::string list;
+      for (const auto& o : options) list += (list.empty() ? "" : " | ") + o;
+      fail(key, fmt::format("'{}' is not one of {}", v, list), fmt::format("did you mean '{}'?", closest_match(v, options)));
+    }
+    return v;
+  }
+
+  template <class F>
+  auto unit(const YAML::Node& n, const std::string& key, F parse) const {
+    if (!n.IsScalar()) fail(key, "expected a quantity with its unit");
+    // A bare number is an error: quantities carry their unit (CONTRACT §2).
+    try {
+      (void)std::stod(n.Scalar());
+      std::size_t pos = 0;
+      (void)std::stod(n.Scalar(), &pos);
+      if (pos == n.Scalar().size()) fail(key, fmt::format("'{}' has no unit", n.Scalar()), "write it with its unit, e.g. \"300 GB/s\", \"2 us\", \"80 GiB\"");
+    } catch (const std::invalid_argument&) {
+    } catch (const std::out_of_range&) {
+    }
+    try {
+      return parse(n.Scalar());
+    } catch (const UnitError& e) {
+      fail(key, e.what());
+    }
+  }
+
+ private:
+  std::string file_;
+};
+
+// --set a.b.c=value: walk (creating maps) and assign the YAML-parsed value.
+void apply_override(YAML::Node& root, const std::string& assignment, const std::string& file) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw ScenarioError(file, assignment, "--set expects KEY=VALUE", "e.g. --set parallel.tensor_parallel=4");
+  const std::string key = assignment.substr(0, eq);
+  const std::string value = assignment.substr(eq + 1);
+  std::vector<std::string> parts;
+  std::stringstream ss(key);
+  for (std::string part; std::getline(ss, part, '.');) parts.push_back(part);
+  // yaml-cpp nodes are handles: rebuild the chain top-down with a copy per level.
+  std::vector<YAML::Node> chain{root};
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    YAML::Node next = chain.back()[parts[i]];
+    if (!next.IsDefined() || next.IsNull()) {
+      chain.back()[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      next = chain.back()[parts[i]];
+    }
+    if (!next.IsMap()) throw ScenarioError(file, key, fmt::format("--set: '{}' is not a section", parts[i]));
+    chain.push_back(next);
+  }
+  YAML::Node parsed;
+  try {
+    parsed = YAML::Load(value);
+  } catch (const YAML::Exception& e) {
+    throw ScenarioError(file, key, fmt::format("--set value '{}' is not valid YAML: {}", value, e.msg));
+  }
+  chain.back()[parts.back()] = parsed.IsNull() ? YAML::Node(value) : parsed;
+}
+
+std::string join_divisors(std::int64_t n, std::int64_t limit = 64) {
+  std::string out;
+  for (std::int64_t d = 1; d <= std::min(n, limit); ++d)
+    if (n % d == 0) out += (out.empty() ? "" : ", ") + std::to_string(d);
+  return out;
+}
+
+models::ModelSpec read_model(const Reader& r, const YAML::Node& m) {
+  r.check_keys(m, "model", kModelKeys);
+  models::ModelSpec spec;
+  if (m["preset"] && m["hf_config"]) r.fail("model.hf_config", "give either model.preset or model.hf_config, not both");
+  if (m["preset"]) {
+    const std::string name = r.string(m["preset"], "model.preset");
+    auto p = models::find_preset(name);
+    if (!p) {
+      std::vector<std::string> names;
+      for (const auto& x : models::presets()) names.push_back(x.name);
+      r.fail("model.preset", fmt::format("unknown preset '{}'", name),
+             fmt::format("did you mean '{}'? `ptsim list models` lists them", closest_match(name, names)));
+    }
+    spec = *p;
+  } else if (m["hf_config"]) {
+    std::string path = r.string(m["hf_config"], "model.hf_config");
+    try {
+      spec = models::from_hf_config(path);
+    } catch (const std::exception& e) {
+      r.fail("model.hf_config", e.what());
+    }
+  }
+  auto set_int = [&](const char* key, auto& field) {
+    if (m[key]) field = r.integer(m[key], std::string("model.") + key);
+  };
+  auto set_small = [&](const char* key, int& field) {
+    if (m[key]) field = r.small_int(m[key], std::string("model.") + key);
+  };
+  set_small("num_layers", spec.num_layers);
+  set_int("hidden_size", spec.hidden_size);
+  set_small("num_attention_heads", spec.num_attention_heads);
+  const bool groups_given = static_cast<bool>(m["num_query_groups"]);
+  set_small("num_query_groups", spec.num_query_groups);
+  if (!groups_given && m["num_attention_heads"] && !m["preset"] && !m["hf_config"])
+    spec.num_query_groups = spec.num_attention_heads;  // MHA unless said otherwise
+  set_int("ffn_hidden_size", spec.ffn_hidden_size);
+  set_int("vocab_size", spec.vocab_size);
+  set_int("seq_length", spec.seq_length);
+  if (m["mlp"]) spec.mlp = r.choice(m["mlp"], "model.mlp", {"gelu", "swiglu"}) == "gelu" ? models::Mlp::gelu : models::Mlp::swiglu;
+  if (m["norm"]) spec.norm = r.choice(m["norm"], "model.norm", {"layernorm", "rmsnorm"}) == "layernorm" ? models::Norm::layernorm : models::Norm::rmsnorm;
+  if (m["untie_embeddings"]) spec.untie_embeddings = r.boolean(m["untie_embeddings"], "model.untie_embeddings");
+  if (m["add_bias_linear"]) spec.add_bias_linear = r.boolean(m["add_bias_linear"], "model.add_bias_linear");
+  if (m["position_embedding"])
+    spec.learned_position_embeddings =
+        r.choice(m["position_embedding"], "model.position_embedding", {"learned_absolute", "rope"}) == "learned_absolute";
+  if (const auto moe = m["moe"]) {
+    r.check_keys(moe, "model.moe", kMoeKeys);
+    models::MoeSpec ms = spec.moe.value_or(models::MoeSpec{});
+    if (moe["num_experts"]) ms.num_experts = r.small_int(moe["num_experts"], "model.moe.num_experts");
+    if (moe["top_k"]) ms.top_k = r.small_int(moe["top_k"], "model.moe.top_k");
+    if (moe["ffn_hidden_size"]) ms.ffn_hidden_size = r.integer(moe["ffn_hidden_size"], "model.moe.ffn_hidden_size");
+    if (moe["layer_freq"]) ms.layer_freq = r.small_int(moe["layer_freq"], "model.moe.layer_freq");
+    if (moe["shared_experts"]) ms.shared_experts = r.small_int(moe["shared_experts"], "model.moe.shared_experts", 0);
+    if (ms.num_experts < 1) r.fail("model.moe.num_experts", "a MoE block needs num_experts >= 1");
+    if (ms.top_k < 1 || ms.top_k > ms.num_experts)
+      r.fail("model.moe.top_k", fmt::format("{} must be between 1 and model.moe.num_experts ({})", ms.top_k, ms.num_experts));
+    if (ms.ffn_hidden_size == 0) ms.ffn_hidden_size = spec.ffn_hidden_size;
+    spec.moe = ms;
+  }
+  if (spec.num_layers <= 0 || spec.hidden_size <= 0)
+    r.fail("model", "no architecture: give model.preset, model.hf_config, or every model key",
+           "`ptsim list models` lists the presets");
+  if (spec.name.empty() || m["num_layers"] || m["hidden_size"]) spec.name = spec.name.empty() ? "custom" : spec.name + "-custom";
+  return spec;
+}
+
+ClusterConfig read_cluster(const Reader& r, const YAML::Node& c) {
+  r.check_keys(c, "cluster", kClusterKeys);
+  ClusterConfig cc;
+  if (!c["gpu"]) r.fail("cluster.gpu", "missing", "`ptsim list gpus` lists the catalog");
+  const std::string gpu = r.string(c["gpu"], "cluster.gpu");
+  auto g = hw::find_gpu(gpu);
+  if (!g) {
+    std::vector<std::string> names;
+    for (const auto& x : hw::gpu_catalog()) names.push_back(x.name);
+    r.fail("cluster.gpu", fmt::format("unknown GPU '{}'", gpu),
+           fmt::format("did you mean '{}'? `ptsim list gpus` lists them", closest_match(gpu, names)));
+  }
+  cc.gpu = *g;
+  if (!c["num_gpus"]) r.fail("cluster.num_gpus", "missing");
+  cc.num_gpus = r.small_int(c["num_gpus"], "cluster.num_gpus");
+  // Default: DGX-style 8-GPU nodes, or one node holding every GPU when fewer.
+  cc.gpus_per_node = std::min(8, cc.num_gpus);
+  if (c["gpus_per_node"]) cc.gpus_per_node = r.small_int(c["gpus_per_node"], "cluster.gpus_per_node");
+  // Defaults below are the GPU's own NVLink figure and a DGX-style node
+  // (documented in the README, section "Scenario defaults").
+  cc.intra_bandwidth = cc.gpu.nvlink_bandwidth;
+  if (const auto in = c["intra_node"]) {
+    r.check_keys(in, "cluster.intra_node", kIntraKeys);
+    if (in["fabric"]) cc.intra_fabric = r.choice(in["fabric"], "cluster.intra_node.fabric", {"nvswitch", "nvlink", "pcie"});
+    if (in["bandwidth"]) cc.intra_bandwidth = r.unit(in["bandwidth"], "cluster.intra_node.bandwidth", parse_bandwidth);
+    if (in["latency"]) cc.intra_latency = r.unit(in["latency"], "cluster.intra_node.latency", parse_seconds);
+    if (in["nvls"]) cc.nvls = r.boolean(in["nvls"], "cluster.intra_node.nvls");
+  }
+  cc.nic_bandwidth = 200e9 / 8;  // HDR InfiniBand 200 Gb/s, the DGX A100 NIC
+  if (const auto ex = c["inter_node"]) {
+    r.check_keys(ex, "cluster.inter_node", kInterKeys);
+    if (ex["topology"])
+      cc.topology = r.choice(ex["topology"], "cluster.inter_node.topology",
+                             {"fat-tree", "fat-tree-3", "rail-optimized", "torus-2d", "torus-3d", "torus", "user"});
+    if (ex["nics_per_node"]) cc.nics_per_node = r.small_int(ex["nics_per_node"], "cluster.inter_node.nics_per_node");
+    if (ex["nic_bandwidth"]) cc.nic_bandwidth = r.unit(ex["nic_bandwidth"], "cluster.inter_node.nic_bandwidth", parse_bandwidth);
+    if (ex["latency"]) cc.inter_latency = r.unit(ex["latency"], "cluster.inter_node.latency", parse_seconds);
+    if (ex["oversubscription"]) {
+      cc.oversubscription = r.number(ex["oversubscription"], "cluster.inter_node.oversubscription");
+      if (cc.oversubscription < 1) r.fail("cluster.inter_node.oversubscription", fmt::format("{} must be >= 1 (1 = full bisection)", cc.oversubscription));
+    }
+    if (ex["switch_radix"]) {
+      cc.switch_radix = r.small_int(ex["switch_radix"], "cluster.inter_node.switch_radix", 4);
+      if (cc.switch_radix % 2 != 0) r.fail("cluster.inter_node.switch_radix", fmt::format("{} must be even", cc.switch_radix));
+    }
+    if (ex["tiers"]) {
+      cc.tiers = r.small_int(ex["tiers"], "cluster.inter_node.tiers", 2);
+      if (cc.tiers > 3) r.fail("cluster.inter_node.tiers", fmt::format("{} is not 2 or 3", cc.tiers));
+    }
+    if (const auto dims = ex["torus_dims"]) {
+      if (!dims.IsSequence()) r.fail("cluster.inter_node.torus_dims", "expected a list of sizes, e.g. [8, 16]");
+      for (std::size_t i = 0; i < dims.size(); ++i)
+        cc.torus_dims.push_back(r.small_int(dims[i], fmt::format("cluster.inter_node.torus_dims[{}]", i), 2));
+      if (cc.torus_dims.size() != 2 && cc.torus_dims.size() != 3)
+        r.fail("cluster.inter_node.torus_dims", fmt::format("has {} entries; a torus has 2 or 3 dimensions", cc.torus_dims.size()));
+    }
+    if (ex["graph_file"]) cc.graph_file = r.string(ex["graph_file"], "cluster.inter_node.graph_file");
+    if (cc.topology == "user" && cc.graph_file.empty())
+      r.fail("cluster.inter_node.graph_file", "missing: topology 'user' reads its graph from this YAML file");
+  }
+  if (c["link_sharing"]) cc.link_sharing = r.boolean(c["link_sharing"], "cluster.link_sharing");
+  if (const auto co = c["collectives"]) {
+    r.check_keys(co, "cluster.collectives", kCollectiveKindKeys);
+    for (const auto& kv : co) {
+      const std::string kind = kv.first.as<std::string>();
+      const std::string key = "cluster.collectives." + kind;
+      cc.collective_algorithms.emplace_back(kind, r.choice(kv.second, key, {"auto", "ring", "tree", "nvls", "hierarchical", "direct"}));
+    }
+  }
+  if (c["calibration"]) cc.calibration = r.string(c["calibration"], "cluster.calibration");
+  if (cc.intra_bandwidth <= 0) r.fail("cluster.intra_node.bandwidth", "must be positive");
+  if (cc.nic_bandwidth <= 0) r.fail("cluster.inter_node.nic_bandwidth", "must be positive");
+  return cc;
+}
+
+models::Precision parse_precision(const Reader& r, const YAML::Node& n) {
+  const auto v = r.choice(n, "training.precision", {"fp32", "fp16", "bf16", "fp8"});
+  if (v == "fp32") return models::Precision::fp32;
+  if (v == "fp16") return models::Precision::fp16;
+  if (v == "fp8") return models::Precision::fp8;
+  return models::Precision::bf16;
+}
+
+}  // namespace
+
+Scenario parse_scenario(const std::string& yaml_text, const std::string& file, const std::vector<std::string>& overrides) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw ScenarioError(file, fmt::format("line {}", e.mark.line + 1), fmt::format("not valid YAML: {}", e.msg));
+  }
+  if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  for (const auto& o : overrides) apply_override(root, o, file);
+  Reader r(file);
+  r.check_keys(root, "", kTopKeys);
+  Scenario s;
+  s.file = file;
+  if (!root["model"]) r.fail("model", "missing section");
+  if (!root["cluster"]) r.fail("cluster", "missing section");
+  s.model = read_model(r, root["model"]);
+  s.cluster = read_cluster(r, root["cluster"]);
+  s.name = root["name"] ? r.string(root["name"], "name") : s.model.name;
+
+  auto& par = s.plan.par;
+  const YAML::Node p = root["parallel"] ? root["parallel"] : YAML::Node(YAML::NodeType::Map);
+  r.check_keys(p, "parallel", kParallelKeys);
+  if (p["tensor_parallel"]) par.tp = r.small_int(p["tensor_parallel"], "parallel.tensor_parallel");
+  if (p["pipeline_parallel"]) par.pp = r.small_int(p["pipeline_parallel"], "parallel.pipeline_parallel");
+  if (p["context_parallel"]) par.cp = r.small_int(p["context_parallel"], "parallel.context_parallel");
+  if (p["expert_parallel"]) par.ep = r.small_int(p["expert_parallel"], "parallel.expert_parallel");
+  if (p["virtual_pipeline_stages"]) par.vpp = r.small_int(p["virtual_pipeline_stages"], "parallel.virtual_pipeline_stages");
+  const int model_parallel = par.tp * par.pp * par.cp;
+  if (p["data_parallel"]) {
+    par.dp = r.small_int(p["data_parallel"], "parallel.data_parallel");
+  } else {
+    if (s.cluster.num_gpus % model_parallel != 0)
+      r.fail("cluster.num_gpus", fmt::format("{} is not divisible by tensor_parallel × pipeline_parallel × context_parallel = {}",
+                                             s.cluster.num_gpus, model_parallel));
+    par.dp = s.cluster.num_gpus / model_parallel;
+  }
+  if (p["pipeline_schedule"]) {
+    const auto v = r.choice(p["pipeline_schedule"], "parallel.pipeline_schedule", {"gpipe", "1f1b", "interleaved-1f1b"});
+    par.schedule = v == "gpipe" ? models::Schedule::gpipe : v == "1f1b" ? models::Schedule::one_f_one_b : models::Schedule::interleaved_1f1b;
+  } else if (par.vpp > 1) {
+    par.schedule = models::Schedule::interleaved_1f1b;
+  }
+  if (p["sequence_parallel"]) par.sequence_parallel = r.boolean(p["sequence_parallel"], "parallel.sequence_parallel");
+  if (p["zero_stage"]) par.zero_stage = r.small_int(p["zero_stage"], "parallel.zero_stage", 0);
+  if (p["recompute"]) {
+    const auto v = r.choice(p["recompute"], "parallel.recompute", {"none", "selective", "full"});
+    par.recompute = v == "none" ? models::Recompute::none : v == "selective" ? models::Recompute::selective : models::Recompute::full;
+  }
+  if (p["offload_optimizer"]) par.offload_optimizer = r.boolean(p["offload_optimizer"], "parallel.offload_optimizer");
+  if (p["offload_params"]) par.offload_params = r.boolean(p["offload_params"], "parallel.offload_params");
+  if (p["overlap_grad_reduce"]) s.plan.overlap_grad_reduce = r.boolean(p["overlap_grad_reduce"], "parallel.overlap_grad_reduce");
+  if (p["overlap_param_gather"]) s.plan.overlap_param_gather = r.boolean(p["overlap_param_gather"], "parallel.overlap_param_gather");
+  if (p["overlap_p2p"]) s.plan.overlap_p2p = r.boolean(p["overlap_p2p"], "parallel.overlap_p2p");
+  if (const auto pl = p["pipeline_layers"]) {
+    if (!pl.IsSequence()) r.fail("parallel.pipeline_layers", "expected a list of layer counts, one per pipeline stage");
+    for (std::size_t i = 0; i < pl.size(); ++i)
+      par.pipeline_layers.push_back(r.small_int(pl[i], fmt::format("parallel.pipeline_layers[{}]", i)));
+  }
+  if (s.model.moe) {
+    const auto moe = root["model"]["moe"];
+    if (moe && moe["capacity_factor"]) par.moe_capacity_factor = r.number(moe["capacity_factor"], "model.moe.capacity_factor");
+    if (moe && moe["load_imbalance"]) {
+      par.moe_load_imbalance = r.number(moe["load_imbalance"], "model.moe.load_imbalance");
+      if (par.moe_load_imbalance < 1) r.fail("model.moe.load_imbalance", "must be >= 1 (1 = perfectly balanced)");
+    }
+  }
+
+  const YAML::Node t = root["training"] ? root["training"] : YAML::Node(YAML::NodeType::Map);
+  r.check_keys(t, "training", kTrainingKeys);
+  if (!t["global_batch_size"]) r.fail("training.global_batch_size", "missing");
+  s.plan.global_batch_size = r.integer(t["global_batch_size"], "training.global_batch_size");
+  if (t["micro_batch_size"]) par.micro_batch_size = r.small_int(t["micro_batch_size"], "training.micro_batch_size");
+  if (t["precision"]) par.precision = parse_precision(r, t["precision"]);
+  if (t["optimizer"]) s.optimizer = r.choice(t["optimizer"], "training.optimizer", {"adam", "adamw", "sgd"});
+  if (t["attention"]) par.attention = r.choice(t["attention"], "training.attention", {"flash", "naive"}) == "flash" ? models::AttentionImpl::flash : models::AttentionImpl::naive;
+
+  derive_microbatches(s);
+  validate(s);
+  return s;
+}
+
+void derive_microbatches(Scenario& s) {
+  auto& par = s.plan.par;
+  const std::int64_t per_step = static_cast<std::int64_t>(par.micro_batch_size) * par.dp;
+  if (per_step > 0 && s.plan.global_batch_size % per_step == 0)
+    par.num_microbatches = static_cast<int>(s.plan.global_batch_size / per_step);
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path);
+  if (!in) throw ScenarioError(path, "", "cannot open the scenario file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_scenario(ss.str(), path, overrides);
+}
+
+void validate(const Scenario& s) {
+  Reader r(s.file);
+  const auto& m = s.model;
+  const auto& par = s.plan.par;
+  const auto& c = s.cluster;
+  if (m.hidden_size % m.num_attention_heads != 0)
+    r.fail("model.hidden_size", fmt::format("{} is not divisible by model.num_attention_heads ({})", m.hidden_size, m.num_attention_heads));
+  if (m.num_query_groups <= 0 || m.num_attention_heads % m.num_query_groups != 0)
+    r.fail("model.num_query_groups", fmt::format("{} must divide model.num_attention_heads ({})", m.num_query_groups, m.num_attention_heads));
+  if (m.ffn_hidden_size <= 0 || m.vocab_size <= 0 || m.seq_length <= 0)
+    r.fail("model", "ffn_hidden_size, vocab_size and seq_length must be positive");
+  if (c.num_gpus % c.gpus_per_node != 0)
+    r.fail("cluster.num_gpus", fmt::format("{} is not a multiple of cluster.gpus_per_node ({})", c.num_gpus, c.gpus_per_node),
+           "a cluster is made of whole nodes; for a single partial node set gpus_per_node to num_gpus");
+  if (par.tp * par.pp * par.cp * par.dp != c.num_gpus)
+    r.fail("parallel.data_parallel",
+           fmt::format("data_parallel × tensor_parallel × pipeline_parallel × context_parallel = {}×{}×{}×{} = {} but cluster.num_gpus = {}",
+                       par.dp, par.tp, par.pp, par.cp, par.dp * par.tp * par.pp * par.cp, c.num_gpus),
+           "leave parallel.data_parallel out to derive it");
+  if (m.num_attention_heads % par.tp != 0)
+    r.fail("parallel.tensor_parallel", fmt::format("{} does not divide model.num_attention_heads ({})", par.tp, m.num_attention_heads),
+           "divisors: " + join_divisors(m.num_attention_heads));
+  if (m.num_query_groups % par.tp != 0)
+    r.fail("parallel.tensor_parallel", fmt::format("{} does not divide model.num_query_groups ({})", par.tp, m.num_query_groups),
+           "divisors: " + join_divisors(m.num_query_groups));
+  if (m.ffn_hidden_size % par.tp != 0)
+    r.fail("parallel.tensor_parallel", fmt::format("{} does not divide model.ffn_hidden_size ({})", par.tp, m.ffn_hidden_size));
+  if (par.vpp > 1 && par.schedule != models::Schedule::interleaved_1f1b)
+    r.fail("parallel.virtual_pipeline_stages", fmt::format("{} needs parallel.pipeline_schedule: interleaved-1f1b", par.vpp));
+  if (par.schedule == models::Schedule::interleaved_1f1b && par.pp < 2)
+    r.fail("parallel.pipeline_schedule", "interleaved-1f1b needs parallel.pipeline_parallel >= 2");
+  if (par.pipeline_layers.empty()) {
+    if (m.num_layers % (par.pp * par.vpp) != 0)
+      r.fail("parallel.pipeline_parallel",
+             fmt::format("model.num_layers ({}) is not divisible by pipeline_parallel × virtual_pipeline_stages = {}", m.num_layers, par.pp * par.vpp),
+             "or give parallel.pipeline_layers");
+  } else {
+    if (static_cast<int>(par.pipeline_layers.size()) != par.pp)
+      r.fail("parallel.pipeline_layers", fmt::format("has {} entries but parallel.pipeline_parallel is {}", par.pipeline_layers.size(), par.pp));
+    int sum = 0;
+    for (std::size_t i = 0; i < par.pipeline_layers.size(); ++i) {
+      sum += par.pipeline_layers[i];
+      if (par.pipeline_layers[i] % par.vpp != 0)
+        r.fail(fmt::format("parallel.pipeline_layers[{}]", i), fmt::format("{} is not divisible by virtual_pipeline_stages ({})", par.pipeline_layers[i], par.vpp));
+    }
+    if (sum != m.num_layers) r.fail("parallel.pipeline_layers", fmt::format("sums to {} but model.num_layers is {}", sum, m.num_layers));
+  }
+  const std::int64_t per_step = static_cast<std::int64_t>(par.micro_batch_size) * par.dp;
+  if (s.plan.global_batch_size % per_step != 0)
+    r.fail("training.global_batch_size",
+           fmt::format("{} is not divisible by micro_batch_size × data_parallel = {}×{} = {}", s.plan.global_batch_size,
+                       par.micro_batch_size, par.dp, per_step));
+  const std::int64_t m_count = s.plan.global_batch_size / per_step;
+  if (par.num_microbatches != m_count)
+    r.fail("training.global_batch_size", fmt::format("implies {} micro-batches but the plan says {}", m_count, par.num_microbatches),
+           "call derive_microbatches() after changing batch sizes");
+  if (par.schedule == models::Schedule::interleaved_1f1b && m_count % par.pp != 0)
+    r.fail("training.global_batch_size",
+           fmt::format("interleaved-1f1b needs the number of micro-batches ({}) to be a multiple of pipeline_parallel ({})", m_count, par.pp),
+           "Megatron-LM requires it too");
+  if (par.sequence_parallel && par.tp == 1)
+    r.fail("parallel.sequence_parallel", "needs parallel.tensor_parallel > 1");
+  if (par.sequence_parallel && (m.seq_length / par.cp) % par.tp != 0)
+    r.fail("parallel.sequence_parallel", fmt::format("model.seq_length / context_parallel ({}) is not divisible by tensor_parallel ({})", m.seq_length / par.cp, par.tp));
+  if (par.cp > 1 && m.seq_length % (2 * par.cp) != 0)
+    r.fail("parallel.context_parallel", fmt::format("model.seq_length ({}) must be divisible by 2 × context_parallel = {} (load-balanced causal chunks)", m.seq_length, 2 * par.cp));
+  if (par.zero_stage < 0 || par.zero_stage > 3)
+    r.fail("parallel.zero_stage", fmt::format("{} is not a ZeRO stage (0, 1, 2 or 3)", par.zero_stage));
+  if (par.ep > 1) {
+    if (!m.moe) r.fail("parallel.expert_parallel", fmt::format("{} needs a MoE model (model.moe)", par.ep));
+    if (m.moe->num_experts % par.ep != 0)
+      r.fail("parallel.expert_parallel", fmt::format("{} does not divide model.moe.num_experts ({})", par.ep, m.moe->num_experts));
+    if ((par.dp * par.cp) % par.ep != 0)
+      r.fail("parallel.expert_parallel", fmt::format("{} must divide data_parallel × context_parallel ({})", par.ep, par.dp * par.cp),
+             "experts are sharded across the data-parallel ranks, as in Megatron-LM");
+  }
+  if (m.moe && m.moe->ffn_hidden_size % par.tp != 0)
+    r.fail("parallel.tensor_parallel", fmt::format("{} does not divide model.moe.ffn_hidden_size ({})", par.tp, m.moe->ffn_hidden_size));
+  if (par.precision == models::Precision::fp8 && c.gpu.peak_fp8 <= 0)
+    r.fail("training.precision", fmt::format("fp8 needs a GPU with FP8 tensor cores; {} has none", c.gpu.name), "use bf16, or an h100/h200/b200");
+  if (par.offload_params && par.zero_stage != 3)
+    r.fail("parallel.offload_params", "parameter offload needs parallel.zero_stage: 3 (as in ZeRO-Infinity)");
+}
+
+}  // namespace ptsim::sim

@@ -1,0 +1,133 @@
+// Plan search (`ptsim search`, CONTRACT §1): enumerate every valid parallel plan of a
+// scenario's model, cluster and global batch; prune with the analytical memory
+// model and a lower bound on the iteration time (branch and bound); simulate the
+// survivors with the event engine; rank them by simulated throughput.
+//
+// Determinism: the candidates that survive pruning are processed best bound first
+// in fixed-size waves; the running K-th best throughput (the bound that prunes)
+// is updated only between waves. What gets simulated, and so the whole result,
+// is therefore the same for any thread count and any number of MPI processes.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hw/compute_cost.h"
+#include "sim/core/collective_cost.h"
+#include "sim/core/plan.h"
+#include "sim/core/program.h"
+#include "sim/io/scenario_file.h"
+
+namespace ptsim::sim {
+
+// Progress of a running search (for a progress bar).
+struct SearchProgress {
+  std::int64_t done = 0;       // candidates settled (simulated or pruned by the bound)
+  std::int64_t total = 0;      // candidates that survived the memory / validity pruning
+  std::int64_t simulated = 0;
+  double elapsed_s = 0;
+  double best_tokens_per_s = 0;
+};
+
+// One candidate's simulated metrics, as exchanged between processes.
+struct CandidateOutcome {
+  std::int64_t index = 0;  // position in the survivor list (best bound first)
+  bool feasible = false;   // false: the simulated peak exceeds the GPU memory
+  double tokens_per_s = 0, model_tflops_per_gpu = 0, mfu = 0, bubble_fraction = 0, peak_bytes = 0,
+         iteration_time_s = 0;
+  std::array<double, kNumDims> exposed_comm_s{};
+};
+
+struct SearchOptions {
+  // Restrictions "key=value[,value...]" on scenario keys (CONTRACT §2 names):
+  // parallel.{tensor_parallel, pipeline_parallel, data_parallel, context_parallel,
+  // expert_parallel, virtual_pipeline_stages, pipeline_schedule, sequence_parallel,
+  // zero_stage, recompute}, training.micro_batch_size, cluster.num_gpus.
+  std::vector<std::string> fix;
+  std::vector<int> gpus;           // cluster sizes to sweep; empty = the scenario's
+  int top_k = 10;
+  int threads = 0;                 // 0 = every hardware thread
+  bool full = false;               // simulate every rank instead of one per stage
+  int max_micro_batch_size = 8;    // micro-batch sizes 1..this that divide gbs / dp
+  int max_virtual_stages = 8;      // interleaved 1F1B: v in 2..this dividing layers / pp
+  int max_context_parallel = 8;
+  bool prune_by_bound = true;      // false: simulate every plan that fits (tests)
+  int wave_size = 32;              // candidates simulated between bound updates
+  // Analytical peak above capacity × this is pruned as OOM without simulating;
+  // the simulated peak agrees with the analytical one within 1 %
+  // (tests/sim/replay_test.cpp), so plans in the margin are left to the simulator.
+  double oom_margin = 1.02;
+  // Test hooks: cost models instead of the scenario's.
+  const hw::ComputeCostModel* compute = nullptr;
+  const CollectiveCost* collectives = nullptr;
+  // Distribution over processes (MPI): this process simulates the survivors at
+  // positions ≡ shard_rank (mod shard_count) of each wave; `exchange` receives this
+  // process's outcomes of the wave and returns every process's (any order).
+  int shard_rank = 0, shard_count = 1;
+  std::function<std::vector<CandidateOutcome>(const std::vector<CandidateOutcome>&)> exchange;
+  std::function<void(const SearchProgress&)> progress;  // called from the calling thread
+};
+
+struct RankedPlan {
+  int rank = 0;
+  int num_gpus = 0;
+  Plan plan;
+  double tokens_per_s = 0, model_tflops_per_gpu = 0, mfu = 0, bubble_fraction = 0, peak_bytes = 0,
+         iteration_time_s = 0;
+  std::array<double, kNumDims> exposed_comm_s{};
+  double bound_tokens_per_s = 0;  // the analytical upper bound it had
+};
+
+// A family of plans (same GPUs, tp, pp, cp, ep) and why none of it is in the top K.
+struct FamilyVerdict {
+  std::string family;  // "gpus 1024 tp 8 pp 16 cp 1"
+  std::string reason;  // "OOM: …", "dominated by bound: …", "bubble 23 %", …
+};
+
+struct SearchResult {
+  std::vector<RankedPlan> plans;           // top K, best first
+  std::map<std::string, std::int64_t> pruned;  // reason → count
+  std::int64_t candidates = 0, simulated = 0;
+  std::vector<FamilyVerdict> losers;
+  double capacity_bytes = 0;
+  double wall_time_s = 0;
+};
+
+// One point of the search space: a cluster size and a plan (the rest of the
+// scenario — model, GPU, network, precision, overlap flags — is the base's).
+struct PlanCandidate {
+  int num_gpus = 0;
+  models::Parallelism par;
+};
+
+// Every candidate plan of `base` under the options' restrictions, in a fixed
+// order (before validation). Throws std::invalid_argument for a bad --fix.
+std::vector<PlanCandidate> enumerate_candidates(const Scenario& base, const SearchOptions& opt);
+// `base` with the candidate's cluster size and plan (micro-batch count derived).
+Scenario candidate_scenario(const Scenario& base, const PlanCandidate& c);
+
+// A true lower bound on the iteration time the simulator reports for `s`: every
+// instruction on a stage's compute stream runs one after another, so a stage is
+// busy for the sum of its compute and blocking (TP/CP) collective durations; it
+// cannot start before micro-batch 0's forward crossed the stages before it
+// (Σ forward of chunk 0) and its last backward (chunk 0) must still cross them
+// back; and each async stream (channel) runs its launched collectives one after
+// another. Rendezvous waits and p2p transfers are bounded by zero.
+double iteration_time_lower_bound(const Scenario& s, const hw::ComputeCostModel& compute,
+                                  const CollectiveCost& collectives);
+
+SearchResult search(const Scenario& base, const SearchOptions& opt);
+
+// CONTRACT §1: {"plans": [{"rank", "plan", "tokens_per_s", "model_tflops_per_gpu",
+// "mfu", "bubble_fraction", "peak_bytes", "iteration_time_s"}…], "pruned": {…},
+// "candidates": N, "simulated": M}.
+nlohmann::json search_to_json(const SearchResult& r);
+std::string search_to_csv(const SearchResult& r);
+std::string search_summary_text(const SearchResult& r);
+
+}  // namespace ptsim::sim

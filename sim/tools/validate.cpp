@@ -1,0 +1,331 @@
+#include "sim/tools/validate.h"
+
+#include "hw/strict_yaml.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "sim/core/errors.h"
+#include "sim/io/scenario_file.h"
+#include "sim/core/simulate.h"
+
+namespace ptsim::sim {
+
+namespace {
+
+const std::vector<std::string> kTopKeys = {"runs"};
+const std::vector<std::string> kRunKeys = {"scenario", "metric", "value", "flops_formula", "fitted", "source"};
+
+std::string metric_name(RefMetric m) { return m == RefMetric::tflops_per_gpu ? "tflops_per_gpu" : "iteration_time_s"; }
+
+void check_keys(const YAML::Node& n, const std::vector<std::string>& allowed, const std::string& file,
+                const std::string& prefix) {
+  if (const auto u = hw::unknown_key(n, allowed))
+    throw ScenarioError(file, prefix + u->key, "unknown key", fmt::format("did you mean '{}'?", u->suggestion));
+}
+
+template <typename T>
+T scalar(const YAML::Node& n, const std::string& file, const std::string& key) {
+  try {
+    return n.as<T>();
+  } catch (const YAML::Exception&) {
+    throw ScenarioError(file, key, fmt::format("cannot read '{}'", YAML::Dump(n)));
+  }
+}
+
+ReferenceRun parse_run(const YAML::Node& n, const std::string& file, const std::string& prefix) {
+  if (!n.IsMap()) throw ScenarioError(file, prefix, "expected a map with keys scenario, metric, value, ...");
+  check_keys(n, kRunKeys, file, prefix + ".");
+  for (const auto& k : {"scenario", "metric", "value", "fitted", "source"}) {
+    if (!n[k]) throw ScenarioError(file, prefix + "." + k, "missing");
+  }
+  ReferenceRun r;
+  r.scenario = scalar<std::string>(n["scenario"], file, prefix + ".scenario");
+  const auto metric = scalar<std::string>(n["metric"], file, prefix + ".metric");
+  if (metric == "tflops_per_gpu") {
+    r.metric = RefMetric::tflops_per_gpu;
+  } else if (metric == "iteration_time_s") {
+    r.metric = RefMetric::iteration_time_s;
+  } else {
+    throw ScenarioError(file, prefix + ".metric", fmt::format("'{}' is not a metric", metric),
+                        "use tflops_per_gpu or iteration_time_s");
+  }
+  r.value = scalar<double>(n["value"], file, prefix + ".value");
+  if (!(r.value > 0) || !std::isfinite(r.value)) {
+    throw ScenarioError(file, prefix + ".value", fmt::format("{} must be a positive number", r.value));
+  }
+  if (n["flops_formula"]) {
+    const auto f = scalar<std::string>(n["flops_formula"], file, prefix + ".flops_formula");
+    if (f == "megatron-eq3") {
+      r.flops_formula = FlopsFormula::megatron_eq3;
+    } else if (f == "model") {
+      r.flops_formula = FlopsFormula::model;
+    } else {
+      throw ScenarioError(file, prefix + ".flops_formula", fmt::format("'{}' is not a FLOPs formula", f),
+                          "use megatron-eq3 or model");
+    }
+  } else if (r.metric == RefMetric::tflops_per_gpu) {
+    throw ScenarioError(file, prefix + ".flops_formula", "missing (needed to convert tflops_per_gpu)",
+                        "megatron-eq3 or model");
+  }
+  r.fitted = scalar<bool>(n["fitted"], file, prefix + ".fitted");
+  r.source = scalar<std::string>(n["source"], file, prefix + ".source");
+  return r;
+}
+
+struct Loaded {
+  ReferenceRun ref;
+  Scenario scenario;
+};
+
+std::vector<Loaded> load_all(const std::string& dir) {
+  std::vector<Loaded> out;
+  for (const auto& ref : load_published(dir)) {
+    const auto path = (std::filesystem::path(dir) / ref.scenario).string();
+    out.push_back({ref, load_scenario(path)});
+  }
+  return out;
+}
+
+ValidationRow evaluate(const Loaded& l, const ValidateOptions& opt) {
+  Scenario s = l.scenario;
+  if (opt.efficiency && s.cluster.gpu.name == opt.override_gpu) s.cluster.gpu.efficiency = *opt.efficiency;
+  SimulateOptions so;
+  so.fold = opt.fold;
+  so.build.fuse_compute = true;  // no trace: fused compute spans, same times
+  const Result res = simulate(s, so).result;
+
+  ValidationRow row;
+  row.run = l.ref.scenario;
+  row.scenario = s.name;
+  row.metric = metric_name(l.ref.metric);
+  row.published = l.ref.value;
+  row.fitted = l.ref.fitted;
+  row.iteration_time_s = res.iteration_time_s;
+  row.source = l.ref.source;
+  if (!res.feasible || !(res.iteration_time_s > 0)) {
+    // An infeasible reference is a modelling error, not a number to compare: report
+    // it as a 100 % miss so the bound fails loudly.
+    row.predicted = 0;
+    row.error_pct = -100.0;
+    return row;
+  }
+  if (l.ref.metric == RefMetric::iteration_time_s) {
+    row.predicted = res.iteration_time_s;
+  } else {
+    const double flops = l.ref.flops_formula == FlopsFormula::megatron_eq3
+                             ? megatron_eq3_flops(s.model, static_cast<double>(s.plan.global_batch_size))
+                             : res.model_flops_per_iteration;
+    // The source's own conversion: TFLOP/s per GPU = FLOPs / (iteration time · GPUs).
+    row.predicted = flops / (res.iteration_time_s * res.world_size) / 1e12;
+  }
+  row.error_pct = (row.predicted - row.published) / row.published * 100.0;
+  return row;
+}
+
+ValidationReport evaluate_all(const std::vector<Loaded>& all, const ValidateOptions& opt) {
+  ValidationReport rep;
+  rep.bound = opt.bound;
+  if (opt.efficiency) {
+    rep.efficiency_override = opt.efficiency;
+    rep.override_gpu = opt.override_gpu;
+  }
+  for (const auto& l : all) rep.rows.push_back(evaluate(l, opt));
+  std::vector<ValidationRow> fitted, held;
+  for (const auto& r : rep.rows) (r.fitted ? fitted : held).push_back(r);
+  rep.all = error_stats(rep.rows);
+  rep.fitted = error_stats(fitted);
+  rep.held_out = error_stats(held);
+  rep.bound_holds = rep.all.count > 0 && rep.all.mae_pct <= rep.bound.mae_pct && rep.all.worst_pct <= rep.bound.worst_pct;
+  return rep;
+}
+
+}  // namespace
+
+std::vector<ReferenceRun> load_published(const std::string& dir) {
+  const auto file = (std::filesystem::path(dir) / "published.yaml").string();
+  if (!std::filesystem::exists(file)) {
+    throw ScenarioError(file, "", "no such file", "a reference folder needs published.yaml next to its scenarios");
+  }
+  YAML::Node doc;
+  try {
+    doc = YAML::LoadFile(file);
+  } catch (const YAML::Exception& e) {
+    throw ScenarioError(file, "", fmt::format("not valid YAML: {}", e.what()));
+  }
+  if (!doc.IsMap()) throw ScenarioError(file, "", "expected a map with key 'runs'");
+  check_keys(doc, kTopKeys, file, "");
+  const auto runs = doc["runs"];
+  if (!runs || !runs.IsSequence() || runs.size() == 0) throw ScenarioError(file, "runs", "expected a non-empty list");
+  std::vector<ReferenceRun> out;
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto prefix = fmt::format("runs[{}]", i);
+    auto r = parse_run(runs[i], file, prefix);
+    if (!seen.insert(r.scenario).second) {
+      throw ScenarioError(file, prefix + ".scenario", fmt::format("'{}' is listed twice", r.scenario));
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+double megatron_eq3_flops(const models::ModelSpec& m, double global_batch) {
+  // Narayanan et al. SC'21 (arXiv 2104.04473) Eq. 3.
+  const double B = global_batch, s = static_cast<double>(m.seq_length), l = m.num_layers;
+  const double h = static_cast<double>(m.hidden_size), V = static_cast<double>(m.vocab_size);
+  return 96.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * l * h));
+}
+
+ErrorStats error_stats(const std::vector<ValidationRow>& rows) {
+  ErrorStats st;
+  st.count = static_cast<int>(rows.size());
+  if (rows.empty()) return st;
+  double sum = 0;
+  for (const auto& r : rows) {
+    const double a = std::abs(r.error_pct);
+    sum += a;
+    if (a > st.worst_pct || st.worst_run.empty()) {
+      st.worst_pct = a;
+      st.worst_run = r.run;
+    }
+  }
+  st.mae_pct = sum / st.count;
+  return st;
+}
+
+ValidationReport run_validation(const std::string& dir, const ValidateOptions& opt) {
+  return evaluate_all(load_all(dir), opt);
+}
+
+FitResult fit_efficiency(const std::string& dir, const ValidateOptions& base) {
+  std::vector<Loaded> fit_set;
+  for (auto& l : load_all(dir))
+    if (l.ref.fitted) fit_set.push_back(std::move(l));
+  if (fit_set.empty()) {
+    throw ScenarioError((std::filesystem::path(dir) / "published.yaml").string(), "runs",
+                        "no run is marked 'fitted: true'", "mark the runs to fit on");
+  }
+  const hw::GpuSpec gpu = fit_set.front().scenario.cluster.gpu;
+  for (const auto& l : fit_set) {
+    if (l.scenario.cluster.gpu.name != gpu.name) {
+      throw std::invalid_argument(fmt::format("fit: fitted runs use more than one GPU type ({} and {}); "
+                                              "efficiencies are fitted per GPU type",
+                                              gpu.name, l.scenario.cluster.gpu.name));
+    }
+  }
+  FitResult fr;
+  fr.gpu = gpu.name;
+  fr.start = base.efficiency.value_or(gpu.efficiency);
+
+  ValidateOptions opt = base;
+  opt.override_gpu = gpu.name;
+  auto mae = [&](const hw::GpuSpec::Efficiency& e) {
+    opt.efficiency = e;
+    ++fr.evaluations;
+    return evaluate_all(fit_set, opt).all.mae_pct;
+  };
+  // Bounds: a fraction of peak in (0, 1]; GEMMs never beat the best measured matmul
+  // (ml-engineering "maximum achievable matmul FLOPS": 271.2 of 312 TFLOP/s on A100).
+  const double gemm_max = gpu.matmul_best > 0 ? gpu.matmul_best : 1.0;
+  double* coords[3];
+  hw::GpuSpec::Efficiency cur = fr.start;
+  coords[0] = &cur.gemm;
+  coords[1] = &cur.attention;
+  coords[2] = &cur.memory;
+  const double lower = 0.05, upper[3] = {gemm_max, 1.0, 1.0};
+  for (int i = 0; i < 3; ++i) *coords[i] = std::clamp(*coords[i], lower, upper[i]);
+  double best = mae(cur);
+  fr.start_mae_pct = best;
+  // Coordinate descent with a halving step: iteration time is monotone in each
+  // efficiency, so the error is unimodal along each coordinate for these runs.
+  for (double step = 0.08; step >= 0.0025; step /= 2) {
+    bool improved = true;
+    while (improved) {
+      improved = false;
+      for (int i = 0; i < 3; ++i) {
+        for (const double dir_sign : {+1.0, -1.0}) {
+          const double old = *coords[i];
+          const double next = std::clamp(old + dir_sign * step, lower, upper[i]);
+          if (next == old) continue;
+          *coords[i] = next;
+          const double e = mae(cur);
+          if (e < best - 1e-9) {
+            best = e;
+            improved = true;
+            break;
+          }
+          *coords[i] = old;
+        }
+      }
+    }
+  }
+  fr.best = cur;
+  fr.best_mae_pct = best;
+  return fr;
+}
+
+std::string validation_text(const ValidationReport& r) {
+  std::string out;
+  if (r.efficiency_override) {
+    out += fmt::format("efficiency override for {}: gemm {:.4f}, attention {:.4f}, memory {:.4f}\n", r.override_gpu,
+                       r.efficiency_override->gemm, r.efficiency_override->attention, r.efficiency_override->memory);
+  }
+  out += fmt::format("{:<22} {:<16} {:>10} {:>10} {:>8} {:>11}  {}\n", "run", "metric", "published", "predicted",
+                     "error", "iteration", "fitted");
+  for (const auto& row : r.rows) {
+    out += fmt::format("{:<22} {:<16} {:>10.2f} {:>10.2f} {:>+7.1f}% {:>10.2f}s  {}\n", row.run, row.metric,
+                       row.published, row.predicted, row.error_pct, row.iteration_time_s, row.fitted ? "yes" : "no");
+  }
+  auto line = [](const char* what, const ErrorStats& st) {
+    if (st.count == 0) return fmt::format("{:<9} (none)\n", what);
+    return fmt::format("{:<9} {:>2} runs  mean |error| {:5.2f} %  worst {:5.2f} % ({})\n", what, st.count, st.mae_pct,
+                       st.worst_pct, st.worst_run);
+  };
+  out += line("fitted", r.fitted);
+  out += line("held-out", r.held_out);
+  out += line("all", r.all);
+  out += fmt::format("bound     mean |error| <= {:.0f} %, worst <= {:.0f} %: {}\n", r.bound.mae_pct, r.bound.worst_pct,
+                     r.bound_holds ? "holds" : "MISSED");
+  return out;
+}
+
+nlohmann::json validation_json(const ValidationReport& r) {
+  auto stats = [](const ErrorStats& st) {
+    return nlohmann::json{{"count", st.count}, {"mae_pct", st.mae_pct}, {"worst_pct", st.worst_pct},
+                          {"worst_run", st.worst_run}};
+  };
+  nlohmann::json runs = nlohmann::json::array();
+  for (const auto& row : r.rows) {
+    runs.push_back({{"run", row.run},
+                    {"scenario", row.scenario},
+                    {"metric", row.metric},
+                    {"published", row.published},
+                    {"predicted", row.predicted},
+                    {"error_pct", row.error_pct},
+                    {"fitted", row.fitted},
+                    {"iteration_time_s", row.iteration_time_s},
+                    {"source", row.source}});
+  }
+  nlohmann::json j{{"runs", runs},
+                   {"fitted", stats(r.fitted)},
+                   {"held_out", stats(r.held_out)},
+                   {"all", stats(r.all)},
+                   {"bound", {{"mae_pct", r.bound.mae_pct}, {"worst_pct", r.bound.worst_pct}}},
+                   {"bound_holds", r.bound_holds}};
+  if (r.efficiency_override) {
+    j["efficiency_override"] = {{"gpu", r.override_gpu},
+                                {"gemm", r.efficiency_override->gemm},
+                                {"attention", r.efficiency_override->attention},
+                                {"memory", r.efficiency_override->memory}};
+  }
+  return j;
+}
+
+}  // namespace ptsim::sim

@@ -1,0 +1,53 @@
+#include "sim/core/layout.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace ptsim::sim {
+namespace {
+
+TEST(Layout, MegatronOrderAndGroupShapes) {
+  // tp 4, cp 2, dp 2, pp 2 on 8-GPU nodes: rank = tp + 4·(cp + 2·(dp + 2·pp)).
+  const Layout l(4, 2, 2, 2, 2, 8);
+  EXPECT_EQ(l.world(), 32);
+  EXPECT_EQ(l.rank_of({1, 1, 1, 1}), 1 + 4 * (1 + 2 * (1 + 2 * 1)));
+  for (int r = 0; r < l.world(); ++r) EXPECT_EQ(l.rank_of(l.coords(r)), r);
+  // TP groups are 4 consecutive ranks: inside one node.
+  EXPECT_EQ(l.shape(Dim::tp, 0).nodes, 1);
+  EXPECT_EQ(l.shape(Dim::tp, 0).stride, 1);
+  // DP × CP group of rank 0: ranks 0, 4, 8, 12 (stride tp) on nodes 0, 0, 1, 1.
+  const GroupShape dp = l.shape(Dim::dp, l.group_id(0, Dim::dp));
+  EXPECT_EQ(dp.size, 4);
+  EXPECT_EQ(dp.stride, 4);
+  EXPECT_EQ(dp.nodes, 2);
+  // The model-parallel group (tp × cp × pp) of dp index 0: ranks 0–7 (stage 0,
+  // node 0) and 16–23 (stage 1, node 2): 16 ranks on 2 nodes.
+  EXPECT_EQ(l.shape(Dim::mp, 0).size, 16);
+  EXPECT_EQ(l.shape(Dim::mp, 0).nodes, 2);
+  // Every rank is in exactly one group per dimension, at its member index.
+  for (Dim d : {Dim::tp, Dim::cp, Dim::dp, Dim::ep, Dim::mp}) {
+    std::set<int> seen;
+    for (int g = 0; g < l.group_count(d); ++g)
+      for (int m = 0; m < l.group_size(d); ++m) {
+        const int r = l.member_rank(d, g, m);
+        EXPECT_EQ(l.group_id(r, d), g);
+        EXPECT_EQ(l.member_index(r, d), m);
+        seen.insert(r);
+      }
+    EXPECT_EQ(static_cast<int>(seen.size()), l.world());
+  }
+}
+
+TEST(Layout, PlacementSummarySaysWhichGroupsCrossNodes) {
+  // tp 8 × dp 4 × pp 2 on 8-GPU nodes: TP fills a node; the 8 DP groups of 4
+  // ranks (stride 8) each span 4 nodes; stage 1 starts on node 4.
+  const Layout l(8, 1, 4, 2, 1, 8);
+  const std::string text = l.placement_summary();
+  EXPECT_NE(text.find("tp 8×8 in-node"), std::string::npos) << text;
+  EXPECT_NE(text.find("dp 16×4, 16 cross nodes (up to 4 nodes)"), std::string::npos) << text;
+  EXPECT_NE(text.find("pp sends cross nodes"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace ptsim::sim

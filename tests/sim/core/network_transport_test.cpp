@@ -1,0 +1,190 @@
+// NetworkCost and NetworkTransport: closed forms on an idle network, link sharing
+// between overlapping transfers, and a whole iteration on an oversubscribed fabric.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "sim/core/engine.h"
+#include "sim/core/errors.h"
+#include "sim/core/network_cost.h"
+#include "sim/core/network_transport.h"
+#include "sim/io/scenario_file.h"
+#include "sim/core/simulate.h"
+#include "sim/tools/zero_report.h"
+
+namespace ptsim::sim {
+namespace {
+
+// 16 GPUs = 2 DGX nodes; radix-8 fat tree: 4 NICs per leaf, so node0's NICs are on
+// leaves 0-1 and node1's on leaves 2-3; 25 GB/s NICs, 2 us NIC to NIC, 300 GB/s NVLink.
+// Links carry what NCCL gets from them (sim/core/network_cost.cpp): NVLink at the A100's
+// measured 0.775 (232.5 GB/s), NICs at 0.96 (24 GB/s).
+constexpr double kNvlink = 300e9 * 0.775, kNic = 25e9 * 0.96;
+ClusterConfig two_nodes(double oversubscription = 1.0) {
+  ClusterConfig c = default_cluster("a100-sxm-80gb", 16);
+  c.intra_bandwidth = 300e9;
+  c.intra_latency = 1e-6;
+  c.inter_latency = 2e-6;
+  c.switch_radix = 8;
+  c.oversubscription = oversubscription;
+  c.collective_algorithms = {{"all_reduce", "ring"}};
+  return c;
+}
+
+struct Recorder {
+  Engine* e;
+  std::vector<Tick> at = std::vector<Tick>(4, -1);
+  static void cb(void* ctx, std::uint64_t i) {
+    auto* r = static_cast<Recorder*>(ctx);
+    r->at[i] = r->e->now();
+  }
+};
+
+TEST(NetworkCost, TensorParallelRingInsideANodeIsTheAlphaBetaFormula) {
+  Layout layout(8, 1, 2, 1, 1, 8);
+  NetworkCost cost(std::make_shared<NetworkModel>(two_nodes(), layout));
+  const double S = 64e6;
+  // Ring all-reduce over 8 GPUs on NVSwitch: 2(n−1)·(α + S/(n·B)) with α = 1 us,
+  // B = 232.5 GB/s: 14 · (1e-6 + 8e6/232.5e9) = 14 · 35.409 us = 495.72 us. The
+  // other node's TP group uses its own NVSwitch, so running both at once changes nothing.
+  EXPECT_NEAR(cost.seconds(Coll::all_reduce, Dim::tp, layout.shape(Dim::tp, 0), S), 14 * (1e-6 + 8e6 / kNvlink), 1e-12);
+}
+
+TEST(NetworkCost, EightA100AllReduceBusBandwidthMatchesNcclTests) {
+  // Published (shared/reference §D): 8 × A100 on NVSwitch, nccl-tests all_reduce_perf
+  // busbw 232.5 GB/s at multi-GB sizes (nccl-tests #175; maintainer: ~230–240,
+  // nccl-tests #149). busbw = 2(n−1)/n · S / t.
+  Layout layout(8, 1, 2, 1, 1, 8);
+  NetworkCost cost(std::make_shared<NetworkModel>(two_nodes(), layout));
+  const double S = 8e9;
+  const Seconds t = cost.seconds(Coll::all_reduce, Dim::tp, layout.shape(Dim::tp, 0), S);
+  EXPECT_NEAR(2.0 * 7 / 8 * S / t, 232.5e9, 0.01 * 232.5e9);
+}
+
+TEST(NetworkCost, OversubscriptionSlowsCrossLeafDataParallelEvenInClosedForm) {
+  Layout layout(8, 1, 2, 1, 1, 8);  // DP groups {i, 8+i}: one GPU per node, 8 groups at once
+  const double S = 100e6;
+  NetworkCost full(std::make_shared<NetworkModel>(two_nodes(1.0), layout));
+  NetworkCost over(std::make_shared<NetworkModel>(two_nodes(4.0), layout));
+  const Seconds t_full = full.seconds(Coll::all_reduce, Dim::dp, layout.shape(Dim::dp, 0), S);
+  const Seconds t_over = over.seconds(Coll::all_reduce, Dim::dp, layout.shape(Dim::dp, 0), S);
+  // 4:1 with 4 downlinks per leaf keeps one 24 GB/s uplink; GPU i uses NIC i (NCCL
+  // NIC affinity), so the 4 rings of GPUs 0-3 all leave through leaf0's one uplink:
+  // 24/4 GB/s each. Ring, n = 2: 2 steps of (α + (S/2)/(24e9/4)), α = 2 us
+  // -> 2 · (2e-6 + 8.333e-3) = 16.671 ms.
+  EXPECT_NEAR(t_over, 2 * (2e-6 + (S / 2) / (kNic / 4)), 1e-9);
+  // Full bisection: 4 uplinks per leaf, ECMP-hashed; never slower than 4:1 and at
+  // least the lone-ring time 2 · (2 us + 50 MB / 24 GB/s) = 4.171 ms.
+  EXPECT_LT(t_full, t_over);
+  EXPECT_GE(t_full, 2 * (2e-6 + (S / 2) / kNic) - 1e-12);
+}
+
+TEST(NetworkTransport, IdleNetworkEqualsTheClosedForm) {
+  Layout layout(8, 1, 2, 1, 1, 8);
+  auto model = std::make_shared<NetworkModel>(two_nodes(), layout);
+  NetworkCost cost(model);
+  NetworkTransport tr(*model, cost);
+  Engine e;
+  Recorder rec{&e};
+  const double S = 100e6;
+  const auto g = layout.shape(Dim::dp, 0);
+  tr.start_collective(e, Coll::all_reduce, Dim::dp, 0, g, S, &Recorder::cb, &rec, 0);
+  e.run();
+  // Alone: 2 · (2 us + 50 MB / 24 GB/s) = 4.171 ms, as model->isolated_seconds.
+  const auto ranks = model->members(Dim::dp, 0);
+  EXPECT_NEAR(to_seconds(rec.at[0]), model->isolated_seconds(Coll::all_reduce, ranks, S), 1e-9);
+  EXPECT_NEAR(to_seconds(rec.at[0]), 2 * (2e-6 + (S / 2) / kNic), 1e-9);
+}
+
+TEST(NetworkTransport, DataParallelAllReduceAndPipelineSendOnOneNicSlowEachOther) {
+  Layout layout(8, 1, 2, 1, 1, 8);
+  auto model = std::make_shared<NetworkModel>(two_nodes(), layout);
+  NetworkCost cost(model);
+  NetworkTransport tr(*model, cost);
+  Engine e;
+  Recorder rec{&e};
+  const double S = 100e6, P = 50e6, a = 2e-6, B = kNic;
+  // t = 0: DP all-reduce of {0, 8} (ring n = 2: flows 0->8 and 8->0 of S after 2α) and
+  // a 50 MB pipeline send 0->8 (after α), both on GPU 0's NIC 0 and the same path.
+  tr.start_collective(e, Coll::all_reduce, Dim::dp, 0, layout.shape(Dim::dp, 0), S, &Recorder::cb, &rec, 0);
+  GroupShape pair{2, 2, 0, 8};
+  tr.start_p2p(e, 0, 8, pair, P, &Recorder::cb, &rec, 1);
+  e.run();
+  // Shares by hand (max-min on the B = 24 GB/s links 0->8):
+  //  [α, 2α): the send alone at 24 GB/s: 48 kB;
+  //  from 2α: send and DP flow 0->8 at 12 GB/s each; the send's 49.952 MB take
+  //  4.1627 ms -> send done at 2α + 4.1627 ms = 4.1667 ms (alone: α + 2.083 ms);
+  //  the DP flow then has 100 − 49.952 = 50.048 MB left at 24 GB/s: 2.0853 ms more
+  //  -> 6.252 ms (alone: 2α + 4.1667 ms).
+  const double send_done = 2 * a + (P - B * a) / (B / 2);
+  const double dp_done = send_done + (S - (B / 2) * (send_done - 2 * a)) / B;
+  EXPECT_NEAR(to_seconds(rec.at[1]), send_done, 2e-9);
+  EXPECT_NEAR(to_seconds(rec.at[0]), dp_done, 2e-9);
+  EXPECT_GT(to_seconds(rec.at[1]), a + P / B + 1e-3);       // the send was slowed
+  EXPECT_GT(to_seconds(rec.at[0]), 2 * a + S / B + 1e-3);   // and so was the all-reduce
+  // Bytes: DP 2 × 100 MB, PP 50 MB.
+  EXPECT_NEAR(tr.dim_bytes(Dim::dp), 2 * S, 1e3);
+  EXPECT_NEAR(tr.dim_bytes(Dim::pp), P, 1e3);
+}
+
+std::string oversubscribed_yaml(double o) {
+  return fmt::format(R"(name: net-test
+model:
+  num_layers: 4
+  hidden_size: 2048
+  num_attention_heads: 16
+  ffn_hidden_size: 8192
+  vocab_size: 32000
+  seq_length: 2048
+cluster:
+  gpu: a100-sxm-80gb
+  num_gpus: 32
+  gpus_per_node: 8
+  inter_node:
+    topology: fat-tree
+    nics_per_node: 8
+    nic_bandwidth: "200 Gb/s"
+    latency: "2 us"
+    oversubscription: {}
+    switch_radix: 8
+parallel:
+  tensor_parallel: 8
+  pipeline_parallel: 2
+  data_parallel: 2
+  zero_stage: 1
+training:
+  global_batch_size: 16
+  micro_batch_size: 1
+)",
+                     o);
+}
+
+TEST(NetworkScenario, OversubscribedFabricGivesALongerIterationAndNamesTheBottleneck) {
+  // 4 nodes on a radix-8 fat tree: every node's NICs sit on two leaves of their own,
+  // so all DP and PP traffic crosses leaves. 4:1 leaves one uplink per leaf where 1:1
+  // has four: the same plan must take longer, with a leaf uplink as the busiest link.
+  const Scenario full = parse_scenario(oversubscribed_yaml(1.0), "full.yaml");
+  const Scenario over = parse_scenario(oversubscribed_yaml(4.0), "over.yaml");
+  const auto rf = simulate(full).result;
+  const auto ro = simulate(over).result;
+  EXPECT_GT(ro.iteration_time_s, rf.iteration_time_s);
+  std::string notes;
+  for (const auto& n : ro.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("busiest links: leaf"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("->spine0"), std::string::npos) << notes;
+  // Without link sharing the closed form still sees the 4:1 uplinks (siblings at once).
+  Scenario full_ns = full, over_ns = over;
+  full_ns.cluster.link_sharing = over_ns.cluster.link_sharing = false;
+  EXPECT_GT(simulate(over_ns).result.iteration_time_s, simulate(full_ns).result.iteration_time_s);
+}
+
+TEST(NetworkScenario, NewClusterKeysAreCheckedByName) {
+  std::string y = oversubscribed_yaml(1.0);
+  y.replace(y.find("switch_radix: 8"), 15, "switch_radix: 7");
+  EXPECT_THROW(parse_scenario(y, "bad.yaml"), ScenarioError);
+  std::string z = oversubscribed_yaml(1.0);
+  z.replace(z.find("  inter_node:"), 13, "  collectives: { all_reduce: rink }\n  inter_node:");
+  EXPECT_THROW(parse_scenario(z, "bad.yaml"), ScenarioError);
+}
+
+}  // namespace
+}  // namespace ptsim::sim

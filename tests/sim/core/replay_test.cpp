@@ -1,0 +1,155 @@
+#include <gtest/gtest.h>
+
+#include "models/memory.h"
+#include "sim/core/simulate.h"
+#include "sim/io/result_json.h"
+#include "sim/io/scenario_file.h"
+#include "tests/sim/test_scenarios.h"
+
+namespace ptsim::sim {
+namespace {
+
+using testing::FlopsOnlyCost;
+using testing::FreeCollectives;
+using testing::tiny_gpt_yaml;
+
+Result run_synthetic(const Scenario& s, bool fold = false) {
+  FlopsOnlyCost compute(s.cluster.gpu);
+  FreeCollectives coll;
+  SimulateOptions o;
+  o.compute = &compute;
+  o.collectives = &coll;
+  o.fold = fold;
+  return simulate(s, o).result;
+}
+
+TEST(Replay, OneFOneBBubbleIsExact) {
+  // p equal stages, m micro-batches, free communication: the iteration is
+  // (m + p − 1)(f + b) and every stage idles (p − 1)(f + b), so the bubble
+  // fraction is (p − 1)/(m + p − 1) exactly.
+  for (auto [p, m] : {std::pair{4, 8}, std::pair{4, 16}, std::pair{8, 8}, std::pair{2, 3}}) {
+    const Scenario s = parse_scenario(tiny_gpt_yaml(p, 1, 1, 2 * p, m), "test");
+    const Result r = run_synthetic(s);
+    EXPECT_DOUBLE_EQ(r.bubble_fraction, static_cast<double>(p - 1) / (m + p - 1)) << "p=" << p << " m=" << m;
+  }
+}
+
+TEST(Replay, GPipeBubbleIsExact) {
+  const int p = 4, m = 6;
+  const Scenario s = parse_scenario(tiny_gpt_yaml(p, 1, 1, 8, m, "  pipeline_schedule: gpipe"), "test");
+  EXPECT_DOUBLE_EQ(run_synthetic(s).bubble_fraction, static_cast<double>(p - 1) / (m + p - 1));
+}
+
+TEST(Replay, InterleavedBubbleIsExact) {
+  // Interleaved with v chunks: (p − 1)/(v·m + p − 1) for equal stages.
+  const int p = 4, m = 8, v = 2;
+  const Scenario s = parse_scenario(
+      tiny_gpt_yaml(p, 1, 1, 16, m, "  virtual_pipeline_stages: 2\n  pipeline_schedule: interleaved-1f1b"), "test");
+  EXPECT_DOUBLE_EQ(run_synthetic(s).bubble_fraction, static_cast<double>(p - 1) / (v * m + p - 1));
+}
+
+TEST(Replay, DoublingMicrobatchesHalvesMegatronBubbleRatio) {
+  // Megatron's bubble / busy = (p − 1)/m: doubling m halves it.
+  const int p = 4;
+  auto ratio = [&](int m) {
+    const Result r = run_synthetic(parse_scenario(tiny_gpt_yaml(p, 1, 1, 8, m), "test"));
+    const double busy = r.iteration_time_s - r.bubble_time_s;
+    return r.bubble_time_s / busy;
+  };
+  const double r8 = ratio(8), r16 = ratio(16);
+  EXPECT_DOUBLE_EQ(r8, 3.0 / 8);
+  EXPECT_DOUBLE_EQ(r16, r8 / 2);
+}
+
+TEST(Replay, SingleGpuIterationIsTheSumOfOpTimes) {
+  // pp = 1, dp = 1, tp = 1: nothing overlaps, the iteration is the sum of every
+  // op of the program (m micro-batches of forward and backward + optimizer).
+  const Scenario s = parse_scenario(tiny_gpt_yaml(1, 1, 1, 4, 3, "", 51200), "test");
+  const auto compute = make_compute_cost(s);
+  const auto coll = make_collective_cost(s);
+  SimulateOptions o;
+  o.build.fuse_compute = false;
+  const auto sim = simulate(s, o);
+  Tick sum = 0;
+  const auto& st = sim.program.stages[0];
+  auto add = [&](const std::vector<Instr>& v, int times) {
+    for (const auto& in : v)
+      if (in.kind == InstrKind::compute) sum += in.duration * times;
+  };
+  add(st.prologue, 1);
+  add(st.chunks[0].forward, 3);
+  add(st.chunks[0].backward, 3);
+  add(st.epilogue, 1);
+  EXPECT_EQ(to_ticks(sim.result.iteration_time_s), sum);
+  EXPECT_GT(sum, 0);
+}
+
+TEST(Replay, SameScenarioTwiceGivesIdenticalJson) {
+  const Scenario s = parse_scenario(tiny_gpt_yaml(2, 2, 2, 4, 8), "test");
+  auto text = [&] {
+    Result r = simulate(s).result;
+    r.sim_wall_time_s = 0;  // the only field that is wall-clock, not a function of the input
+    return to_json_text(r);
+  };
+  EXPECT_EQ(text(), text());
+}
+
+TEST(Replay, SimulatedPeakMemoryMatchesAnalyticalModel) {
+  for (const char* extra : {"", "  pipeline_schedule: gpipe", "  virtual_pipeline_stages: 2\n  pipeline_schedule: interleaved-1f1b"}) {
+    const Scenario s = parse_scenario(tiny_gpt_yaml(4, 2, 2, 16, 16, std::string(extra) + "\n  zero_stage: 1", 51200), "test");
+    const Result r = simulate(s).result;
+    const auto analytical = models::analytical_memory(s.model, s.plan.par);
+    ASSERT_EQ(analytical.size(), r.per_stage.size());
+    for (std::size_t i = 0; i < analytical.size(); ++i)
+      EXPECT_NEAR(r.per_stage[i].peak, analytical[i].peak, 0.01 * analytical[i].peak) << extra << " stage " << i;
+  }
+}
+
+TEST(Replay, FoldedRunAgreesWithFullExpansion) {
+  const Scenario s = parse_scenario(tiny_gpt_yaml(4, 4, 2, 8, 32, "  sequence_parallel: true\n  zero_stage: 1"), "test");
+  SimulateOptions full, folded;
+  folded.fold = true;
+  const Result a = simulate(s, full).result, b = simulate(s, folded).result;
+  EXPECT_NEAR(a.iteration_time_s, b.iteration_time_s, 0.005 * a.iteration_time_s);
+  EXPECT_NEAR(a.bubble_time_s, b.bubble_time_s, 0.005 * a.iteration_time_s);
+  EXPECT_DOUBLE_EQ(a.peak_bytes, b.peak_bytes);
+  EXPECT_LT(b.events, a.events);
+}
+
+TEST(Replay, DataParallelTrafficIsOncePerIteration) {
+  // Gradient accumulation: DP bytes do not grow with the number of micro-batches.
+  auto dp_bytes = [](int gbs) {
+    const Scenario s = parse_scenario(tiny_gpt_yaml(2, 4, 1, 4, gbs), "test");
+    return simulate(s).result.comm_bytes_per_gpu[static_cast<int>(Dim::dp)];
+  };
+  EXPECT_GT(dp_bytes(8), 0);
+  EXPECT_DOUBLE_EQ(dp_bytes(8), dp_bytes(32));
+}
+
+TEST(Replay, ContractFieldsAreSane) {
+  const Scenario s = parse_scenario(tiny_gpt_yaml(2, 2, 2, 4, 8, "", 51200), "test");
+  const Result r = simulate(s).result;
+  EXPECT_GT(r.iteration_time_s, 0);
+  EXPECT_GT(r.mfu, 0);
+  EXPECT_LT(r.mfu, 1);
+  EXPECT_GE(r.hfu, r.mfu);
+  EXPECT_GT(r.tokens_per_s, 0);
+  EXPECT_GE(r.bubble_fraction, 0);
+  EXPECT_LT(r.bubble_fraction, 1);
+  const auto j = to_json(r);
+  for (const char* k : {"scenario", "world_size", "plan", "feasible", "infeasible_reasons", "iteration_time_s", "tokens_per_s",
+                        "model_flops_per_iteration", "hardware_flops_per_iteration", "model_tflops_per_gpu", "mfu", "hfu",
+                        "bubble_time_s", "bubble_fraction", "exposed_comm_s", "comm_bytes_per_gpu", "memory", "cost_source",
+                        "sim_wall_time_s", "warnings"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  for (const char* k : {"dp", "tp", "pp", "cp", "ep", "vpp", "zero_stage", "micro_batch_size", "global_batch_size",
+                        "num_microbatches", "recompute", "sequence_parallel", "pipeline_schedule"})
+    EXPECT_TRUE(j["plan"].contains(k)) << k;
+  for (const char* k : {"tp", "pp", "dp", "cp", "ep"}) {
+    EXPECT_TRUE(j["exposed_comm_s"].contains(k));
+    EXPECT_TRUE(j["comm_bytes_per_gpu"].contains(k));
+  }
+}
+
+}  // namespace
+}  // namespace ptsim::sim

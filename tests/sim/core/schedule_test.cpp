@@ -1,0 +1,83 @@
+#include "sim/core/schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace ptsim::sim {
+namespace {
+
+using models::Schedule;
+
+TEST(Schedule, OneFOneBWarmupSteadyCooldown) {
+  // p = 4, m = 6, stage 1: warm-up p − s − 1 = 2 forwards, then 4 × (F, B), then 2 B.
+  const auto s = build_schedule(Schedule::one_f_one_b, 1, 4, 6, 1);
+  ASSERT_EQ(s.size(), 12u);
+  const char* expected = "FFFBFBFBFBBB";
+  for (std::size_t i = 0; i < s.size(); ++i) EXPECT_EQ(s[i].phase == Phase::forward ? 'F' : 'B', expected[i]) << i;
+  EXPECT_EQ(s[2].microbatch, 2);  // first steady forward
+  EXPECT_EQ(s[3].microbatch, 0);  // first backward
+  // The last stage alternates from the start.
+  const auto last = build_schedule(Schedule::one_f_one_b, 3, 4, 6, 1);
+  EXPECT_EQ(last[0].phase, Phase::forward);
+  EXPECT_EQ(last[1].phase, Phase::backward);
+}
+
+TEST(Schedule, EveryMicrobatchRunsOnceEachWay) {
+  for (auto kind : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved_1f1b}) {
+    const int p = 4, m = 8, v = kind == Schedule::interleaved_1f1b ? 3 : 1;
+    for (int stage = 0; stage < p; ++stage) {
+      std::map<std::tuple<int, int, int>, int> seen;
+      int forwards_before = 0;
+      for (const auto& st : build_schedule(kind, stage, p, m, v)) {
+        ++seen[{static_cast<int>(st.phase), st.microbatch, st.chunk}];
+        if (st.phase == Phase::backward) {
+          // A backward never precedes its own forward on the same rank.
+          EXPECT_EQ(seen.count({0, st.microbatch, st.chunk}), 1u);
+        } else {
+          ++forwards_before;
+        }
+      }
+      EXPECT_EQ(seen.size(), static_cast<std::size_t>(2 * m * v));
+      for (const auto& [k, n] : seen) EXPECT_EQ(n, 1);
+    }
+  }
+}
+
+TEST(Schedule, InterleavedFollowsMegatronOrder) {
+  // Megatron-LM schedules.py, p = 2, v = 2, m = 4, stage 0: warm-up
+  // (p − 0 − 1)·2 + (v − 1)·p = 4 forwards: k = 0..3 → (mb, chunk) = (0,0) (1,0) (0,1) (1,1).
+  const auto s = build_schedule(Schedule::interleaved_1f1b, 0, 2, 4, 2);
+  ASSERT_EQ(s.size(), 16u);
+  EXPECT_EQ(s[0].microbatch, 0);
+  EXPECT_EQ(s[0].chunk, 0);
+  EXPECT_EQ(s[1].microbatch, 1);
+  EXPECT_EQ(s[1].chunk, 0);
+  EXPECT_EQ(s[2].microbatch, 0);
+  EXPECT_EQ(s[2].chunk, 1);
+  EXPECT_EQ(s[3].microbatch, 1);
+  EXPECT_EQ(s[3].chunk, 1);
+  // Steady state starts with forward k = 4 → (mb 2, chunk 0), then the first
+  // backward k = 0 → (mb 0, chunk v−1 = 1).
+  EXPECT_EQ(s[4].phase, Phase::forward);
+  EXPECT_EQ(s[4].microbatch, 2);
+  EXPECT_EQ(s[5].phase, Phase::backward);
+  EXPECT_EQ(s[5].microbatch, 0);
+  EXPECT_EQ(s[5].chunk, 1);
+}
+
+TEST(Schedule, PipelinePeersWrapAroundChunks) {
+  // Stage p−1 chunk 0 feeds stage 0 chunk 1 in the interleaved layout.
+  const auto d = pipeline_destination(Phase::forward, 3, 0, 4, 2);
+  EXPECT_EQ(d.stage, 0);
+  EXPECT_EQ(d.chunk, 1);
+  const auto src = pipeline_source(Phase::forward, 0, 1, 4, 2);
+  EXPECT_EQ(src.stage, 3);
+  EXPECT_EQ(src.chunk, 0);
+  EXPECT_EQ(pipeline_source(Phase::forward, 0, 0, 4, 2).stage, -1);
+  EXPECT_EQ(pipeline_destination(Phase::forward, 3, 1, 4, 2).stage, -1);
+  EXPECT_EQ(pipeline_source(Phase::backward, 3, 1, 4, 2).stage, -1);
+}
+
+}  // namespace
+}  // namespace ptsim::sim

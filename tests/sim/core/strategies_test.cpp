@@ -1,0 +1,183 @@
+// Each parallel strategy alone and mixed, against hand-derived expectations.
+#include <gtest/gtest.h>
+
+#include "models/memory.h"
+#include "sim/core/simulate.h"
+#include "sim/io/scenario_file.h"
+#include "tests/sim/test_scenarios.h"
+
+namespace ptsim::sim {
+namespace {
+
+using testing::FreeCollectives;
+using testing::tiny_gpt_yaml;
+
+constexpr int kDp = static_cast<int>(Dim::dp), kTp = static_cast<int>(Dim::tp), kCp = static_cast<int>(Dim::cp),
+              kEp = static_cast<int>(Dim::ep);
+
+Result run(const std::string& yaml, const std::vector<std::string>& sets = {}, bool fold = false) {
+  const Scenario s = parse_scenario(yaml, "test", sets);
+  SimulateOptions o;
+  o.fold = fold;
+  return simulate(s, o).result;
+}
+
+TEST(Strategies, ZeroCommunicationVolumeMatchesThePaper) {
+  // One stage, one micro-batch, dp = n: Ψ parameters of 2 bytes. ZeRO paper §7:
+  // DP / ZeRO-1 / ZeRO-2 move 2Ψ per GPU (reduce-scatter + all-gather, each
+  // (n−1)/n·Ψ), ZeRO-3 3Ψ (a second parameter all-gather for the backward).
+  const int n = 4;
+  for (int stage = 0; stage <= 3; ++stage) {
+    const std::string yaml = tiny_gpt_yaml(1, n, 1, 4, n, fmt::format("  zero_stage: {}", stage), 51200);
+    const Scenario s = parse_scenario(yaml, "test");
+    const double psi_bytes = 2.0 * static_cast<double>(models::stage_params(s.model, s.plan.par, 0).total());
+    const double expected = (stage == 3 ? 3.0 : 2.0) * (n - 1) / n * psi_bytes;
+    const Result r = simulate(s).result;
+    EXPECT_NEAR(r.comm_bytes_per_gpu[kDp], expected, 1e-9 * expected) << "ZeRO-" << stage;
+  }
+}
+
+TEST(Strategies, ZeroStagesShrinkModelStates) {
+  const std::string yaml = tiny_gpt_yaml(1, 8, 1, 4, 8, "", 51200);
+  double last = 1e300;
+  for (int stage = 0; stage <= 3; ++stage) {
+    const Result r = run(yaml, {fmt::format("parallel.zero_stage={}", stage)});
+    const auto& m = r.per_stage[0];
+    const double states = m.params + m.grads + m.optimizer;
+    EXPECT_LT(states, last) << stage;
+    last = states;
+  }
+}
+
+TEST(Strategies, SequenceParallelKeepsTpVolumeAndCutsActivations) {
+  // All-reduce = reduce-scatter + all-gather: the same 2(n−1)/n·S per GPU, while
+  // the replicated activations are split by t (Korthikanti Table 2).
+  // One stage (no pipeline scatter/gather): every all-reduce of the plain run is
+  // an all-gather + reduce-scatter pair with SP, byte for byte.
+  const std::string yaml = tiny_gpt_yaml(1, 1, 4, 4, 4, "", 51200);
+  const Result plain = run(yaml), sp = run(yaml, {"parallel.sequence_parallel=true"});
+  EXPECT_DOUBLE_EQ(sp.comm_bytes_per_gpu[kTp], plain.comm_bytes_per_gpu[kTp]);
+  EXPECT_LT(sp.per_stage[0].activations, 0.8 * plain.per_stage[0].activations);
+}
+
+TEST(Strategies, GPipeHoldsEveryMicrobatchOneFOneBAtMostP) {
+  const int p = 4, m = 12;
+  const std::string yaml = tiny_gpt_yaml(p, 1, 1, 8, m, "", 51200);
+  const Scenario s = parse_scenario(yaml, "test");
+  const double per_layer = models::activation_bytes_per_layer(s.model, s.plan.par, false);
+  const Result f1b = run(yaml), gpipe = run(yaml, {"parallel.pipeline_schedule=gpipe"});
+  // Stage 1 (no embedding/head): 2 layers per micro-batch; GPipe holds all m,
+  // 1F1B holds p − 1 = 3 on stage 1.
+  EXPECT_NEAR(gpipe.per_stage[1].activations, m * 2 * per_layer, 1e-6 * gpipe.per_stage[1].activations);
+  EXPECT_NEAR(f1b.per_stage[1].activations, (p - 1) * 2 * per_layer, 1e-6 * f1b.per_stage[1].activations);
+}
+
+TEST(Strategies, InterleavingShrinksTheBubble) {
+  const std::string yaml = tiny_gpt_yaml(4, 1, 1, 16, 8, "", 51200);
+  const Result plain = run(yaml);
+  const Result inter = run(yaml, {"parallel.virtual_pipeline_stages=2"});
+  EXPECT_LT(inter.bubble_fraction, plain.bubble_fraction);
+  EXPECT_GT(inter.comm_bytes_per_gpu[static_cast<int>(Dim::pp)], plain.comm_bytes_per_gpu[static_cast<int>(Dim::pp)]);
+}
+
+TEST(Strategies, UnevenPipelineSplitShowsInTheBubble) {
+  const std::string yaml = tiny_gpt_yaml(2, 1, 1, 8, 8, "", 51200);
+  const Result even = run(yaml), uneven = run(yaml, {"parallel.pipeline_layers=[2, 6]"});
+  EXPECT_GT(uneven.iteration_time_s, even.iteration_time_s);
+  EXPECT_GT(uneven.bubble_fraction, even.bubble_fraction);
+}
+
+TEST(Strategies, ContextParallelExchangesKeysAndValues) {
+  const std::string yaml = tiny_gpt_yaml(1, 2, 1, 4, 4, "  context_parallel: 2", 51200);
+  const Result r = run(yaml);
+  EXPECT_GT(r.comm_bytes_per_gpu[kCp], 0);
+  // dp = 2 GPUs / cp 2 = 1, so m = 4 micro-batches. Each rank holds K and V of
+  // s/cp = 64 tokens: 2·64·h·2 bytes; a ring all-gather over 2 ranks sends one
+  // chunk. Per layer and micro-batch: forward K/V, backward K/V + dK/dV = 3
+  // rings; 4 layers × 4 micro-batches.
+  const double chunk = 2.0 * 64 * 1024 * 2;
+  EXPECT_DOUBLE_EQ(r.comm_bytes_per_gpu[kCp], 3 * chunk * 4 * 4);
+  // Half the sequence per GPU: activations per layer halve.
+  const Result no_cp = run(tiny_gpt_yaml(1, 4, 1, 4, 4, "", 51200));
+  EXPECT_NEAR(r.per_stage[0].activations, no_cp.per_stage[0].activations / 2, 0.05 * r.per_stage[0].activations);
+}
+
+TEST(Strategies, RecomputeTradesTimeForMemory) {
+  const std::string yaml = tiny_gpt_yaml(2, 1, 2, 4, 8, "  sequence_parallel: true", 51200);
+  const Result none = run(yaml, {"parallel.recompute=none", "training.attention=naive"});
+  const Result sel = run(yaml, {"parallel.recompute=selective", "training.attention=naive"});
+  const Result full = run(yaml, {"parallel.recompute=full", "training.attention=naive"});
+  EXPECT_LT(none.iteration_time_s, sel.iteration_time_s);
+  EXPECT_LT(sel.iteration_time_s, full.iteration_time_s);
+  EXPECT_GT(none.per_stage[0].activations, sel.per_stage[0].activations);
+  EXPECT_GT(sel.per_stage[0].activations, full.per_stage[0].activations);
+  EXPECT_DOUBLE_EQ(none.hfu, none.mfu);
+  EXPECT_GT(full.hfu, full.mfu);
+  // Megatron SC'21: model FLOPs 72·Bslh²(1 + s/6h + V/12lh); full recompute adds
+  // one forward of every layer, 24·Bslh²(1 + s/6h) (Eq. 3's 96 = 72 + 24).
+  // s = 128, h = 1024, l = 4, V = 51200.
+  const double s_6h = 128.0 / (6 * 1024), v_12lh = 51200.0 / (12 * 4 * 1024);
+  EXPECT_NEAR(full.hfu / full.mfu, (72 * (1 + s_6h + v_12lh) + 24 * (1 + s_6h)) / (72 * (1 + s_6h + v_12lh)), 1e-9);
+}
+
+TEST(Strategies, OptimizerOffloadMovesStateOffTheGpu) {
+  const std::string yaml = tiny_gpt_yaml(1, 2, 1, 4, 2, "  zero_stage: 1", 51200);
+  const Result gpu = run(yaml), off = run(yaml, {"parallel.offload_optimizer=true"});
+  EXPECT_EQ(off.per_stage[0].optimizer, 0);
+  EXPECT_GT(gpu.per_stage[0].optimizer, 0);
+  EXPECT_GT(off.iteration_time_s, gpu.iteration_time_s);
+}
+
+TEST(Strategies, ParamOffloadNeedsZero3AndCostsPcieTime) {
+  const std::string yaml = tiny_gpt_yaml(1, 2, 1, 4, 2, "  zero_stage: 3", 51200);
+  const Result z3 = run(yaml), off = run(yaml, {"parallel.offload_params=true"});
+  EXPECT_EQ(off.per_stage[0].params, 0);
+  EXPECT_GT(off.iteration_time_s, z3.iteration_time_s);
+}
+
+TEST(Strategies, OverlappedGradientReductionHidesDpTime) {
+  const std::string yaml = tiny_gpt_yaml(2, 8, 1, 8, 16, "", 51200);
+  const Result overlap = run(yaml), serial = run(yaml, {"parallel.overlap_grad_reduce=false"});
+  EXPECT_LT(overlap.exposed_comm_s[kDp], serial.exposed_comm_s[kDp]);
+  EXPECT_DOUBLE_EQ(overlap.comm_bytes_per_gpu[kDp], serial.comm_bytes_per_gpu[kDp]);
+}
+
+TEST(Strategies, Fp8IsFasterOnHopper) {
+  const std::string yaml = tiny_gpt_yaml(1, 1, 1, 4, 2, "", 51200);
+  const Result bf16 = run(yaml, {"cluster.gpu=h100-sxm"}), fp8 = run(yaml, {"cluster.gpu=h100-sxm", "training.precision=fp8"});
+  EXPECT_LT(fp8.iteration_time_s, bf16.iteration_time_s);
+}
+
+TEST(Strategies, MixtralWithExpertParallelism) {
+  const std::string yaml = R"(name: mixtral
+model: { preset: mixtral-8x7b }
+cluster: { gpu: h100-sxm, num_gpus: 64, gpus_per_node: 8 }
+parallel: { tensor_parallel: 2, pipeline_parallel: 4, expert_parallel: 8, sequence_parallel: true, zero_stage: 1, recompute: selective }
+training: { global_batch_size: 64, micro_batch_size: 1 }
+)";
+  const Result balanced = run(yaml, {}, true);
+  EXPECT_GT(balanced.comm_bytes_per_gpu[kEp], 0);
+  EXPECT_GT(balanced.exposed_comm_s[kEp], 0);
+  const Result hot = run(yaml, {"model.moe.load_imbalance=2"}, true);
+  EXPECT_GT(hot.iteration_time_s, balanced.iteration_time_s);
+}
+
+TEST(Strategies, EverythingMixedOnGpt3_175B) {
+  // tp 8 × pp 8 × dp 16 with ZeRO-1, SP, interleaved v = 2, selective recompute.
+  const std::string yaml = R"(name: mixed
+model: { preset: gpt3-175b }
+cluster: { gpu: a100-sxm-80gb, num_gpus: 1024, gpus_per_node: 8 }
+parallel: { tensor_parallel: 8, pipeline_parallel: 8, virtual_pipeline_stages: 2, sequence_parallel: true,
+            zero_stage: 1, recompute: selective }
+training: { global_batch_size: 1536, micro_batch_size: 1 }
+)";
+  const Result r = run(yaml, {}, true);
+  EXPECT_TRUE(r.feasible);
+  EXPECT_GT(r.mfu, 0.2);
+  EXPECT_LT(r.mfu, 0.9);
+  // 1536 / 16 = 96 micro-batches: bubble near (p−1)/(v·m + p−1) = 7/199.
+  EXPECT_NEAR(r.bubble_fraction, 7.0 / 199, 0.03);
+}
+
+}  // namespace
+}  // namespace ptsim::sim

@@ -1,0 +1,111 @@
+#include "sim/io/scenario_file.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/core/errors.h"
+#include "tests/sim/test_scenarios.h"
+
+namespace ptsim::sim {
+namespace {
+
+const std::string kBase = R"(name: t
+model:
+  preset: gpt3-1.7b
+cluster:
+  gpu: a100-sxm-80gb
+  num_gpus: 32
+  gpus_per_node: 8
+  intra_node: { fabric: nvswitch, bandwidth: "300 GB/s", latency: "1 us" }
+  inter_node: { topology: fat-tree, nics_per_node: 8, nic_bandwidth: "200 Gb/s", latency: "2 us" }
+parallel:
+  tensor_parallel: 2
+  pipeline_parallel: 2
+training:
+  global_batch_size: 64
+  micro_batch_size: 1
+)";
+
+// Expects a ScenarioError whose message contains every fragment.
+void expect_error(const std::string& yaml, const std::vector<std::string>& overrides,
+                  const std::vector<std::string>& fragments) {
+  try {
+    parse_scenario(yaml, "s.yaml", overrides);
+    ADD_FAILURE() << "no error for overrides " << ::testing::PrintToString(overrides);
+  } catch (const ScenarioError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("s.yaml"), std::string::npos) << msg;
+    for (const auto& f : fragments) EXPECT_NE(msg.find(f), std::string::npos) << "missing '" << f << "' in: " << msg;
+  }
+}
+
+TEST(Scenario, LoadsAndDerivesDataParallel) {
+  const Scenario s = parse_scenario(kBase, "s.yaml");
+  EXPECT_EQ(s.plan.par.dp, 8);
+  EXPECT_EQ(s.plan.par.num_microbatches, 8);  // 64 / (1 × 8)
+  EXPECT_DOUBLE_EQ(s.cluster.nic_bandwidth, 25e9);
+  EXPECT_DOUBLE_EQ(s.cluster.intra_bandwidth, 300e9);
+  EXPECT_DOUBLE_EQ(s.cluster.inter_latency, 2e-6);
+}
+
+TEST(Scenario, UnknownKeySuggestsTheClosest) {
+  expect_error(kBase, {"parallel.tensor_paralel=2"}, {"parallel.tensor_paralel", "unknown key", "parallel.tensor_parallel"});
+  expect_error(kBase, {"trainig.x=1"}, {"trainig", "training"});
+}
+
+TEST(Scenario, QuantityWithoutUnitIsAnError) {
+  expect_error(kBase, {"cluster.intra_node.bandwidth=300"}, {"cluster.intra_node.bandwidth", "no unit"});
+  expect_error(kBase, {"cluster.inter_node.latency=2"}, {"cluster.inter_node.latency", "no unit"});
+  expect_error(kBase, {"cluster.inter_node.nic_bandwidth=200 Gbps"}, {"nic_bandwidth", "unknown bandwidth unit"});
+}
+
+TEST(Scenario, SetOverridesAKey) {
+  const Scenario s = parse_scenario(kBase, "s.yaml", {"parallel.tensor_parallel=4", "training.precision=fp16"});
+  EXPECT_EQ(s.plan.par.tp, 4);
+  EXPECT_EQ(s.plan.par.dp, 4);
+  EXPECT_EQ(s.plan.par.precision, models::Precision::fp16);
+  expect_error(kBase, {"parallel.tensor_parallel"}, {"KEY=VALUE"});
+}
+
+TEST(Scenario, EveryConstraintNamesItsKeys) {
+  expect_error(kBase, {"parallel.tensor_parallel=5", "cluster.num_gpus=40"}, {"parallel.tensor_parallel", "model.num_attention_heads"});
+  expect_error(kBase, {"model.num_query_groups=3"}, {"parallel.tensor_parallel", "model.num_query_groups"});
+  expect_error(kBase, {"parallel.pipeline_parallel=5"}, {"num_gpus"});
+  expect_error(kBase, {"parallel.pipeline_parallel=16"}, {"model.num_layers", "pipeline_parallel"});
+  expect_error(kBase, {"parallel.data_parallel=4"}, {"cluster.num_gpus", "data_parallel"});
+  expect_error(kBase, {"training.global_batch_size=60"}, {"training.global_batch_size", "micro_batch_size × data_parallel"});
+  expect_error(kBase, {"training.micro_batch_size=0"}, {"training.micro_batch_size", "at least 1"});
+  expect_error(kBase, {"parallel.sequence_parallel=true", "parallel.tensor_parallel=1"}, {"parallel.sequence_parallel"});
+  expect_error(kBase, {"parallel.sequence_parallel=true", "model.seq_length=2047"}, {"sequence_parallel", "seq_length"});
+  expect_error(kBase, {"parallel.virtual_pipeline_stages=2", "parallel.pipeline_schedule=1f1b"}, {"virtual_pipeline_stages", "interleaved"});
+  expect_error(kBase, {"parallel.virtual_pipeline_stages=2", "training.global_batch_size=40"}, {"multiple of pipeline_parallel"});
+  expect_error(kBase, {"parallel.zero_stage=4"}, {"parallel.zero_stage"});
+  expect_error(kBase, {"parallel.expert_parallel=2"}, {"parallel.expert_parallel", "MoE"});
+  expect_error(kBase, {"parallel.context_parallel=3", "parallel.tensor_parallel=1"}, {"context_parallel"});
+  expect_error(kBase, {"training.precision=fp8"}, {"training.precision", "fp8"});
+  expect_error(kBase, {"parallel.offload_params=true"}, {"offload_params", "zero_stage"});
+  expect_error(kBase, {"parallel.pipeline_layers=[10, 10]"}, {"parallel.pipeline_layers", "num_layers"});
+  expect_error(kBase, {"parallel.pipeline_layers=[24]"}, {"parallel.pipeline_layers", "entries"});
+  expect_error(kBase, {"training.precision=bf17"}, {"training.precision", "bf16"});
+  expect_error(kBase, {"model.preset=gpt3-175"}, {"model.preset", "gpt3-175b"});
+  expect_error(kBase, {"cluster.gpu=a100-sxm-80"}, {"cluster.gpu", "a100-sxm-80gb"});
+  expect_error(kBase, {"cluster.num_gpus=-4"}, {"cluster.num_gpus"});
+  expect_error(kBase, {"cluster.inter_node.oversubscription=0.5"}, {"oversubscription"});
+  expect_error(kBase, {"model.hidden_size=2305"}, {"model.hidden_size", "num_attention_heads"});
+  expect_error(kBase, {"parallel.tensor_parallel=abc"}, {"parallel.tensor_parallel", "whole number"});
+}
+
+TEST(Scenario, BadYamlNamesTheLine) {
+  expect_error("model: [\n", {}, {"not valid YAML"});
+}
+
+TEST(Scenario, UnevenPipelineSplit) {
+  const Scenario s = parse_scenario(kBase, "s.yaml", {"parallel.pipeline_layers=[10, 14]"});
+  EXPECT_EQ(s.plan.par.pipeline_layers.size(), 2u);
+}
+
+TEST(Scenario, ClosestMatch) {
+  EXPECT_EQ(closest_match("tensor_paralel", {"pipeline_parallel", "tensor_parallel"}), "tensor_parallel");
+}
+
+}  // namespace
+}  // namespace ptsim::sim
