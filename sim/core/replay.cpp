@@ -153,8 +153,7 @@ void Replay::run() {
     if (current_list(r).empty()) {
       r.pc = static_cast<std::size_t>(-1);
       if (!next_instr(r)) {
-        r.block = Block::finished;
-        ++finished_;
+        mark_finished(r);
         continue;
       }
     }
@@ -192,79 +191,95 @@ void Replay::advance(RankState& r) {
         st.busy += in.duration;
       } else if (in.kind == InstrKind::alloc || in.kind == InstrKind::release) {
         note_memory(r, in, in.kind == InstrKind::alloc);
-      } else {
-        // Receives and waits look at state that changes with the engine's clock,
-        // so the rank first catches up with it. Collectives, launches and sends
-        // carry their own timestamp and need no event of their own.
-        if ((in.kind == InstrKind::recv || in.kind == InstrKind::wait) && r.t > engine_.now()) {
-          engine_.schedule(r.t, &Replay::on_resume, this, static_cast<std::uint64_t>(slot_of_rank_[r.rank]));
-          return;
-        }
-        switch (in.kind) {
-          case InstrKind::collective: {
-            GroupState& g = group(in.dim, -1, r.gid[static_cast<int>(in.dim)]);
-            if (g.expected == 1 && transport_.immediate()) {
-              // The only simulated member (a folded run): with a closed-form
-              // network the collective's time is known now, no event needed.
-              const int di = static_cast<int>(in.dim);
-              const GroupShape& shape = shape_of(g, in.dim, r.gid[di]);
-              const Tick dur = to_ticks(transport_.collective_seconds(in.coll, in.dim, r.gid[di], shape, in.bytes));
-              st.wire[di] += transport_.wire_bytes(in.coll, in.dim, shape, in.bytes);
-              st.exposed[di] += dur;
-              if (in.dim != Dim::mp) record(r, 0, in.label, r.t, r.t + dur);
-              r.t += dur;
-              break;
-            }
-            r.block = Block::collective;
-            r.wait_start = r.t;
-            r.wait_dim = in.dim;
-            arrive(r, in.dim, -1, in, r.t);
-            return;  // resumed by on_group_done
-          }
-          case InstrKind::recv: {
-            const auto& step = r.prog->steps[static_cast<std::size_t>(r.step)];
-            const std::uint64_t key = msg_key(step.phase, step.microbatch, step.chunk);
-            auto it = std::find_if(r.inbox.begin(), r.inbox.end(), [&](const Msg& m) { return m.key == key; });
-            if (it == r.inbox.end()) {
-              r.block = Block::recv;
-              r.wait_key = key;
-              r.wait_start = r.t;
-              return;  // resumed by on_deliver
-            }
-            *it = r.inbox.back();
-            r.inbox.pop_back();
-            break;
-          }
-          case InstrKind::send:
-            send(r, in);
-            break;
-          case InstrKind::launch: {
-            auto& ch = r.channels[in.channel];
-            ch.queue.push_back({&in, r.t});
-            if (!ch.busy) start_async(r, in.channel, r.t);
-            break;
-          }
-          case InstrKind::wait:
-            if (!wait_satisfied(r, in)) {
-              r.block = Block::wait;
-              r.wait_dim = in.dim;
-              r.wait_channel = in.channel;
-              r.wait_start = r.t;
-              return;  // resumed by on_group_done of the async stream
-            }
-            break;
-          default:
-            break;
-        }
+      } else if (!interact(r, in, st)) {
+        return;  // blocked, or resumed later by an event
       }
     }
     if (!next_instr(r)) {
-      r.block = Block::finished;
-      st.end = r.t;
-      ++finished_;
+      mark_finished(r);
       return;
     }
   }
+}
+
+bool Replay::interact(RankState& r, const Instr& in, RankStats& st) {
+  // Receives and waits look at state that changes with the engine's clock, so the rank
+  // first catches up with it. Collectives, launches and sends carry their own timestamp
+  // and need no event of their own.
+  if ((in.kind == InstrKind::recv || in.kind == InstrKind::wait) && r.t > engine_.now()) {
+    engine_.schedule(r.t, &Replay::on_resume, this, static_cast<std::uint64_t>(slot_of_rank_[r.rank]));
+    return false;
+  }
+  switch (in.kind) {
+    case InstrKind::collective:
+      return collective_on_compute_stream(r, in, st);
+    case InstrKind::recv: {
+      const auto& step = r.prog->steps[static_cast<std::size_t>(r.step)];
+      const std::uint64_t key = msg_key(step.phase, step.microbatch, step.chunk);
+      auto it = std::find_if(r.inbox.begin(), r.inbox.end(), [&](const Msg& m) { return m.key == key; });
+      if (it == r.inbox.end()) {
+        r.block = Block::recv;
+        r.wait_key = key;
+        r.wait_start = r.t;
+        return false;  // resumed by on_deliver
+      }
+      *it = r.inbox.back();
+      r.inbox.pop_back();
+      return true;
+    }
+    case InstrKind::send:
+      send(r, in);
+      return true;
+    case InstrKind::launch: {
+      auto& ch = r.channels[in.channel];
+      ch.queue.push_back({&in, r.t});
+      if (!ch.busy) start_async(r, in.channel, r.t);
+      return true;
+    }
+    case InstrKind::wait:
+      if (wait_satisfied(r, in)) return true;
+      r.block = Block::wait;
+      r.wait_dim = in.dim;
+      r.wait_channel = in.channel;
+      r.wait_start = r.t;
+      return false;  // resumed by on_group_done of the async stream
+    default:
+      return true;
+  }
+}
+
+bool Replay::collective_on_compute_stream(RankState& r, const Instr& in, RankStats& st) {
+  GroupState& g = group(in.dim, -1, r.gid[static_cast<int>(in.dim)]);
+  if (g.expected == 1 && transport_.immediate()) {
+    // The only simulated member (a folded run): with a closed-form network the
+    // collective's time is known now, no event needed.
+    const int di = static_cast<int>(in.dim);
+    const GroupShape& shape = shape_of(g, in.dim, r.gid[di]);
+    const Tick dur = to_ticks(transport_.collective_seconds(in.coll, in.dim, r.gid[di], shape, in.bytes));
+    st.wire[di] += transport_.wire_bytes(in.coll, in.dim, shape, in.bytes);
+    st.exposed[di] += dur;
+    if (in.dim != Dim::mp) record(r, 0, in.label, r.t, r.t + dur);
+    r.t += dur;
+    return true;
+  }
+  r.block = Block::collective;
+  r.wait_start = r.t;
+  r.wait_dim = in.dim;
+  arrive(r, in.dim, -1, in, r.t);
+  return false;  // resumed by on_group_done
+}
+
+void Replay::mark_finished(RankState& r) {
+  r.block = Block::finished;
+  stats_[static_cast<std::size_t>(slot_of_rank_[r.rank])].end = r.t;
+  ++finished_;
+}
+
+void Replay::continue_after_block(RankState& r) {
+  if (next_instr(r))
+    advance(r);
+  else
+    mark_finished(r);
 }
 
 void Replay::arrive(RankState& r, Dim d, int channel, const Instr& in, Tick at) {
@@ -338,13 +353,7 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
       }
       if (traced_stream_dim(d)) self->record(r, 0, label, start, now);
       r.t = now;
-      if (!self->next_instr(r)) {
-        r.block = Block::finished;
-        st.end = r.t;
-        ++self->finished_;
-        continue;
-      }
-      self->advance(r);
+      self->continue_after_block(r);
     }
     return;
   }
@@ -374,13 +383,7 @@ void Replay::resume_after_wait(RankState& r) {
   const Tick now = engine_.now();
   st.exposed[static_cast<int>(in.dim)] += now - r.wait_start;
   r.t = now;
-  if (!next_instr(r)) {
-    r.block = Block::finished;
-    st.end = r.t;
-    ++finished_;
-    return;
-  }
-  advance(r);
+  continue_after_block(r);
 }
 
 void Replay::send(RankState& r, const Instr& in) {
@@ -439,13 +442,7 @@ void Replay::on_deliver(void* ctx, std::uint64_t arg) {
     st.bubble += bubble;
     st.exposed[static_cast<int>(Dim::pp)] += waited - bubble;
     r.t = m.arrival;
-    if (!self->next_instr(r)) {
-      r.block = Block::finished;
-      st.end = r.t;
-      ++self->finished_;
-      return;
-    }
-    self->advance(r);
+    self->continue_after_block(r);
     return;
   }
   r.inbox.push_back(m);

@@ -113,7 +113,14 @@ class Replay {
 
   const std::vector<Instr>& current_list(const RankState& r) const;
   int current_microbatch(const RankState& r) const;
+  // Runs the rank from its current instruction until it blocks or finishes.
   void advance(RankState& r);
+  // An instruction that meets other ranks or the clock; false when the rank blocks.
+  bool interact(RankState& r, const Instr& in, RankStats& st);
+  bool collective_on_compute_stream(RankState& r, const Instr& in, RankStats& st);
+  // After a blocking instruction completed at r.t: on to the next one, or finished.
+  void continue_after_block(RankState& r);
+  void mark_finished(RankState& r);
   bool next_instr(RankState& r);
   // `channel` < 0: the compute stream (blocking collective); else an async stream.
   void arrive(RankState& r, Dim d, int channel, const Instr& in, Tick at);

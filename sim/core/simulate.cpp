@@ -49,6 +49,105 @@ namespace {
 
 std::string precision_name(models::Precision p) { return std::string(models::to_string(p)); }
 
+// Link sharing (cluster.link_sharing, default on): transfers that overlap in time share
+// the fabric. Folded runs simulate one rank per stage, so most concurrent traffic is
+// absent: they keep the closed-form network cost. Null: use the closed form.
+std::unique_ptr<NetworkTransport> shared_network(const Scenario& s, const SimulateOptions& opt,
+                                                 const CollectiveCost& coll, Result& r) {
+  if (opt.transport || !s.cluster.link_sharing || opt.fold) return nullptr;
+  if (const auto* nc = dynamic_cast<const NetworkCost*>(&coll)) return std::make_unique<NetworkTransport>(nc->model(), coll);
+  if (dynamic_cast<const TableCollectiveCost*>(&coll))
+    r.warnings.push_back("measured collective times from the calibration table are used as they are: link sharing is off");
+  return nullptr;
+}
+
+// Iteration time, throughput, FLOPs, MFU/HFU and where the costs came from.
+void fill_headline(Result& r, const Scenario& s, const hw::ComputeCostModel& compute, const CollectiveCost& coll,
+                   const Replay& replay, bool folded) {
+  const auto& par = s.plan.par;
+  r.scenario = s.name;
+  r.world_size = s.plan.world_size();
+  r.plan = s.plan;
+  r.cost_source = compute.source();
+  if (const auto* t = dynamic_cast<const TableCollectiveCost*>(&coll); t && t->used_table()) r.cost_source = t->table_name();
+  r.folded = folded;
+  r.events = replay.events();
+  r.iteration_time_s = to_seconds(replay.iteration_ticks());
+  const double tokens = static_cast<double>(s.plan.global_batch_size) * static_cast<double>(s.model.seq_length);
+  r.tokens_per_s = r.iteration_time_s > 0 ? tokens / r.iteration_time_s : 0;
+  r.model_flops_per_iteration = models::model_flops_per_iteration(s.model, s.plan.global_batch_size);
+  r.hardware_flops_per_iteration = models::hardware_flops_per_iteration(s.model, s.plan.global_batch_size, par.recompute);
+  const double peak = s.cluster.gpu.peak(precision_name(par.precision));
+  const double denom = r.iteration_time_s * r.world_size;
+  if (denom > 0) {
+    r.model_tflops_per_gpu = r.model_flops_per_iteration / denom / 1e12;
+    r.mfu = r.model_flops_per_iteration / (denom * peak);
+    r.hfu = r.hardware_flops_per_iteration / (denom * peak);
+  }
+}
+
+// Per-stage timing (mean over the stage's simulated ranks), exposed communication,
+// bytes per GPU, bubble, and per-stage memory at the peak of the stage's fullest rank.
+void fill_stages(Result& r, const Scenario& s, const Replay& replay) {
+  const int p = s.plan.par.pp;
+  r.stage_timing.resize(static_cast<std::size_t>(p));
+  std::vector<int> count(static_cast<std::size_t>(p), 0);
+  std::vector<RankStats> peak_rank(static_cast<std::size_t>(p));
+  std::array<double, kNumDims> wire{};
+  for (const auto& st : replay.stats()) {
+    auto& t = r.stage_timing[static_cast<std::size_t>(st.stage)];
+    t.stage = st.stage;
+    t.busy_s += to_seconds(st.busy);
+    t.bubble_s += to_seconds(st.bubble);
+    t.end_s = std::max(t.end_s, to_seconds(st.end));
+    for (int d = 0; d < kNumDims; ++d) t.exposed_s[d] += to_seconds(st.exposed[d]);
+    for (int d = 0; d < kNumDims; ++d) wire[d] += st.wire[d];
+    auto& pr = peak_rank[static_cast<std::size_t>(st.stage)];
+    if (count[static_cast<std::size_t>(st.stage)] == 0 || st.mem_peak > pr.mem_peak) pr = st;
+    ++count[static_cast<std::size_t>(st.stage)];
+  }
+  const double nranks = static_cast<double>(replay.stats().size());
+  for (int d = 0; d < kNumDims; ++d) r.comm_bytes_per_gpu[d] = wire[d] / nranks;
+
+  double bubble = 0;
+  for (int st = 0; st < p; ++st) {
+    auto& t = r.stage_timing[static_cast<std::size_t>(st)];
+    const double n = std::max(1, count[static_cast<std::size_t>(st)]);
+    t.busy_s /= n;
+    t.bubble_s /= n;
+    for (int d = 0; d < kNumDims; ++d) {
+      t.exposed_s[d] /= n;
+      r.exposed_comm_s[d] += t.exposed_s[d] / p;
+    }
+    bubble += t.bubble_s;
+    const auto& pr = peak_rank[static_cast<std::size_t>(st)];
+    const auto states = models::model_states(s.model, s.plan.par, st);
+    r.per_stage.push_back({st, states.params, states.grads, states.optimizer, pr.activations_at_peak,
+                           pr.buffers_at_peak, pr.mem_peak});
+    r.peak_bytes = std::max(r.peak_bytes, pr.mem_peak);
+  }
+  r.bubble_time_s = bubble / p;
+  r.bubble_fraction = r.iteration_time_s > 0 ? r.bubble_time_s / r.iteration_time_s : 0;
+}
+
+// Out of memory is an answer (feasible = false), plus warnings about the inputs.
+void add_verdicts(Result& r, const Scenario& s) {
+  r.capacity_bytes = s.cluster.gpu.hbm;
+  if (r.peak_bytes > r.capacity_bytes) {
+    r.feasible = false;
+    int worst = 0;
+    for (const auto& m : r.per_stage)
+      if (m.peak > r.per_stage[static_cast<std::size_t>(worst)].peak) worst = m.stage;
+    r.infeasible_reasons.push_back(fmt::format("out of memory: stage {} needs {} but the GPU has {}", worst,
+                                               format_bytes(r.peak_bytes), format_bytes(r.capacity_bytes)));
+  }
+  if (s.plan.par.tp > s.cluster.gpus_per_node)
+    r.warnings.push_back(fmt::format("tensor_parallel {} spans nodes (gpus_per_node {}): TP all-reduces cross the network",
+                                     s.plan.par.tp, s.cluster.gpus_per_node));
+  if (r.cost_source == "datasheet")
+    r.warnings.push_back("costs from the GPU datasheet roofline (no calibration table; see `ptsim calibrate`)");
+}
+
 }  // namespace
 
 Simulation simulate(const Scenario& s, const SimulateOptions& opt) {
@@ -72,106 +171,17 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt) {
   ro.trace = opt.trace;
   ro.trace_max_ranks = opt.trace_max_ranks;
   AnalyticTransport analytic(*coll);
-  Transport* transport = opt.transport ? opt.transport : &analytic;
-  // Link sharing (cluster.link_sharing, default on): transfers that overlap in time
-  // share the fabric. Folded runs simulate one rank per stage, so most concurrent
-  // traffic is absent: they keep the closed-form network cost.
-  std::unique_ptr<NetworkTransport> shared_net;
-  if (!opt.transport && s.cluster.link_sharing && !opt.fold) {
-    if (const auto* nc = dynamic_cast<const NetworkCost*>(coll)) {
-      shared_net = std::make_unique<NetworkTransport>(nc->model(), *coll);
-      transport = shared_net.get();
-    } else if (dynamic_cast<const TableCollectiveCost*>(coll)) {
-      sim.result.warnings.push_back(
-          "measured collective times from the calibration table are used as they are: link sharing is off");
-    }
-  }
+  const auto shared_net = shared_network(s, opt, *coll, sim.result);
+  Transport* transport = &analytic;
+  if (opt.transport) transport = opt.transport;
+  if (shared_net) transport = shared_net.get();
   Replay replay(sim.program, layout, par.num_microbatches, *transport, ro);
   replay.run();
 
   Result& r = sim.result;
-  r.scenario = s.name;
-  r.world_size = s.plan.world_size();
-  r.plan = s.plan;
-  r.cost_source = compute->source();
-  if (const auto* t = dynamic_cast<const TableCollectiveCost*>(coll); t && t->used_table()) r.cost_source = t->table_name();
-  r.folded = opt.fold;
-  r.events = replay.events();
-  r.iteration_time_s = to_seconds(replay.iteration_ticks());
-  const double tokens = static_cast<double>(s.plan.global_batch_size) * static_cast<double>(s.model.seq_length);
-  r.tokens_per_s = r.iteration_time_s > 0 ? tokens / r.iteration_time_s : 0;
-  r.model_flops_per_iteration = models::model_flops_per_iteration(s.model, s.plan.global_batch_size);
-  r.hardware_flops_per_iteration = models::hardware_flops_per_iteration(s.model, s.plan.global_batch_size, par.recompute);
-  const double peak = s.cluster.gpu.peak(precision_name(par.precision));
-  const double denom = r.iteration_time_s * r.world_size;
-  if (denom > 0) {
-    r.model_tflops_per_gpu = r.model_flops_per_iteration / denom / 1e12;
-    r.mfu = r.model_flops_per_iteration / (denom * peak);
-    r.hfu = r.hardware_flops_per_iteration / (denom * peak);
-  }
-
-  // Per-stage aggregates: mean over the stage's simulated ranks.
-  const int p = par.pp;
-  r.stage_timing.resize(static_cast<std::size_t>(p));
-  std::vector<int> count(static_cast<std::size_t>(p), 0);
-  std::vector<RankStats> peak_rank(static_cast<std::size_t>(p));
-  for (const auto& st : replay.stats()) {
-    auto& t = r.stage_timing[static_cast<std::size_t>(st.stage)];
-    t.stage = st.stage;
-    t.busy_s += to_seconds(st.busy);
-    t.bubble_s += to_seconds(st.bubble);
-    t.end_s = std::max(t.end_s, to_seconds(st.end));
-    for (int d = 0; d < kNumDims; ++d) t.exposed_s[d] += to_seconds(st.exposed[d]);
-    auto& pr = peak_rank[static_cast<std::size_t>(st.stage)];
-    if (count[static_cast<std::size_t>(st.stage)] == 0 || st.mem_peak > pr.mem_peak) pr = st;
-    ++count[static_cast<std::size_t>(st.stage)];
-  }
-  std::array<double, kNumDims> wire{};
-  for (const auto& st : replay.stats())
-    for (int d = 0; d < kNumDims; ++d) wire[d] += st.wire[d];
-  const double nranks = static_cast<double>(replay.stats().size());
-  for (int d = 0; d < kNumDims; ++d) r.comm_bytes_per_gpu[d] = wire[d] / nranks;
-
-  double bubble = 0;
-  for (int st = 0; st < p; ++st) {
-    auto& t = r.stage_timing[static_cast<std::size_t>(st)];
-    const double n = std::max(1, count[static_cast<std::size_t>(st)]);
-    t.busy_s /= n;
-    t.bubble_s /= n;
-    for (int d = 0; d < kNumDims; ++d) {
-      t.exposed_s[d] /= n;
-      r.exposed_comm_s[d] += t.exposed_s[d] / p;
-    }
-    bubble += t.bubble_s;
-    const auto& pr = peak_rank[static_cast<std::size_t>(st)];
-    const auto states = models::model_states(s.model, par, st);
-    StageMemoryResult m;
-    m.stage = st;
-    m.params = states.params;
-    m.grads = states.grads;
-    m.optimizer = states.optimizer;
-    m.activations = pr.activations_at_peak;
-    m.buffers = pr.buffers_at_peak;
-    m.peak = pr.mem_peak;
-    r.per_stage.push_back(m);
-    r.peak_bytes = std::max(r.peak_bytes, m.peak);
-  }
-  r.bubble_time_s = bubble / p;
-  r.bubble_fraction = r.iteration_time_s > 0 ? r.bubble_time_s / r.iteration_time_s : 0;
-  r.capacity_bytes = s.cluster.gpu.hbm;
-  if (r.peak_bytes > r.capacity_bytes) {
-    r.feasible = false;
-    int worst = 0;
-    for (const auto& m : r.per_stage)
-      if (m.peak > r.per_stage[static_cast<std::size_t>(worst)].peak) worst = m.stage;
-    r.infeasible_reasons.push_back(fmt::format("out of memory: stage {} needs {} but the GPU has {}", worst,
-                                               format_bytes(r.peak_bytes), format_bytes(r.capacity_bytes)));
-  }
-  if (par.tp > s.cluster.gpus_per_node)
-    r.warnings.push_back(fmt::format("tensor_parallel {} spans nodes (gpus_per_node {}): TP all-reduces cross the network",
-                                     par.tp, s.cluster.gpus_per_node));
-  if (r.cost_source == "datasheet")
-    r.warnings.push_back("costs from the GPU datasheet roofline (no calibration table; see `ptsim calibrate`)");
+  fill_headline(r, s, *compute, *coll, replay, opt.fold);
+  fill_stages(r, s, replay);
+  add_verdicts(r, s);
   r.notes.push_back(layout.placement_summary());
   for (auto& line : transport->report()) r.notes.push_back(std::move(line));
   sim.spans = replay.spans();
