@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
+#include "hw/slot_pool.h"
+
 namespace ptsim::hw::net {
 
 FlowNetwork::FlowNetwork(const Topology& topo) : topo_(topo), link_(topo.num_links()) {
@@ -36,14 +38,7 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> path, Bytes bytes, Seconds 
   if (tag < 0) throw std::invalid_argument(fmt::format("FlowNetwork: tag must be >= 0, got {}", tag));
   for (LinkId l : path)
     if (l >= link_.size()) throw std::invalid_argument(fmt::format("FlowNetwork: unknown link {}", l));
-  FlowId id;
-  if (!free_ids_.empty()) {
-    id = free_ids_.back();
-    free_ids_.pop_back();
-  } else {
-    id = static_cast<FlowId>(flows_.size());
-    flows_.emplace_back();
-  }
+  const FlowId id = take_slot(free_ids_, flows_);
   Flow& f = flows_[id];
   f.path.assign(path.begin(), path.end());
   f.pos.resize(path.size());

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "hw/slot_pool.h"
 #include "hw/units.h"
 
 namespace ptsim::sim {
@@ -30,14 +31,7 @@ class Engine {
   // Schedules fn(ctx, arg) at absolute time `at` (>= now()).
   Handle schedule(Tick at, Callback fn, void* ctx, std::uint64_t arg = 0) {
     assert(at >= now_ && "events cannot be scheduled in the past");
-    std::uint32_t slot;
-    if (!free_slots_.empty()) {
-      slot = free_slots_.back();
-      free_slots_.pop_back();
-    } else {
-      slot = static_cast<std::uint32_t>(slots_.size());
-      slots_.push_back({});
-    }
+    const std::uint32_t slot = take_slot(free_slots_, slots_);
     Slot& s = slots_[slot];
     s.cancelled = false;
     heap_.push_back({at, next_seq_++, fn, ctx, arg, slot});

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <limits>
 
+#include "hw/slot_pool.h"
+
 namespace ptsim::sim {
 namespace {
 
@@ -137,14 +139,7 @@ void NetworkTransport::begin(Engine& e, const Template& t, int tag, Engine::Call
     e.schedule(e.now(), done, ctx, arg);
     return;
   }
-  std::uint32_t id;
-  if (!free_transfers_.empty()) {
-    id = free_transfers_.back();
-    free_transfers_.pop_back();
-  } else {
-    id = static_cast<std::uint32_t>(transfers_.size());
-    transfers_.emplace_back();
-  }
+  const std::uint32_t id = take_slot(free_transfers_, transfers_);
   Transfer& x = transfers_[id];
   x = Transfer{};
   x.t = &t;

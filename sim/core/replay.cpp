@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
+#include "hw/slot_pool.h"
+
 namespace ptsim::sim {
 
 namespace {
@@ -397,15 +399,7 @@ void Replay::send(RankState& r, const Instr& in) {
   const int dst_rank = layout_.rank_of(c);
   auto& st = stats_[static_cast<std::size_t>(slot_of_rank_[r.rank])];
   st.wire[static_cast<int>(Dim::pp)] += in.bytes;
-  std::uint32_t idx;
-  if (!msg_free_.empty()) {
-    idx = msg_free_.back();
-    msg_free_.pop_back();
-  } else {
-    idx = static_cast<std::uint32_t>(msg_pool_.size());
-    msg_pool_.push_back({});
-    msg_dst_.push_back(0);
-  }
+  const std::uint32_t idx = take_slot(msg_free_, msg_pool_, msg_dst_);
   msg_pool_[idx] = {msg_key(s.phase, s.microbatch, dst.chunk), r.t, 0, r.rank, in.label, in.bytes};
   msg_dst_[idx] = slot_of_rank_[dst_rank];
   if (r.t > engine_.now()) {
