@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
-#include <stdexcept>
 
+#include "hw/errors.h"
 #include "hw/slot_pool.h"
 
 namespace ptsim::hw::net {
@@ -26,18 +26,14 @@ struct KeyGreater {
 }  // namespace
 
 void FlowNetwork::check(FlowId id) const {
-  if (id >= flows_.size() || flows_[id].state == State::free)
-    throw std::invalid_argument(fmt::format("FlowNetwork: flow {} is not unfinished", id));
+  PTSIM_CHECK(id < flows_.size() && flows_[id].state != State::free, "FlowNetwork: flow {} is not unfinished", id);
 }
 
 FlowId FlowNetwork::add_flow(std::span<const LinkId> path, Bytes bytes, Seconds start, int tag, bool pay_latency) {
-  if (!(bytes >= 0) || !std::isfinite(bytes))
-    throw std::invalid_argument(fmt::format("FlowNetwork: flow size must be finite and >= 0, got {}", bytes));
-  if (!(start >= now_ - kTimeEpsilon))
-    throw std::invalid_argument(fmt::format("FlowNetwork: flow start {} s is before now ({} s)", start, now_));
-  if (tag < 0) throw std::invalid_argument(fmt::format("FlowNetwork: tag must be >= 0, got {}", tag));
-  for (LinkId l : path)
-    if (l >= link_.size()) throw std::invalid_argument(fmt::format("FlowNetwork: unknown link {}", l));
+  PTSIM_CHECK(bytes >= 0 && std::isfinite(bytes), "FlowNetwork: flow size must be finite and >= 0, got {}", bytes);
+  PTSIM_CHECK(start >= now_ - kTimeEpsilon, "FlowNetwork: flow start {} s is before now ({} s)", start, now_);
+  PTSIM_CHECK(tag >= 0, "FlowNetwork: tag must be >= 0, got {}", tag);
+  for (LinkId l : path) PTSIM_CHECK(l < link_.size(), "FlowNetwork: unknown link {}", l);
   const FlowId id = take_slot(free_ids_, flows_);
   Flow& f = flows_[id];
   f.path.assign(path.begin(), path.end());
@@ -327,8 +323,7 @@ Seconds FlowNetwork::next_event_time() {
 }
 
 void FlowNetwork::advance_to(Seconds t, std::vector<FlowId>& completed) {
-  if (t < now_ - kTimeEpsilon)
-    throw std::invalid_argument(fmt::format("FlowNetwork: cannot go back in time from {} s to {} s", now_, t));
+  PTSIM_CHECK(t >= now_ - kTimeEpsilon, "FlowNetwork: cannot go back in time from {} s to {} s", now_, t);
   for (;;) {
     if (!dirty_links_.empty()) solve();
     const Seconds te = next_event_internal();

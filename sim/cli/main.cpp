@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "sim/cli/commands.h"
-#include "sim/core/errors.h"
+#include "hw/errors.h"
 
 int main(int argc, char** argv) {
   using namespace ptsim::cli;
@@ -24,17 +24,18 @@ int main(int argc, char** argv) {
   try {
     for (auto& c : commands)
       if (c.parsed()) return c.run();
-  } catch (const ptsim::sim::ScenarioError& e) {
+  } catch (const ptsim::InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
-  } catch (const ptsim::sim::ResourceError& e) {
+  } catch (const ptsim::ResourceError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 3;
   } catch (const std::invalid_argument& e) {
+    // models/ (no dependency on hw/errors.h) reports bad model input this way.
     std::cerr << "error: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "internal error: " << e.what() << "\n";
+    std::cerr << "internal error, please report: " << e.what() << "\n";
     return 1;
   }
   return 1;

@@ -1,37 +1,11 @@
-// One path per kind of error (STYLE.md item 12): user input problems are a
-// ScenarioError carrying the file, the key path and a hint; the CLI maps it to
-// exit code 2. Internal invariants use assert; missing resources ResourceError (exit 3).
+// The simulator's names for the error kinds of hw/errors.h: a scenario problem is an
+// InputError whose file is the scenario and whose key is the YAML key path.
 #pragma once
-#include <stdexcept>
-#include <string>
+#include "hw/errors.h"
 
 namespace ptsim::sim {
 
-class ScenarioError : public std::runtime_error {
- public:
-  ScenarioError(std::string file, std::string key, std::string what, std::string hint = {})
-      : std::runtime_error(compose(file, key, what, hint)),
-        file_(std::move(file)), key_(std::move(key)), hint_(std::move(hint)) {}
-  const std::string& file() const { return file_; }
-  const std::string& key() const { return key_; }
-  const std::string& hint() const { return hint_; }
-
- private:
-  static std::string compose(const std::string& file, const std::string& key, const std::string& what,
-                             const std::string& hint) {
-    std::string s = file.empty() ? std::string("<input>") : file;
-    if (!key.empty()) s += ": " + key;
-    s += ": " + what;
-    if (!hint.empty()) s += " (" + hint + ")";
-    return s;
-  }
-  std::string file_, key_, hint_;
-};
-
-// A resource the command needs is missing (no CUDA device, unreadable table): exit 3.
-class ResourceError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+using ScenarioError = ::ptsim::InputError;
+using ResourceError = ::ptsim::ResourceError;
 
 }  // namespace ptsim::sim

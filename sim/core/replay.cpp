@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
+#include "hw/errors.h"
 #include "hw/slot_pool.h"
 
 namespace ptsim::sim {
@@ -166,7 +167,7 @@ void Replay::run() {
     for (const auto& r : ranks_) {
       if (r.block == Block::finished) continue;
       static const char* what[] = {"nothing", "a collective", "a pipeline message", "an async stream"};
-      throw std::logic_error(fmt::format("deadlock: rank {} (stage {}) at step {} instruction {} waits for {} ({} of {} ranks finished)",
+      throw InternalError(fmt::format("deadlock: rank {} (stage {}) at step {} instruction {} waits for {} ({} of {} ranks finished)",
                                          r.rank, r.stage, r.step, r.pc, what[static_cast<int>(r.block)], finished_, ranks_.size()));
     }
   }

@@ -1,6 +1,7 @@
 // Max-min link sharing with hand-derived shares (SimGrid maxmin_test.cpp habit).
 #include <gtest/gtest.h>
 
+#include "hw/errors.h"
 #include "hw/net/cluster.h"
 #include "hw/net/flow_network.h"
 #include "hw/net/placement.h"
@@ -85,9 +86,9 @@ TEST(FlowNetwork, LatencyComesBeforeBandwidthAndCancelFreesTheLink) {
   EXPECT_NEAR(net.next_event_time(), 1.2505, 1e-9);
   net.run_until_idle(&done);
   EXPECT_EQ(done, std::vector<FlowId>{f1});
-  EXPECT_THROW(net.cancel(f1), std::invalid_argument);
-  EXPECT_THROW(net.add_flow(path, -1, net.now()), std::invalid_argument);
-  EXPECT_THROW(net.add_flow(path, 1, net.now() - 1), std::invalid_argument);
+  EXPECT_THROW(net.cancel(f1), InternalError);
+  EXPECT_THROW(net.add_flow(path, -1, net.now()), InternalError);
+  EXPECT_THROW(net.add_flow(path, 1, net.now() - 1), InternalError);
 }
 
 TEST(FlowNetwork, DpAllReduceAndPpSendOnOneNicSlowEachOther) {
