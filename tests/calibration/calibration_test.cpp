@@ -15,13 +15,14 @@
 #include "calibration/sweep.h"
 #include "hw/cost_table.h"
 #include "ptsim/config.h"
+#include "tests/test_paths.h"
 
 namespace ptsim::calibration {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kData = std::string(PTSIM_SOURCE_DIR) + "/tests/calibration/data/";
+const std::string kData = test::repo_path("tests/calibration/data/");
 
 fs::path fresh_dir(const std::string& name) {
   const auto dir = fs::temp_directory_path() / ("ptsim_calibration_test_" + name);

@@ -7,15 +7,14 @@
 #include <string>
 
 #include "models/model_spec.h"
-#include "ptsim/config.h"
 #include "models/params.h"
+#include "tests/test_paths.h"
 
 namespace ptsim::models {
 namespace {
 
 std::string data_path(const std::string& name) {
-  // This suite keeps its files in tests/models/data (PTSIM_TEST_DATA_DIR is tests/data).
-  return std::string(PTSIM_SOURCE_DIR) + "/tests/models/data/" + name;
+  return test::repo_path("tests/models/data/" + name);
 }
 
 // Writes `text` to a fresh file in the temp directory, removed on destruction.

@@ -3,11 +3,11 @@
 
 #include <fstream>
 
-#include "ptsim/config.h"
 #include "sim/core/errors.h"
 #include "sim/core/simulate.h"
 #include "sim/io/scenario_file.h"
 #include "tests/sim/test_scenarios.h"
+#include "tests/test_paths.h"
 
 namespace ptsim::sim {
 namespace {
@@ -18,7 +18,7 @@ TEST(CalibrationSource, TableNameBecomesCostSourceAndTimesChange) {
   const std::string yaml = testing::tiny_gpt_yaml(1, 1, 1, 2, 1, "", 51200) + "\n";
   const Scenario datasheet = parse_scenario(yaml, "test", {"training.precision=fp32"});
   const Scenario table = parse_scenario(
-      yaml, "test", {"training.precision=fp32", std::string("cluster.calibration=") + PTSIM_SOURCE_DIR + "/calibration/tables/cpu-example.yaml"});
+      yaml, "test", {"training.precision=fp32", "cluster.calibration=" + test::repo_path("calibration/tables/cpu-example.yaml")});
   const Result a = simulate(datasheet).result, b = simulate(table).result;
   EXPECT_EQ(a.cost_source, "datasheet");
   EXPECT_EQ(b.cost_source, "cpu-example");

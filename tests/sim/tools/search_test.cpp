@@ -8,6 +8,7 @@
 #include "sim/io/result_json.h"
 #include "sim/io/scenario_file.h"
 #include "tests/sim/test_scenarios.h"
+#include "tests/test_paths.h"
 
 namespace ptsim::sim {
 namespace {
@@ -139,7 +140,7 @@ TEST(Search, EnumeratesEveryShardingOfTheSmallCluster) {
 }
 
 TEST(Search, LowerBoundHoldsOnGpt3Default) {
-  const Scenario s = load_scenario("scenarios/default.yaml");
+  const Scenario s = load_scenario(test::repo_path("scenarios/default.yaml"));
   const auto compute = make_compute_cost(s);
   const auto coll = make_collective_cost(s);
   SimulateOptions so;

@@ -12,15 +12,14 @@
 
 #include "sim/core/errors.h"
 #include "sim/io/scenario_file.h"
+#include "tests/test_paths.h"
 
 namespace ptsim::sim {
 namespace {
 
 namespace fs = std::filesystem;
 
-// The repository root: tests/CMakeLists.txt defines the data dir as <root>/tests/data.
-fs::path repo_root() { return fs::path(PTSIM_TEST_DATA_DIR).parent_path().parent_path(); }
-std::string reference_dir() { return (repo_root() / "scenarios" / "reference").string(); }
+std::string reference_dir() { return test::repo_path("scenarios/reference"); }
 
 // A scratch reference folder holding one copy of a reference scenario and the given
 // published.yaml.
