@@ -12,6 +12,7 @@
 
 #include "calibration/fit.h"
 #include "calibration/nccl_tests_import.h"
+#include "hw/errors.h"
 
 namespace ptsim::calibration {
 namespace {
@@ -198,6 +199,8 @@ int run_calibrate(const CalibrateOptions& o) {
     hw::save_cost_table(table, out);
     say(o.progress, fmt::format("wrote {}", out));
     return 0;
+  } catch (const InputError& e) {  // e.g. --out in a folder that does not exist
+    return fail(o.errors, 2, fmt::format("ptsim calibrate: {}", e.what()));
   } catch (const std::invalid_argument& e) {
     return fail(o.errors, 2, fmt::format("ptsim calibrate: {}", e.what()));
   } catch (const std::exception& e) {

@@ -43,9 +43,9 @@ struct CalibrateOptions {
 };
 
 // Exit codes (CONTRACT.md §1): 0 written; 2 bad input (bad option, unreadable or malformed
-// nccl-tests log; the message names the file); 3 no CUDA device for a GPU calibration
+// nccl-tests log, an output that cannot be written; the message names the file); 3 no CUDA device for a GPU calibration
 // ("no CUDA device found: ...", or the CUDA module or a library it needs is missing; one
-// line on `errors`); 1 internal error (e.g. cannot write).
+// line on `errors`); 1 internal error.
 int run_calibrate(const CalibrateOptions& options);
 
 // The sweep itself, for tests and callers with their own backend: measures every point of

@@ -3,10 +3,30 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "sim/cli/commands.h"
 #include "hw/errors.h"
+
+namespace {
+
+// A command's answer is only given if it reached standard output: a full disk, a closed
+// stdout or an I/O error is reported (exit 2; 1 for a broken pipe, as other tools do).
+int checked_stdout(int rc) {
+  errno = 0;
+  std::cout.flush();
+  int err = errno;
+  const bool failed = !std::cout || std::fflush(stdout) != 0 || std::ferror(stdout);
+  if (!failed) return rc;
+  if (err == 0) err = errno;
+  std::cerr << "error: cannot write to standard output: " << std::strerror(err != 0 ? err : EIO) << "\n";
+  return err == EPIPE ? 1 : 2;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace ptsim::cli;
@@ -23,7 +43,7 @@ int main(int argc, char** argv) {
   }
   try {
     for (auto& c : commands)
-      if (c.parsed()) return c.run();
+      if (c.parsed()) return checked_stdout(c.run());
   } catch (const ptsim::InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

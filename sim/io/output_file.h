@@ -1,13 +1,13 @@
-// Output files are written atomically: the text goes to a temporary file in the
-// same folder, then rename(2) replaces the target, so a crash or Ctrl-C never
-// leaves a half-written result where the user's file was.
+// Where a command's outputs go: "-" is standard output; any other path goes through
+// hw/atomic_file.h (regular files replaced atomically, devices and pipes written through,
+// symlinks followed).
 #pragma once
 #include <string>
 
 namespace ptsim::sim {
 
-// Writes `text` to `path` ("-" = stdout), atomically. Throws std::invalid_argument
-// naming the path when it cannot be written.
+// Writes `text` to `path` ("-" = stdout). Throws ptsim::InputError (exit 2) naming the
+// path and the system's reason when it cannot be written.
 void write_output(const std::string& path, const std::string& text);
 
 }  // namespace ptsim::sim

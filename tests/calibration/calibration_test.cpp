@@ -272,8 +272,8 @@ TEST(RunCalibrate, FailedRunLeavesPreviousTableIntact) {
   EXPECT_EQ(line, "previous contents");
   EXPECT_EQ(files_in(dir), 2u);  // t.yaml and the bad log, nothing else
 
-  // Writing into a directory that does not exist: exit 1, nothing created.
-  EXPECT_EQ(run_calibrate(cpu_options(dir / "no-such-dir" / "t.yaml", nullptr)), 1);
+  // Writing into a directory that does not exist: exit 2 as for every other output, nothing created.
+  EXPECT_EQ(run_calibrate(cpu_options(dir / "no-such-dir" / "t.yaml", nullptr)), 2);
   EXPECT_FALSE(fs::exists(dir / "no-such-dir"));
 }
 

@@ -1,5 +1,5 @@
 # Runs EXE with ARGS (a ;-list), checks the exit code is EXPECT and, when given,
-# that stderr/stdout contain MATCH. ENVS (a ;-list of NAME=VALUE) is set in the environment first.
+# that stderr/stdout contain MATCH. STDOUT_FILE, when set, receives stdout. ENVS (a ;-list of NAME=VALUE) is set in the environment first.
 set(ENV{CUDA_VISIBLE_DEVICES} "")  # tests never touch a GPU
 foreach(kv ${ENVS})
   string(FIND "${kv}" "=" eq)
@@ -8,8 +8,14 @@ foreach(kv ${ENVS})
   string(SUBSTRING "${kv}" ${from} -1 value)
   set(ENV{${name}} "${value}")
 endforeach()
-execute_process(COMMAND ${EXE} ${ARGS} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
-                WORKING_DIRECTORY ${WORKDIR})
+if(DEFINED STDOUT_FILE AND NOT STDOUT_FILE STREQUAL "")  # e.g. /dev/full: stdout that cannot be written
+  execute_process(COMMAND ${EXE} ${ARGS} RESULT_VARIABLE rc OUTPUT_FILE ${STDOUT_FILE} ERROR_VARIABLE err
+                  WORKING_DIRECTORY ${WORKDIR})
+  set(out "")
+else()
+  execute_process(COMMAND ${EXE} ${ARGS} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
+                  WORKING_DIRECTORY ${WORKDIR})
+endif()
 if(NOT rc EQUAL EXPECT)
   message(FATAL_ERROR "exit code ${rc}, expected ${EXPECT}\nstdout:\n${out}\nstderr:\n${err}")
 endif()
