@@ -222,14 +222,6 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c) {
   return cc;
 }
 
-models::Precision parse_precision(const hw::StrictReader& r, const YAML::Node& n) {
-  const auto v = r.choice(n, "training.precision", {"fp32", "fp16", "bf16", "fp8"});
-  if (v == "fp32") return models::Precision::fp32;
-  if (v == "fp16") return models::Precision::fp16;
-  if (v == "fp8") return models::Precision::fp8;
-  return models::Precision::bf16;
-}
-
 }  // namespace
 
 Scenario parse_scenario(const std::string& yaml_text, const std::string& file, const std::vector<std::string>& overrides) {
@@ -269,17 +261,13 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& file, c
     par.dp = s.cluster.num_gpus / model_parallel;
   }
   if (p["pipeline_schedule"]) {
-    const auto v = r.choice(p["pipeline_schedule"], "parallel.pipeline_schedule", {"gpipe", "1f1b", "interleaved-1f1b"});
-    par.schedule = v == "gpipe" ? models::Schedule::gpipe : v == "1f1b" ? models::Schedule::one_f_one_b : models::Schedule::interleaved_1f1b;
+    par.schedule = r.choice(p["pipeline_schedule"], "parallel.pipeline_schedule", models::kScheduleNames);
   } else if (par.vpp > 1) {
     par.schedule = models::Schedule::interleaved_1f1b;
   }
   if (p["sequence_parallel"]) par.sequence_parallel = r.boolean(p["sequence_parallel"], "parallel.sequence_parallel");
   if (p["zero_stage"]) par.zero_stage = r.integer(p["zero_stage"], "parallel.zero_stage", 0);
-  if (p["recompute"]) {
-    const auto v = r.choice(p["recompute"], "parallel.recompute", {"none", "selective", "full"});
-    par.recompute = v == "none" ? models::Recompute::none : v == "selective" ? models::Recompute::selective : models::Recompute::full;
-  }
+  if (p["recompute"]) par.recompute = r.choice(p["recompute"], "parallel.recompute", models::kRecomputeNames);
   if (p["offload_optimizer"]) par.offload_optimizer = r.boolean(p["offload_optimizer"], "parallel.offload_optimizer");
   if (p["offload_params"]) par.offload_params = r.boolean(p["offload_params"], "parallel.offload_params");
   if (p["overlap_grad_reduce"]) s.plan.overlap_grad_reduce = r.boolean(p["overlap_grad_reduce"], "parallel.overlap_grad_reduce");
@@ -304,9 +292,9 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& file, c
   if (!t["global_batch_size"]) r.fail("training.global_batch_size", "missing");
   s.plan.global_batch_size = r.int64(t["global_batch_size"], "training.global_batch_size");
   if (t["micro_batch_size"]) par.micro_batch_size = r.integer(t["micro_batch_size"], "training.micro_batch_size");
-  if (t["precision"]) par.precision = parse_precision(r, t["precision"]);
+  if (t["precision"]) par.precision = r.choice(t["precision"], "training.precision", models::kPrecisionNames);
   if (t["optimizer"]) s.optimizer = r.choice(t["optimizer"], "training.optimizer", {"adam", "adamw", "sgd"});
-  if (t["attention"]) par.attention = r.choice(t["attention"], "training.attention", {"flash", "naive"}) == "flash" ? models::AttentionImpl::flash : models::AttentionImpl::naive;
+  if (t["attention"]) par.attention = r.choice(t["attention"], "training.attention", models::kAttentionImplNames);
 
   derive_microbatches(s);
   validate(s);
