@@ -88,14 +88,18 @@ int StrictReader::integer(const YAML::Node& n, const std::string& key, int min) 
   return static_cast<int>(v);
 }
 
+double StrictReader::number(const YAML::Node& n, const std::string& key) const {
+  return scalar<double>(n, key, "number");
+}
+
 double StrictReader::positive(const YAML::Node& n, const std::string& key) const {
-  const auto v = scalar<double>(n, key, "number");
+  const auto v = number(n, key);
   if (!std::isfinite(v) || v <= 0) fail(key, fmt::format("{} must be a positive finite number", n.Scalar()));
   return v;
 }
 
 double StrictReader::non_negative(const YAML::Node& n, const std::string& key) const {
-  const auto v = scalar<double>(n, key, "number");
+  const auto v = number(n, key);
   if (!std::isfinite(v) || v < 0) fail(key, fmt::format("{} must be a non-negative finite number", n.Scalar()));
   return v;
 }

@@ -53,6 +53,7 @@ class StrictReader {
   // Whole numbers of at least `min`; integer() also at most 10^9.
   std::int64_t int64(const YAML::Node& n, const std::string& key, std::int64_t min = 1) const;
   int integer(const YAML::Node& n, const std::string& key, int min = 1) const;
+  double number(const YAML::Node& n, const std::string& key) const;        // any, the caller checks its range
   double positive(const YAML::Node& n, const std::string& key) const;      // finite, > 0
   double non_negative(const YAML::Node& n, const std::string& key) const;  // finite, >= 0
   bool boolean(const YAML::Node& n, const std::string& key) const;
