@@ -483,7 +483,7 @@ CostTable parse_cost_table(const std::string& yaml_text, const std::string& sour
     throw std::invalid_argument(fmt::format("{}: not valid YAML: {}", source, e.what()));
   }
   const StrictReader r([&source](const std::string& key, const std::string& what, const std::string& hint) {
-    throw std::invalid_argument(fmt::format("{}: key '{}': {}{}", source, key, what, hint.empty() ? "" : " (" + hint + ")"));
+    throw std::invalid_argument(fmt::format("{}: key '{}': {}", source, key, with_hint(what, hint)));
   });
   r.check_keys(root, "", {"format", "name", "backend", "date", "device", "gemm", "attention", "membw", "collective"});
   const auto format = r.string(root["format"], "format");

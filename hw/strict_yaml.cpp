@@ -45,6 +45,10 @@ std::optional<UnknownKey> unknown_key(const YAML::Node& node, const std::vector<
   return std::nullopt;
 }
 
+std::string with_hint(const std::string& what, const std::string& hint) {
+  return hint.empty() ? what : what + " (" + hint + ")";
+}
+
 std::string key_path(const std::string& parent, std::string_view key) {
   return parent.empty() ? std::string(key) : parent + "." + std::string(key);
 }
@@ -118,7 +122,8 @@ std::string StrictReader::choice(const YAML::Node& n, const std::string& key,
   if (std::find(options.begin(), options.end(), v) == options.end()) {
     std::string list;
     for (const auto& o : options) list += (list.empty() ? "" : " | ") + o;
-    fail(key, fmt::format("'{}' is not one of {}", v, list), fmt::format("did you mean '{}'?", closest_match(v, options)));
+    fail(key, fmt::format("'{}' is not one of {}", v, list),
+         fmt::format("did you mean '{}'?", closest_match(v, options)));
   }
   return v;
 }

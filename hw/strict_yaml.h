@@ -28,6 +28,9 @@ struct UnknownKey {
 // key is known (or `node` is not a mapping).
 std::optional<UnknownKey> unknown_key(const YAML::Node& node, const std::vector<std::string>& allowed);
 
+// "what (hint)", or `what` alone when there is no hint: for Fail functions to compose messages.
+std::string with_hint(const std::string& what, const std::string& hint);
+
 // Key paths for messages: "model" + "moe" -> "model.moe" ("" + "name" -> "name");
 // "parallel.pipeline_layers", 2 -> "parallel.pipeline_layers[2]".
 std::string key_path(const std::string& parent, std::string_view key);

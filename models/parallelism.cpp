@@ -11,7 +11,8 @@ template <class E, std::size_t N>
 std::string_view name_in(const Spelling<E> (&table)[N], E value, const char* enum_name) {
   for (const auto& s : table)
     if (s.value == value) return s.name;
-  throw std::invalid_argument(std::string("unknown ") + enum_name + " value " + std::to_string(static_cast<int>(value)));
+  throw std::invalid_argument(std::string("unknown ") + enum_name + " value " +
+                              std::to_string(static_cast<int>(value)));
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ void check_keys(const YAML::Node& n, std::initializer_list<std::string_view> all
 // Scalars are read by the strict reader; a bad one is "topology graph: <key path>: <what is wrong>".
 StrictReader graph_reader() {
   return StrictReader([](const std::string& key, const std::string& what, const std::string& hint) {
-    throw std::invalid_argument(fmt::format("topology graph: {}: {}{}", key, what, hint.empty() ? "" : " (" + hint + ")"));
+    throw std::invalid_argument(fmt::format("topology graph: {}: {}", key, with_hint(what, hint)));
   });
 }
 
