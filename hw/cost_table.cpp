@@ -17,6 +17,8 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
+#include <type_traits>
 #include <unistd.h>
 
 namespace ptsim::hw {
@@ -93,89 +95,244 @@ std::optional<double> interpolate_residual(const std::vector<LogResidual>& pts,
 }
 
 // ---------------------------------------------------------------------------------------
-// YAML reading with key paths in every message.
+// The file format, described once: each section's rows are a list of fields (key, where
+// the value lives in the row, what a valid value is), and one reader and one writer
+// walk those lists.
 
-[[noreturn]] void fail(const std::string& source, const std::string& key, const std::string& what) {
-  throw std::invalid_argument(fmt::format("{}: key '{}': {}", source, key, what));
-}
+// What a valid value is, beyond its type (which the member gives).
+enum class Check {
+  none,
+  positive,      // numbers: finite and > 0; whole numbers: >= 1
+  non_negative,  // finite and >= 0
+  not_empty,     // strings
+  dtype,         // strings: one of kDtypes
+};
 
-struct Reader {
-  const std::string& source;
+const std::vector<std::string> kDtypes = {"bf16", "fp16", "fp8", "fp32"};
 
-  void check_keys(const YAML::Node& node, const std::string& path,
-                  std::initializer_list<const char*> allowed) const {
-    if (!node.IsMap()) fail(source, path, "expected a mapping");
-    const std::vector<std::string> keys(allowed.begin(), allowed.end());
-    if (const auto u = unknown_key(node, keys)) {
-      std::string list;
-      for (const auto& k : keys) list += (list.empty() ? "" : ", ") + k;
-      fail(source, path.empty() ? u->key : path + "." + u->key,
-           "unknown key, did you mean '" + u->suggestion + "'? (allowed: " + list + ")");
-    }
-  }
+// One field of a row. `Path` is the chain of member pointers from the row to the value
+// (two for the attention shape nested in an AttentionPoint). A std::optional member is
+// optional in the file and written only when set.
+template <auto... Path>
+struct Field {
+  const char* key;
+  Check check = Check::none;
+  bool required = true;
+  const char* fallback = nullptr;  // strings: the value when the key is absent
+  bool quoted = false;             // strings: always written "double-quoted"
 
-  template <typename T>
-  T get(const YAML::Node& node, const std::string& path, const char* key) const {
-    const std::string full = path.empty() ? key : path + "." + key;
-    const YAML::Node v = node[key];
-    if (!v) fail(source, full, "missing");
-    try {
-      return v.as<T>();
-    } catch (const YAML::Exception&) {
-      fail(source, full, fmt::format("cannot read '{}' as the expected type", YAML::Dump(v)));
-    }
-  }
-
-  template <typename T>
-  T get_or(const YAML::Node& node, const std::string& path, const char* key, T fallback) const {
-    return node[key] ? get<T>(node, path, key) : fallback;
-  }
-
-  double positive(const YAML::Node& node, const std::string& path, const char* key) const {
-    const double v = get<double>(node, path, key);
-    if (!(v > 0) || !std::isfinite(v))
-      fail(source, path + "." + key, fmt::format("must be a positive finite number, got {}", v));
-    return v;
-  }
-
-  double non_negative(const YAML::Node& node, const std::string& path, const char* key) const {
-    const double v = get<double>(node, path, key);
-    if (!(v >= 0) || !std::isfinite(v))
-      fail(source, path + "." + key, fmt::format("must be a non-negative finite number, got {}", v));
-    return v;
-  }
-
-  std::int64_t dim(const YAML::Node& node, const std::string& path, const char* key) const {
-    const auto v = get<std::int64_t>(node, path, key);
-    if (v <= 0) fail(source, path + "." + key, fmt::format("must be a positive integer, got {}", v));
-    return v;
-  }
-
-  std::string dtype(const YAML::Node& node, const std::string& path) const {
-    auto d = get<std::string>(node, path, "dtype");
-    if (!is_valid_dtype(d)) fail(source, path + ".dtype", fmt::format("unknown dtype '{}' (bf16, fp16, fp8, fp32)", d));
-    return d;
-  }
-
-  YAML::Node seq(const YAML::Node& node, const std::string& path, const char* key) const {
-    const YAML::Node v = node[key];
-    if (!v) return YAML::Node(YAML::NodeType::Sequence);
-    if (!v.IsSequence()) fail(source, path + "." + key, "expected a list");
-    return v;
+  template <class Row>
+  static auto& in(Row& row) {
+    return (row .* ... .* Path);
   }
 };
 
-std::string idx(const std::string& path, std::size_t i) { return fmt::format("{}[{}]", path, i); }
+constexpr auto kDeviceFields = std::tuple{
+    Field<&DeviceInfo::name>{.key = "name", .required = false},
+    Field<&DeviceInfo::sm_count>{.key = "sm_count", .check = Check::non_negative, .required = false},
+    Field<&DeviceInfo::sm_clock_mhz>{.key = "sm_clock_mhz", .check = Check::non_negative, .required = false},
+    Field<&DeviceInfo::memory_clock_mhz>{.key = "memory_clock_mhz", .check = Check::non_negative, .required = false},
+    Field<&DeviceInfo::driver_version>{.key = "driver", .required = false, .quoted = true},
+    Field<&DeviceInfo::cuda_version>{.key = "cuda", .required = false, .quoted = true},
+    Field<&DeviceInfo::nccl_version>{.key = "nccl", .required = false, .quoted = true},
+    Field<&DeviceInfo::cudnn_version>{.key = "cudnn", .required = false, .quoted = true},
+};
+
+constexpr auto kGemmPointFields = std::tuple{
+    Field<&GemmPoint::m>{"m", Check::positive},
+    Field<&GemmPoint::n>{"n", Check::positive},
+    Field<&GemmPoint::k>{"k", Check::positive},
+    Field<&GemmPoint::dtype>{"dtype", Check::dtype},
+    Field<&GemmPoint::seconds>{"seconds", Check::positive},
+};
+
+constexpr auto kGemmFitFields = std::tuple{
+    Field<&GemmFit::dtype>{"dtype", Check::dtype},
+    Field<&GemmFit::overhead_s>{"overhead_s", Check::non_negative},
+    Field<&GemmFit::seconds_per_flop>{"seconds_per_flop", Check::positive},
+    Field<&GemmFit::seconds_per_byte>{"seconds_per_byte", Check::non_negative},
+    Field<&GemmFit::tile_m>{"tile_m", Check::positive},
+    Field<&GemmFit::tile_n>{"tile_n", Check::positive},
+    Field<&GemmFit::sm_count>{"sm_count", Check::positive},
+};
+
+constexpr auto kAttentionPointFields = std::tuple{
+    Field<&AttentionPoint::shape, &AttentionShape::batch_heads>{"batch_heads", Check::positive},
+    Field<&AttentionPoint::shape, &AttentionShape::seq_q>{"seq_q", Check::positive},
+    Field<&AttentionPoint::shape, &AttentionShape::seq_kv>{"seq_kv", Check::positive},
+    Field<&AttentionPoint::shape, &AttentionShape::head_dim>{"head_dim", Check::positive},
+    Field<&AttentionPoint::shape, &AttentionShape::causal>{"causal"},
+    Field<&AttentionPoint::dtype>{"dtype", Check::dtype},
+    Field<&AttentionPoint::impl>{"impl", Check::not_empty},
+    Field<&AttentionPoint::fwd_seconds>{"fwd_seconds", Check::positive},
+    Field<&AttentionPoint::bwd_seconds>{"bwd_seconds", Check::positive},
+};
+
+// bwd_overhead_s and bwd_seconds_per_flop come together or not at all (read_row checks).
+constexpr auto kAttentionFitFields = std::tuple{
+    Field<&AttentionFit::dtype>{"dtype", Check::dtype},
+    Field<&AttentionFit::impl>{"impl"},
+    Field<&AttentionFit::fwd_overhead_s>{"fwd_overhead_s", Check::non_negative},
+    Field<&AttentionFit::fwd_seconds_per_flop>{"fwd_seconds_per_flop", Check::positive},
+    Field<&AttentionFit::bwd_overhead_s>{"bwd_overhead_s", Check::non_negative},
+    Field<&AttentionFit::bwd_seconds_per_flop>{"bwd_seconds_per_flop", Check::positive},
+};
+
+constexpr auto kMembwPointFields = std::tuple{
+    Field<&MembwPoint::bytes>{"bytes", Check::positive},
+    Field<&MembwPoint::seconds>{"seconds", Check::positive},
+};
+
+constexpr auto kMembwFitFields = std::tuple{
+    Field<&MembwFit::latency_s>{"latency_s", Check::non_negative},
+    Field<&MembwFit::bandwidth_bytes_per_s>{"bandwidth_bytes_per_s", Check::positive},
+};
+
+constexpr auto kCollectivePointFields = std::tuple{
+    Field<&CollectivePoint::op>{"op"},
+    Field<&CollectivePoint::ranks>{"ranks", Check::positive},
+    Field<&CollectivePoint::algorithm>{.key = "algorithm", .required = false, .fallback = "nccl"},
+    Field<&CollectivePoint::bytes>{"bytes", Check::positive},
+    Field<&CollectivePoint::seconds>{"seconds", Check::positive},
+};
+
+constexpr auto kCollectiveFitFields = std::tuple{
+    Field<&CollectiveFit::op>{"op"},
+    Field<&CollectiveFit::ranks>{"ranks", Check::positive},
+    Field<&CollectiveFit::algorithm>{.key = "algorithm", .required = false, .fallback = "nccl"},
+    Field<&CollectiveFit::alpha_s>{"alpha_s", Check::non_negative},
+    Field<&CollectiveFit::beta_s_per_byte>{"beta_s_per_byte", Check::non_negative},
+};
+
+// The measurement sections in file order: name, points, the key of the fits and the fits
+// (a list, or for membw a single fit). `t` is a CostTable, const or not.
+template <class Table, class Visit>
+void for_each_section(Table& t, Visit&& visit) {
+  visit("gemm", t.gemm, kGemmPointFields, "fits", t.gemm_fits, kGemmFitFields);
+  visit("attention", t.attention, kAttentionPointFields, "fits", t.attention_fits, kAttentionFitFields);
+  visit("membw", t.membw, kMembwPointFields, "fit", t.membw_fit, kMembwFitFields);
+  visit("collective", t.collectives, kCollectivePointFields, "fits", t.collective_fits, kCollectiveFitFields);
+}
+
+template <class Fields>
+std::vector<std::string> keys_of(const Fields& fields) {
+  return std::apply([](const auto&... f) { return std::vector<std::string>{f.key...}; }, fields);
+}
 
 // ---------------------------------------------------------------------------------------
-// YAML writing.
+// Reading.
 
-void emit_double(YAML::Emitter& out, const char* key, double v) { out << YAML::Key << key << YAML::Value << v; }
+template <class T>
+void read_value(const StrictReader& r, const YAML::Node& n, const std::string& key, Check check, T& value) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    value = check == Check::dtype ? r.choice(n, key, kDtypes) : r.string(n, key);
+    if (check == Check::not_empty && value.empty()) r.fail(key, "must not be empty");
+  } else if constexpr (std::is_same_v<T, bool>) {
+    value = r.boolean(n, key);
+  } else if constexpr (std::is_same_v<T, int>) {
+    value = r.integer(n, key, check == Check::positive ? 1 : 0);
+  } else if constexpr (std::is_same_v<T, std::int64_t>) {
+    value = r.int64(n, key, check == Check::positive ? 1 : 0);
+  } else if constexpr (std::is_same_v<T, double>) {
+    value = check == Check::positive ? r.positive(n, key) : r.non_negative(n, key);
+  } else {
+    static_assert(std::is_same_v<T, std::optional<double>>);
+    value = check == Check::positive ? r.positive(n, key) : r.non_negative(n, key);
+  }
+}
+
+template <class Row, class Fields>
+Row read_row(const StrictReader& r, const YAML::Node& n, const std::string& path, const Fields& fields) {
+  r.check_keys(n, path, keys_of(fields));
+  Row row;
+  std::apply([&](const auto&... f) {
+    auto read = [&](const auto& field) {
+      auto& value = field.in(row);
+      using T = std::decay_t<decltype(value)>;
+      const YAML::Node v = n[field.key];
+      if (!v && (!field.required || std::is_same_v<T, std::optional<double>>)) {
+        if constexpr (std::is_same_v<T, std::string>)
+          if (field.fallback) value = field.fallback;
+        return;
+      }
+      read_value(r, v, key_path(path, field.key), field.check, value);
+    };
+    (read(f), ...);
+  }, fields);
+  if constexpr (std::is_same_v<Row, AttentionFit>)
+    if (row.bwd_overhead_s.has_value() != row.bwd_seconds_per_flop.has_value())
+      r.fail(key_path(path, row.bwd_overhead_s ? "bwd_seconds_per_flop" : "bwd_overhead_s"), "missing");
+  return row;
+}
+
+template <class Row, class Fields>
+void read_rows(const StrictReader& r, const YAML::Node& n, const std::string& path, const Fields& fields,
+               std::vector<Row>& rows) {
+  if (!n) return;
+  if (!n.IsSequence()) r.fail(path, "expected a list");
+  for (std::size_t i = 0; i < n.size(); ++i) rows.push_back(read_row<Row>(r, n[i], item_path(path, i), fields));
+}
+
+template <class Row, class Fields>
+void read_rows(const StrictReader& r, const YAML::Node& n, const std::string& path, const Fields& fields,
+               std::optional<Row>& row) {
+  if (n) row = read_row<Row>(r, n, path, fields);
+}
+
+// ---------------------------------------------------------------------------------------
+// Writing.
+
+template <class Row, class Fields>
+void write_row(YAML::Emitter& out, const Row& row, const Fields& fields) {
+  std::apply([&](const auto&... f) {
+    auto write = [&](const auto& field) {
+      const auto& value = field.in(row);
+      if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::optional<double>>) {
+        if (value) out << YAML::Key << field.key << YAML::Value << *value;
+      } else if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::string>) {
+        out << YAML::Key << field.key << YAML::Value;
+        if (field.quoted) out << YAML::DoubleQuoted;
+        out << value;
+      } else {
+        out << YAML::Key << field.key << YAML::Value << value;
+      }
+    };
+    (write(f), ...);
+  }, fields);
+}
+
+template <class Row, class Fields>
+void write_rows(YAML::Emitter& out, const char* key, const Fields& fields, const std::vector<Row>& rows) {
+  out << YAML::Key << key << YAML::Value << YAML::BeginSeq;
+  for (const auto& row : rows) {
+    out << YAML::Flow << YAML::BeginMap;
+    write_row(out, row, fields);
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+}
+
+template <class Row, class Fields>
+void write_rows(YAML::Emitter& out, const char* key, const Fields& fields, const std::optional<Row>& row) {
+  if (!row) return;
+  out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap;
+  write_row(out, *row, fields);
+  out << YAML::EndMap;
+}
+
+template <class T>
+bool present(const std::vector<T>& rows) {
+  return !rows.empty();
+}
+template <class T>
+bool present(const std::optional<T>& row) {
+  return row.has_value();
+}
 
 }  // namespace
 
 bool is_valid_dtype(std::string_view dtype) {
-  return dtype == "bf16" || dtype == "fp16" || dtype == "fp8" || dtype == "fp32";
+  return std::find(kDtypes.begin(), kDtypes.end(), dtype) != kDtypes.end();
 }
 
 Flops attention_flops(const AttentionShape& s, bool backward) {
@@ -325,128 +482,27 @@ CostTable parse_cost_table(const std::string& yaml_text, const std::string& sour
   } catch (const YAML::Exception& e) {
     throw std::invalid_argument(fmt::format("{}: not valid YAML: {}", source, e.what()));
   }
-  const Reader r{source};
+  const StrictReader r([&source](const std::string& key, const std::string& what, const std::string& hint) {
+    throw std::invalid_argument(fmt::format("{}: key '{}': {}", source, key, with_hint(what, hint)));
+  });
   r.check_keys(root, "", {"format", "name", "backend", "date", "device", "gemm", "attention", "membw", "collective"});
-  const auto format = r.get<std::string>(root, "", "format");
-  if (format != kFormat) fail(source, "format", fmt::format("unsupported format '{}' (expected {})", format, kFormat));
+  const auto format = r.string(root["format"], "format");
+  if (format != kFormat) r.fail("format", fmt::format("unsupported format '{}' (expected {})", format, kFormat));
 
   CostTable t;
-  t.name = r.get<std::string>(root, "", "name");
-  if (t.name.empty()) fail(source, "name", "must not be empty");
-  t.backend = r.get_or<std::string>(root, "", "backend", "");
-  t.date = r.get_or<std::string>(root, "", "date", "");
-  if (const auto d = root["device"]) {
-    r.check_keys(d, "device", {"name", "sm_count", "sm_clock_mhz", "memory_clock_mhz", "driver", "cuda", "nccl", "cudnn"});
-    t.device.name = r.get_or<std::string>(d, "device", "name", "");
-    t.device.sm_count = r.get_or<int>(d, "device", "sm_count", 0);
-    t.device.sm_clock_mhz = r.get_or<double>(d, "device", "sm_clock_mhz", 0);
-    t.device.memory_clock_mhz = r.get_or<double>(d, "device", "memory_clock_mhz", 0);
-    t.device.driver_version = r.get_or<std::string>(d, "device", "driver", "");
-    t.device.cuda_version = r.get_or<std::string>(d, "device", "cuda", "");
-    t.device.nccl_version = r.get_or<std::string>(d, "device", "nccl", "");
-    t.device.cudnn_version = r.get_or<std::string>(d, "device", "cudnn", "");
-  }
-
-  if (const auto g = root["gemm"]) {
-    r.check_keys(g, "gemm", {"points", "fits"});
-    const auto pts = r.seq(g, "gemm", "points");
-    for (std::size_t i = 0; i < pts.size(); ++i) {
-      const auto p = pts[i];
-      const auto path = idx("gemm.points", i);
-      r.check_keys(p, path, {"m", "n", "k", "dtype", "seconds"});
-      t.gemm.push_back({r.dim(p, path, "m"), r.dim(p, path, "n"), r.dim(p, path, "k"), r.dtype(p, path),
-                        r.positive(p, path, "seconds")});
-    }
-    const auto fits = r.seq(g, "gemm", "fits");
-    for (std::size_t i = 0; i < fits.size(); ++i) {
-      const auto f = fits[i];
-      const auto path = idx("gemm.fits", i);
-      r.check_keys(f, path, {"dtype", "overhead_s", "seconds_per_flop", "seconds_per_byte", "tile_m", "tile_n", "sm_count"});
-      GemmFit gf;
-      gf.dtype = r.dtype(f, path);
-      gf.overhead_s = r.non_negative(f, path, "overhead_s");
-      gf.seconds_per_flop = r.positive(f, path, "seconds_per_flop");
-      gf.seconds_per_byte = r.non_negative(f, path, "seconds_per_byte");
-      gf.tile_m = static_cast<int>(r.dim(f, path, "tile_m"));
-      gf.tile_n = static_cast<int>(r.dim(f, path, "tile_n"));
-      gf.sm_count = static_cast<int>(r.dim(f, path, "sm_count"));
-      t.gemm_fits.push_back(gf);
-    }
-  }
-
-  if (const auto a = root["attention"]) {
-    r.check_keys(a, "attention", {"points", "fits"});
-    const auto pts = r.seq(a, "attention", "points");
-    for (std::size_t i = 0; i < pts.size(); ++i) {
-      const auto p = pts[i];
-      const auto path = idx("attention.points", i);
-      r.check_keys(p, path, {"batch_heads", "seq_q", "seq_kv", "head_dim", "causal", "dtype", "impl", "fwd_seconds",
-                             "bwd_seconds"});
-      AttentionPoint ap;
-      ap.shape = {r.dim(p, path, "batch_heads"), r.dim(p, path, "seq_q"), r.dim(p, path, "seq_kv"),
-                  r.dim(p, path, "head_dim"), r.get<bool>(p, path, "causal")};
-      ap.dtype = r.dtype(p, path);
-      ap.impl = r.get<std::string>(p, path, "impl");
-      if (ap.impl.empty()) fail(source, path + ".impl", "must not be empty");
-      ap.fwd_seconds = r.positive(p, path, "fwd_seconds");
-      if (p["bwd_seconds"]) ap.bwd_seconds = r.positive(p, path, "bwd_seconds");
-      t.attention.push_back(ap);
-    }
-    const auto fits = r.seq(a, "attention", "fits");
-    for (std::size_t i = 0; i < fits.size(); ++i) {
-      const auto f = fits[i];
-      const auto path = idx("attention.fits", i);
-      r.check_keys(f, path, {"dtype", "impl", "fwd_overhead_s", "fwd_seconds_per_flop", "bwd_overhead_s",
-                             "bwd_seconds_per_flop"});
-      AttentionFit af;
-      af.dtype = r.dtype(f, path);
-      af.impl = r.get<std::string>(f, path, "impl");
-      af.fwd_overhead_s = r.non_negative(f, path, "fwd_overhead_s");
-      af.fwd_seconds_per_flop = r.positive(f, path, "fwd_seconds_per_flop");
-      if (f["bwd_overhead_s"] || f["bwd_seconds_per_flop"]) {
-        af.bwd_overhead_s = r.non_negative(f, path, "bwd_overhead_s");
-        af.bwd_seconds_per_flop = r.positive(f, path, "bwd_seconds_per_flop");
-      }
-      t.attention_fits.push_back(af);
-    }
-  }
-
-  if (const auto m = root["membw"]) {
-    r.check_keys(m, "membw", {"points", "fit"});
-    const auto pts = r.seq(m, "membw", "points");
-    for (std::size_t i = 0; i < pts.size(); ++i) {
-      const auto path = idx("membw.points", i);
-      r.check_keys(pts[i], path, {"bytes", "seconds"});
-      t.membw.push_back({r.positive(pts[i], path, "bytes"), r.positive(pts[i], path, "seconds")});
-    }
-    if (const auto f = m["fit"]) {
-      r.check_keys(f, "membw.fit", {"latency_s", "bandwidth_bytes_per_s"});
-      t.membw_fit = MembwFit{r.non_negative(f, "membw.fit", "latency_s"),
-                             r.positive(f, "membw.fit", "bandwidth_bytes_per_s")};
-    }
-  }
-
-  if (const auto c = root["collective"]) {
-    r.check_keys(c, "collective", {"points", "fits"});
-    const auto pts = r.seq(c, "collective", "points");
-    for (std::size_t i = 0; i < pts.size(); ++i) {
-      const auto p = pts[i];
-      const auto path = idx("collective.points", i);
-      r.check_keys(p, path, {"op", "ranks", "algorithm", "bytes", "seconds"});
-      t.collectives.push_back({r.get<std::string>(p, path, "op"), static_cast<int>(r.dim(p, path, "ranks")),
-                               r.get_or<std::string>(p, path, "algorithm", "nccl"), r.positive(p, path, "bytes"),
-                               r.positive(p, path, "seconds")});
-    }
-    const auto fits = r.seq(c, "collective", "fits");
-    for (std::size_t i = 0; i < fits.size(); ++i) {
-      const auto f = fits[i];
-      const auto path = idx("collective.fits", i);
-      r.check_keys(f, path, {"op", "ranks", "algorithm", "alpha_s", "beta_s_per_byte"});
-      t.collective_fits.push_back({r.get<std::string>(f, path, "op"), static_cast<int>(r.dim(f, path, "ranks")),
-                                   r.get_or<std::string>(f, path, "algorithm", "nccl"),
-                                   r.non_negative(f, path, "alpha_s"), r.non_negative(f, path, "beta_s_per_byte")});
-    }
-  }
+  t.name = r.string(root["name"], "name");
+  if (t.name.empty()) r.fail("name", "must not be empty");
+  if (root["backend"]) t.backend = r.string(root["backend"], "backend");
+  if (root["date"]) t.date = r.string(root["date"], "date");
+  if (const auto d = root["device"]) t.device = read_row<DeviceInfo>(r, d, "device", kDeviceFields);
+  for_each_section(t, [&](const char* name, auto& points, const auto& point_fields, const char* fits_key, auto& fits,
+                          const auto& fit_fields) {
+    const auto s = root[name];
+    if (!s) return;
+    r.check_keys(s, name, {"points", fits_key});
+    read_rows(r, s["points"], key_path(name, "points"), point_fields, points);
+    read_rows(r, s[fits_key], key_path(name, fits_key), fit_fields, fits);
+  });
   return t;
 }
 
@@ -468,104 +524,16 @@ std::string cost_table_to_yaml(const CostTable& t) {
   out << YAML::Key << "backend" << YAML::Value << t.backend;
   out << YAML::Key << "date" << YAML::Value << t.date;
   out << YAML::Key << "device" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "name" << YAML::Value << t.device.name;
-  out << YAML::Key << "sm_count" << YAML::Value << t.device.sm_count;
-  emit_double(out, "sm_clock_mhz", t.device.sm_clock_mhz);
-  emit_double(out, "memory_clock_mhz", t.device.memory_clock_mhz);
-  out << YAML::Key << "driver" << YAML::Value << YAML::DoubleQuoted << t.device.driver_version;
-  out << YAML::Key << "cuda" << YAML::Value << YAML::DoubleQuoted << t.device.cuda_version;
-  out << YAML::Key << "nccl" << YAML::Value << YAML::DoubleQuoted << t.device.nccl_version;
-  out << YAML::Key << "cudnn" << YAML::Value << YAML::DoubleQuoted << t.device.cudnn_version;
+  write_row(out, t.device, kDeviceFields);
   out << YAML::EndMap;
-
-  if (!t.gemm.empty() || !t.gemm_fits.empty()) {
-    out << YAML::Key << "gemm" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "points" << YAML::Value << YAML::BeginSeq;
-    for (const auto& p : t.gemm) {
-      out << YAML::Flow << YAML::BeginMap << YAML::Key << "m" << YAML::Value << p.m << YAML::Key << "n" << YAML::Value
-          << p.n << YAML::Key << "k" << YAML::Value << p.k << YAML::Key << "dtype" << YAML::Value << p.dtype;
-      emit_double(out, "seconds", p.seconds);
-      out << YAML::EndMap;
-    }
-    out << YAML::EndSeq << YAML::Key << "fits" << YAML::Value << YAML::BeginSeq;
-    for (const auto& f : t.gemm_fits) {
-      out << YAML::Flow << YAML::BeginMap << YAML::Key << "dtype" << YAML::Value << f.dtype;
-      emit_double(out, "overhead_s", f.overhead_s);
-      emit_double(out, "seconds_per_flop", f.seconds_per_flop);
-      emit_double(out, "seconds_per_byte", f.seconds_per_byte);
-      out << YAML::Key << "tile_m" << YAML::Value << f.tile_m << YAML::Key << "tile_n" << YAML::Value << f.tile_n
-          << YAML::Key << "sm_count" << YAML::Value << f.sm_count << YAML::EndMap;
-    }
-    out << YAML::EndSeq << YAML::EndMap;
-  }
-
-  if (!t.attention.empty() || !t.attention_fits.empty()) {
-    out << YAML::Key << "attention" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "points" << YAML::Value << YAML::BeginSeq;
-    for (const auto& p : t.attention) {
-      out << YAML::Flow << YAML::BeginMap << YAML::Key << "batch_heads" << YAML::Value << p.shape.batch_heads
-          << YAML::Key << "seq_q" << YAML::Value << p.shape.seq_q << YAML::Key << "seq_kv" << YAML::Value
-          << p.shape.seq_kv << YAML::Key << "head_dim" << YAML::Value << p.shape.head_dim << YAML::Key << "causal"
-          << YAML::Value << p.shape.causal << YAML::Key << "dtype" << YAML::Value << p.dtype << YAML::Key << "impl"
-          << YAML::Value << p.impl;
-      emit_double(out, "fwd_seconds", p.fwd_seconds);
-      if (p.bwd_seconds) emit_double(out, "bwd_seconds", *p.bwd_seconds);
-      out << YAML::EndMap;
-    }
-    out << YAML::EndSeq << YAML::Key << "fits" << YAML::Value << YAML::BeginSeq;
-    for (const auto& f : t.attention_fits) {
-      out << YAML::Flow << YAML::BeginMap << YAML::Key << "dtype" << YAML::Value << f.dtype << YAML::Key << "impl"
-          << YAML::Value << f.impl;
-      emit_double(out, "fwd_overhead_s", f.fwd_overhead_s);
-      emit_double(out, "fwd_seconds_per_flop", f.fwd_seconds_per_flop);
-      if (f.bwd_overhead_s && f.bwd_seconds_per_flop) {
-        emit_double(out, "bwd_overhead_s", *f.bwd_overhead_s);
-        emit_double(out, "bwd_seconds_per_flop", *f.bwd_seconds_per_flop);
-      }
-      out << YAML::EndMap;
-    }
-    out << YAML::EndSeq << YAML::EndMap;
-  }
-
-  if (!t.membw.empty() || t.membw_fit) {
-    out << YAML::Key << "membw" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "points" << YAML::Value << YAML::BeginSeq;
-    for (const auto& p : t.membw) {
-      out << YAML::Flow << YAML::BeginMap;
-      emit_double(out, "bytes", p.bytes);
-      emit_double(out, "seconds", p.seconds);
-      out << YAML::EndMap;
-    }
-    out << YAML::EndSeq;
-    if (t.membw_fit) {
-      out << YAML::Key << "fit" << YAML::Value << YAML::Flow << YAML::BeginMap;
-      emit_double(out, "latency_s", t.membw_fit->latency_s);
-      emit_double(out, "bandwidth_bytes_per_s", t.membw_fit->bandwidth_bytes_per_s);
-      out << YAML::EndMap;
-    }
+  for_each_section(t, [&](const char* name, const auto& points, const auto& point_fields, const char* fits_key,
+                          const auto& fits, const auto& fit_fields) {
+    if (!present(points) && !present(fits)) return;
+    out << YAML::Key << name << YAML::Value << YAML::BeginMap;
+    write_rows(out, "points", point_fields, points);
+    write_rows(out, fits_key, fit_fields, fits);
     out << YAML::EndMap;
-  }
-
-  if (!t.collectives.empty() || !t.collective_fits.empty()) {
-    out << YAML::Key << "collective" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "points" << YAML::Value << YAML::BeginSeq;
-    for (const auto& p : t.collectives) {
-      out << YAML::Flow << YAML::BeginMap << YAML::Key << "op" << YAML::Value << p.op << YAML::Key << "ranks"
-          << YAML::Value << p.ranks << YAML::Key << "algorithm" << YAML::Value << p.algorithm;
-      emit_double(out, "bytes", p.bytes);
-      emit_double(out, "seconds", p.seconds);
-      out << YAML::EndMap;
-    }
-    out << YAML::EndSeq << YAML::Key << "fits" << YAML::Value << YAML::BeginSeq;
-    for (const auto& f : t.collective_fits) {
-      out << YAML::Flow << YAML::BeginMap << YAML::Key << "op" << YAML::Value << f.op << YAML::Key << "ranks"
-          << YAML::Value << f.ranks << YAML::Key << "algorithm" << YAML::Value << f.algorithm;
-      emit_double(out, "alpha_s", f.alpha_s);
-      emit_double(out, "beta_s_per_byte", f.beta_s_per_byte);
-      out << YAML::EndMap;
-    }
-    out << YAML::EndSeq << YAML::EndMap;
-  }
+  });
   out << YAML::EndMap;
   if (!out.good()) throw std::runtime_error(fmt::format("cost table '{}': YAML emitter error: {}", t.name, out.GetLastError()));
   return std::string(out.c_str()) + "\n";

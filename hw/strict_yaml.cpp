@@ -1,7 +1,12 @@
 #include "hw/strict_yaml.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
+#include <stdexcept>
+#include <cmath>
 
 namespace ptsim::hw {
 namespace {
@@ -38,6 +43,117 @@ std::optional<UnknownKey> unknown_key(const YAML::Node& node, const std::vector<
       return UnknownKey{key, closest_match(key, allowed), kv.first.Mark().line + 1};
   }
   return std::nullopt;
+}
+
+std::string with_hint(const std::string& what, const std::string& hint) {
+  return hint.empty() ? what : what + " (" + hint + ")";
+}
+
+std::string key_path(const std::string& parent, std::string_view key) {
+  return parent.empty() ? std::string(key) : parent + "." + std::string(key);
+}
+
+std::string item_path(const std::string& list, std::size_t index) { return fmt::format("{}[{}]", list, index); }
+
+void StrictReader::fail(const std::string& key, const std::string& what, const std::string& hint) const {
+  fail_(key, what, hint);
+  // A Fail that returns breaks the contract; stop here rather than read on.
+  std::abort();
+}
+
+void StrictReader::check_keys(const YAML::Node& node, const std::string& path,
+                              const std::vector<std::string>& allowed) const {
+  if (!node.IsMap()) fail(path.empty() ? "<root>" : path, "expected a mapping of keys");
+  if (const auto u = unknown_key(node, allowed))
+    fail(key_path(path, u->key), "unknown key",
+         fmt::format("did you mean '{}'? line {}", key_path(path, u->suggestion), u->line));
+}
+
+template <class T>
+T StrictReader::scalar(const YAML::Node& n, const std::string& key, const char* type_name) const {
+  if (!n) fail(key, "missing");
+  if (!n.IsScalar()) fail(key, fmt::format("expected a {}", type_name));
+  try {
+    return n.as<T>();
+  } catch (const YAML::Exception&) {
+    fail(key, fmt::format("'{}' is not a {}", n.Scalar(), type_name));
+  }
+}
+
+std::int64_t StrictReader::int64(const YAML::Node& n, const std::string& key, std::int64_t min) const {
+  const auto v = scalar<std::int64_t>(n, key, "whole number");
+  if (v < min) fail(key, fmt::format("{} must be at least {}", v, min));
+  return v;
+}
+
+int StrictReader::integer(const YAML::Node& n, const std::string& key, int min) const {
+  const auto v = int64(n, key, min);
+  if (v > 1'000'000'000) fail(key, fmt::format("{} is out of range", v));
+  return static_cast<int>(v);
+}
+
+double StrictReader::number(const YAML::Node& n, const std::string& key) const {
+  return scalar<double>(n, key, "number");
+}
+
+double StrictReader::positive(const YAML::Node& n, const std::string& key) const {
+  const auto v = number(n, key);
+  if (!std::isfinite(v) || v <= 0) fail(key, fmt::format("{} must be a positive finite number", n.Scalar()));
+  return v;
+}
+
+double StrictReader::non_negative(const YAML::Node& n, const std::string& key) const {
+  const auto v = number(n, key);
+  if (!std::isfinite(v) || v < 0) fail(key, fmt::format("{} must be a non-negative finite number", n.Scalar()));
+  return v;
+}
+
+bool StrictReader::boolean(const YAML::Node& n, const std::string& key) const {
+  return scalar<bool>(n, key, "boolean (true/false)");
+}
+
+std::string StrictReader::string(const YAML::Node& n, const std::string& key) const {
+  return scalar<std::string>(n, key, "string");
+}
+
+std::string StrictReader::choice(const YAML::Node& n, const std::string& key,
+                                 const std::vector<std::string>& options) const {
+  const std::string v = string(n, key);
+  if (std::find(options.begin(), options.end(), v) == options.end()) {
+    std::string list;
+    for (const auto& o : options) list += (list.empty() ? "" : " | ") + o;
+    fail(key, fmt::format("'{}' is not one of {}", v, list),
+         fmt::format("did you mean '{}'?", closest_match(v, options)));
+  }
+  return v;
+}
+
+double StrictReader::quantity(const YAML::Node& n, const std::string& key, double (*parse)(std::string_view)) const {
+  if (!n) fail(key, "missing");
+  if (!n.IsScalar()) fail(key, "expected a quantity with its unit");
+  const std::string& text = n.Scalar();
+  std::size_t number_end = 0;
+  try {
+    (void)std::stod(text, &number_end);
+  } catch (const std::logic_error&) {  // not a number at all (or out of range): the unit parser says why
+  }
+  if (number_end > 0 && number_end == text.size())
+    fail(key, fmt::format("'{}' has no unit", text), "write it with its unit, e.g. \"300 GB/s\", \"2 us\", \"80 GiB\"");
+  try {
+    return parse(text);
+  } catch (const UnitError& e) {
+    fail(key, e.what());
+  }
+}
+
+Bytes StrictReader::bytes(const YAML::Node& n, const std::string& key) const { return quantity(n, key, parse_bytes); }
+
+Seconds StrictReader::seconds(const YAML::Node& n, const std::string& key) const {
+  return quantity(n, key, parse_seconds);
+}
+
+BytesPerSecond StrictReader::bandwidth(const YAML::Node& n, const std::string& key) const {
+  return quantity(n, key, parse_bandwidth);
 }
 
 }  // namespace ptsim::hw

@@ -5,42 +5,22 @@
 
 namespace ptsim::models {
 
-std::string_view to_string(Precision p) {
-  switch (p) {
-    case Precision::fp32: return "fp32";
-    case Precision::fp16: return "fp16";
-    case Precision::bf16: return "bf16";
-    case Precision::fp8: return "fp8";
-  }
-  throw std::invalid_argument("unknown Precision value " + std::to_string(static_cast<int>(p)));
+namespace {
+
+template <class E, std::size_t N>
+std::string_view name_in(const Spelling<E> (&table)[N], E value, const char* enum_name) {
+  for (const auto& s : table)
+    if (s.value == value) return s.name;
+  throw std::invalid_argument(std::string("unknown ") + enum_name + " value " +
+                              std::to_string(static_cast<int>(value)));
 }
 
-std::string_view to_string(Recompute r) {
-  switch (r) {
-    case Recompute::none: return "none";
-    case Recompute::selective: return "selective";
-    case Recompute::full: return "full";
-  }
-  throw std::invalid_argument("unknown Recompute value " + std::to_string(static_cast<int>(r)));
-}
+}  // namespace
 
-std::string_view to_string(Schedule s) {
-  // Spelled as the scenario key `parallel.pipeline_schedule` (CONTRACT §2).
-  switch (s) {
-    case Schedule::gpipe: return "gpipe";
-    case Schedule::one_f_one_b: return "1f1b";
-    case Schedule::interleaved_1f1b: return "interleaved-1f1b";
-  }
-  throw std::invalid_argument("unknown Schedule value " + std::to_string(static_cast<int>(s)));
-}
-
-std::string_view to_string(AttentionImpl a) {
-  switch (a) {
-    case AttentionImpl::flash: return "flash";
-    case AttentionImpl::naive: return "naive";
-  }
-  throw std::invalid_argument("unknown AttentionImpl value " + std::to_string(static_cast<int>(a)));
-}
+std::string_view to_string(Precision p) { return name_in(kPrecisionNames, p, "Precision"); }
+std::string_view to_string(Recompute r) { return name_in(kRecomputeNames, r, "Recompute"); }
+std::string_view to_string(Schedule s) { return name_in(kScheduleNames, s, "Schedule"); }
+std::string_view to_string(AttentionImpl a) { return name_in(kAttentionImplNames, a, "AttentionImpl"); }
 
 double compute_bytes(Precision p) {
   switch (p) {

@@ -1,6 +1,8 @@
 // The parallel plan as the model library sees it: degrees and options that change
 // per-GPU FLOPs, bytes and memory. sim/ wraps it into a validated Plan.
 #pragma once
+#include <cstddef>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -37,10 +39,34 @@ struct Parallelism {
   double moe_load_imbalance = 1.0;    // hottest expert's tokens, × the mean
 };
 
+// Each enum's spellings, in one place: as the scenario keys write them (CONTRACT §2),
+// in enum order. to_string, from_string and every parser of these names read them.
+template <class E>
+struct Spelling {
+  E value;
+  std::string_view name;
+};
+inline constexpr Spelling<Precision> kPrecisionNames[] = {
+    {Precision::fp32, "fp32"}, {Precision::fp16, "fp16"}, {Precision::bf16, "bf16"}, {Precision::fp8, "fp8"}};
+inline constexpr Spelling<Recompute> kRecomputeNames[] = {
+    {Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}};
+inline constexpr Spelling<Schedule> kScheduleNames[] = {
+    {Schedule::gpipe, "gpipe"}, {Schedule::one_f_one_b, "1f1b"}, {Schedule::interleaved_1f1b, "interleaved-1f1b"}};
+inline constexpr Spelling<AttentionImpl> kAttentionImplNames[] = {
+    {AttentionImpl::flash, "flash"}, {AttentionImpl::naive, "naive"}};
+
 std::string_view to_string(Precision p);
 std::string_view to_string(Recompute r);
 std::string_view to_string(Schedule s);
 std::string_view to_string(AttentionImpl a);
+
+// The value spelt `name` in `table`; nullopt when no entry is.
+template <class E, std::size_t N>
+std::optional<E> from_string(const Spelling<E> (&table)[N], std::string_view name) {
+  for (const auto& s : table)
+    if (s.name == name) return s.value;
+  return std::nullopt;
+}
 
 // Bytes of one element in the compute (activation / weight) precision: fp32 4,
 // fp16/bf16 2, fp8 1 for GEMM inputs (activations saved in bf16 under fp8, as

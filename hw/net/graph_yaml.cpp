@@ -18,12 +18,25 @@ void check_keys(const YAML::Node& n, std::initializer_list<std::string_view> all
         fmt::format("topology graph: unknown key '{}' in {} (did you mean '{}'?)", u->key, where, u->suggestion));
 }
 
-std::string required_string(const YAML::Node& n, const char* key, std::string_view where) {
+// Scalars are read by the strict reader; a bad one is "topology graph: <key path>: <what is wrong>".
+StrictReader graph_reader() {
+  return StrictReader([](const std::string& key, const std::string& what, const std::string& hint) {
+    throw std::invalid_argument(fmt::format("topology graph: {}: {}", key, with_hint(what, hint)));
+  });
+}
+
+// The node at `where`.`key`, which must be there.
+YAML::Node required(const YAML::Node& n, const char* key, const std::string& where) {
   if (!n[key]) throw std::invalid_argument(fmt::format("topology graph: {} lacks '{}'", where, key));
-  return n[key].as<std::string>();
+  return n[key];
+}
+
+std::string required_string(const StrictReader& r, const YAML::Node& n, const char* key, const std::string& where) {
+  return r.string(required(n, key, where), key_path(where, key));
 }
 
 Topology build(const YAML::Node& root) {
+  const StrictReader r = graph_reader();
   if (!root.IsMap()) throw std::invalid_argument("topology graph: the document must be a map with 'nodes' and 'links'");
   check_keys(root, {"nodes", "links", "nvls", "description"}, "the document");
   if (!root["nodes"] || !root["nodes"].IsSequence() || root["nodes"].size() == 0)
@@ -37,10 +50,9 @@ Topology build(const YAML::Node& root) {
     const std::string where = fmt::format("nodes[{}]", i++);
     if (!n.IsMap()) throw std::invalid_argument(fmt::format("topology graph: {} must be a map", where));
     check_keys(n, {"name", "kind", "node"}, where);
-    std::string name = required_string(n, "name", where);
-    const VertexKind kind = parse_vertex_kind(required_string(n, "kind", where));
-    const int node = n["node"] ? n["node"].as<int>() : -1;
-    if (node < -1) throw std::invalid_argument(fmt::format("topology graph: {}: node must be >= 0, got {}", where, node));
+    std::string name = required_string(r, n, "name", where);
+    const VertexKind kind = parse_vertex_kind(required_string(r, n, "kind", where));
+    const int node = n["node"] ? r.integer(n["node"], key_path(where, "node"), 0) : -1;
     if (kind == VertexKind::gpu && node < 0)
       throw std::invalid_argument(fmt::format("topology graph: {} ('{}') is a gpu and needs 'node'", where, name));
     if (by_name.count(name)) throw std::invalid_argument(fmt::format("topology graph: duplicate node name '{}'", name));
@@ -53,16 +65,16 @@ Topology build(const YAML::Node& root) {
     if (!l.IsMap()) throw std::invalid_argument(fmt::format("topology graph: {} must be a map", where));
     check_keys(l, {"a", "b", "bandwidth", "latency", "cost"}, where);
     auto end = [&](const char* key) {
-      const std::string nm = required_string(l, key, where);
+      const std::string nm = required_string(r, l, key, where);
       auto it = by_name.find(nm);
       if (it == by_name.end())
         throw std::invalid_argument(fmt::format("topology graph: {}.{} names unknown node '{}'", where, key, nm));
       return it->second;
     };
     const VertexId a = end("a"), b = end("b");
-    const BytesPerSecond bw = parse_bandwidth(required_string(l, "bandwidth", where));
-    const Seconds lat = parse_seconds(required_string(l, "latency", where));
-    const int cost = l["cost"] ? l["cost"].as<int>() : 1;
+    const BytesPerSecond bw = r.bandwidth(required(l, "bandwidth", where), key_path(where, "bandwidth"));
+    const Seconds lat = r.seconds(required(l, "latency", where), key_path(where, "latency"));
+    const int cost = l["cost"] ? r.integer(l["cost"], key_path(where, "cost"), 0) : 1;
     if (cost < 1 || cost > 255) throw std::invalid_argument(fmt::format("topology graph: {}.cost must be 1..255, got {}", where, cost));
     try {
       topo.connect(a, b, bw, lat, static_cast<std::uint8_t>(cost));
@@ -79,8 +91,8 @@ Topology build(const YAML::Node& root) {
     if (color[g] == boost::white_color)
       throw std::invalid_argument(
           fmt::format("topology graph: gpu '{}' cannot be reached from '{}'", topo.name(g), topo.name(topo.gpu(0))));
-  if (root["nvls"]) topo.set_nvls(root["nvls"].as<bool>());
-  topo.set_description(root["description"] ? root["description"].as<std::string>()
+  if (root["nvls"]) topo.set_nvls(r.boolean(root["nvls"], "nvls"));
+  topo.set_description(root["description"] ? r.string(root["description"], "description")
                                            : fmt::format("user graph: {} vertices, {} GPUs", topo.num_vertices(), topo.num_gpus()));
   return topo;
 }

@@ -4,7 +4,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cmath>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -38,83 +37,12 @@ const std::vector<std::string> kParallelKeys = {
 const std::vector<std::string> kTrainingKeys = {"global_batch_size", "micro_batch_size", "precision", "optimizer",
                                                 "attention"};
 
-class Reader {
- public:
-  explicit Reader(std::string file) : file_(std::move(file)) {}
-  const std::string& file() const { return file_; }
-
-  [[noreturn]] void fail(const std::string& key, const std::string& what, const std::string& hint = {}) const {
-    throw ScenarioError(file_, key, what, hint);
-  }
-
-  void check_keys(const YAML::Node& node, const std::string& path, const std::vector<std::string>& allowed) const {
-    if (!node.IsMap()) fail(path.empty() ? "<root>" : path, "expected a mapping of keys");
-    if (const auto u = hw::unknown_key(node, allowed)) {
-      const std::string prefix = path.empty() ? "" : path + ".";
-      fail(prefix + u->key, "unknown key", fmt::format("did you mean '{}'? line {}", prefix + u->suggestion, u->line));
-    }
-  }
-
-  template <class T>
-  T scalar(const YAML::Node& n, const std::string& key, const char* type_name) const {
-    if (!n.IsScalar()) fail(key, fmt::format("expected a {}", type_name));
-    try {
-      return n.as<T>();
-    } catch (const YAML::Exception&) {
-      fail(key, fmt::format("'{}' is not a {}", n.Scalar(), type_name));
-    }
-  }
-
-  std::int64_t integer(const YAML::Node& n, const std::string& key, std::int64_t min = 1) const {
-    const auto v = scalar<std::int64_t>(n, key, "whole number");
-    if (v < min) fail(key, fmt::format("{} must be at least {}", v, min));
-    return v;
-  }
-  int small_int(const YAML::Node& n, const std::string& key, int min = 1) const {
-    const auto v = integer(n, key, min);
-    if (v > 1'000'000'000) fail(key, fmt::format("{} is out of range", v));
-    return static_cast<int>(v);
-  }
-  double number(const YAML::Node& n, const std::string& key) const {
-    const auto v = scalar<double>(n, key, "number");
-    if (!std::isfinite(v) || v <= 0) fail(key, fmt::format("{} must be a positive finite number", n.Scalar()));
-    return v;
-  }
-  bool boolean(const YAML::Node& n, const std::string& key) const { return scalar<bool>(n, key, "boolean (true/false)"); }
-  std::string string(const YAML::Node& n, const std::string& key) const { return scalar<std::string>(n, key, "string"); }
-
-  std::string choice(const YAML::Node& n, const std::string& key, const std::vector<std::string>& options) const {
-    const std::string v = string(n, key);
-    if (std::find(options.begin(), options.end(), v) == options.end()) {
-      std::string list;
-      for (const auto& o : options) list += (list.empty() ? "" : " | ") + o;
-      fail(key, fmt::format("'{}' is not one of {}", v, list), fmt::format("did you mean '{}'?", closest_match(v, options)));
-    }
-    return v;
-  }
-
-  template <class F>
-  auto unit(const YAML::Node& n, const std::string& key, F parse) const {
-    if (!n.IsScalar()) fail(key, "expected a quantity with its unit");
-    // A bare number is an error: quantities carry their unit (CONTRACT §2).
-    try {
-      (void)std::stod(n.Scalar());
-      std::size_t pos = 0;
-      (void)std::stod(n.Scalar(), &pos);
-      if (pos == n.Scalar().size()) fail(key, fmt::format("'{}' has no unit", n.Scalar()), "write it with its unit, e.g. \"300 GB/s\", \"2 us\", \"80 GiB\"");
-    } catch (const std::invalid_argument&) {
-    } catch (const std::out_of_range&) {
-    }
-    try {
-      return parse(n.Scalar());
-    } catch (const UnitError& e) {
-      fail(key, e.what());
-    }
-  }
-
- private:
-  std::string file_;
-};
+// The strict reader for one scenario file: bad input is a ScenarioError naming the file.
+hw::StrictReader reader(const std::string& file) {
+  return hw::StrictReader([file](const std::string& key, const std::string& what, const std::string& hint) {
+    throw ScenarioError(file, key, what, hint);
+  });
+}
 
 // --set a.b.c=value: walk (creating maps) and assign the YAML-parsed value.
 void apply_override(YAML::Node& root, const std::string& assignment, const std::string& file) {
@@ -153,7 +81,7 @@ std::string join_divisors(std::int64_t n, std::int64_t limit = 64) {
   return out;
 }
 
-models::ModelSpec read_model(const Reader& r, const YAML::Node& m) {
+models::ModelSpec read_model(const hw::StrictReader& r, const YAML::Node& m) {
   r.check_keys(m, "model", kModelKeys);
   models::ModelSpec spec;
   if (m["preset"] && m["hf_config"]) r.fail("model.hf_config", "give either model.preset or model.hf_config, not both");
@@ -175,22 +103,22 @@ models::ModelSpec read_model(const Reader& r, const YAML::Node& m) {
       r.fail("model.hf_config", e.what());
     }
   }
-  auto set_int = [&](const char* key, auto& field) {
+  auto set_int64 = [&](const char* key, auto& field) {
+    if (m[key]) field = r.int64(m[key], std::string("model.") + key);
+  };
+  auto set_int = [&](const char* key, int& field) {
     if (m[key]) field = r.integer(m[key], std::string("model.") + key);
   };
-  auto set_small = [&](const char* key, int& field) {
-    if (m[key]) field = r.small_int(m[key], std::string("model.") + key);
-  };
-  set_small("num_layers", spec.num_layers);
-  set_int("hidden_size", spec.hidden_size);
-  set_small("num_attention_heads", spec.num_attention_heads);
+  set_int("num_layers", spec.num_layers);
+  set_int64("hidden_size", spec.hidden_size);
+  set_int("num_attention_heads", spec.num_attention_heads);
   const bool groups_given = static_cast<bool>(m["num_query_groups"]);
-  set_small("num_query_groups", spec.num_query_groups);
+  set_int("num_query_groups", spec.num_query_groups);
   if (!groups_given && m["num_attention_heads"] && !m["preset"] && !m["hf_config"])
     spec.num_query_groups = spec.num_attention_heads;  // MHA unless said otherwise
-  set_int("ffn_hidden_size", spec.ffn_hidden_size);
-  set_int("vocab_size", spec.vocab_size);
-  set_int("seq_length", spec.seq_length);
+  set_int64("ffn_hidden_size", spec.ffn_hidden_size);
+  set_int64("vocab_size", spec.vocab_size);
+  set_int64("seq_length", spec.seq_length);
   if (m["mlp"]) spec.mlp = r.choice(m["mlp"], "model.mlp", {"gelu", "swiglu"}) == "gelu" ? models::Mlp::gelu : models::Mlp::swiglu;
   if (m["norm"]) spec.norm = r.choice(m["norm"], "model.norm", {"layernorm", "rmsnorm"}) == "layernorm" ? models::Norm::layernorm : models::Norm::rmsnorm;
   if (m["untie_embeddings"]) spec.untie_embeddings = r.boolean(m["untie_embeddings"], "model.untie_embeddings");
@@ -201,11 +129,11 @@ models::ModelSpec read_model(const Reader& r, const YAML::Node& m) {
   if (const auto moe = m["moe"]) {
     r.check_keys(moe, "model.moe", kMoeKeys);
     models::MoeSpec ms = spec.moe.value_or(models::MoeSpec{});
-    if (moe["num_experts"]) ms.num_experts = r.small_int(moe["num_experts"], "model.moe.num_experts");
-    if (moe["top_k"]) ms.top_k = r.small_int(moe["top_k"], "model.moe.top_k");
-    if (moe["ffn_hidden_size"]) ms.ffn_hidden_size = r.integer(moe["ffn_hidden_size"], "model.moe.ffn_hidden_size");
-    if (moe["layer_freq"]) ms.layer_freq = r.small_int(moe["layer_freq"], "model.moe.layer_freq");
-    if (moe["shared_experts"]) ms.shared_experts = r.small_int(moe["shared_experts"], "model.moe.shared_experts", 0);
+    if (moe["num_experts"]) ms.num_experts = r.integer(moe["num_experts"], "model.moe.num_experts");
+    if (moe["top_k"]) ms.top_k = r.integer(moe["top_k"], "model.moe.top_k");
+    if (moe["ffn_hidden_size"]) ms.ffn_hidden_size = r.int64(moe["ffn_hidden_size"], "model.moe.ffn_hidden_size");
+    if (moe["layer_freq"]) ms.layer_freq = r.integer(moe["layer_freq"], "model.moe.layer_freq");
+    if (moe["shared_experts"]) ms.shared_experts = r.integer(moe["shared_experts"], "model.moe.shared_experts", 0);
     if (ms.num_experts < 1) r.fail("model.moe.num_experts", "a MoE block needs num_experts >= 1");
     if (ms.top_k < 1 || ms.top_k > ms.num_experts)
       r.fail("model.moe.top_k", fmt::format("{} must be between 1 and model.moe.num_experts ({})", ms.top_k, ms.num_experts));
@@ -219,7 +147,7 @@ models::ModelSpec read_model(const Reader& r, const YAML::Node& m) {
   return spec;
 }
 
-ClusterConfig read_cluster(const Reader& r, const YAML::Node& c) {
+ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c) {
   r.check_keys(c, "cluster", kClusterKeys);
   ClusterConfig cc;
   if (!c["gpu"]) r.fail("cluster.gpu", "missing", "`ptsim list gpus` lists the catalog");
@@ -233,18 +161,18 @@ ClusterConfig read_cluster(const Reader& r, const YAML::Node& c) {
   }
   cc.gpu = *g;
   if (!c["num_gpus"]) r.fail("cluster.num_gpus", "missing");
-  cc.num_gpus = r.small_int(c["num_gpus"], "cluster.num_gpus");
+  cc.num_gpus = r.integer(c["num_gpus"], "cluster.num_gpus");
   // Default: DGX-style 8-GPU nodes, or one node holding every GPU when fewer.
   cc.gpus_per_node = std::min(8, cc.num_gpus);
-  if (c["gpus_per_node"]) cc.gpus_per_node = r.small_int(c["gpus_per_node"], "cluster.gpus_per_node");
+  if (c["gpus_per_node"]) cc.gpus_per_node = r.integer(c["gpus_per_node"], "cluster.gpus_per_node");
   // Defaults below are the GPU's own NVLink figure and a DGX-style node
   // (documented in the README, section "Scenario defaults").
   cc.intra_bandwidth = cc.gpu.nvlink_bandwidth;
   if (const auto in = c["intra_node"]) {
     r.check_keys(in, "cluster.intra_node", kIntraKeys);
     if (in["fabric"]) cc.intra_fabric = r.choice(in["fabric"], "cluster.intra_node.fabric", {"nvswitch", "nvlink", "pcie"});
-    if (in["bandwidth"]) cc.intra_bandwidth = r.unit(in["bandwidth"], "cluster.intra_node.bandwidth", parse_bandwidth);
-    if (in["latency"]) cc.intra_latency = r.unit(in["latency"], "cluster.intra_node.latency", parse_seconds);
+    if (in["bandwidth"]) cc.intra_bandwidth = r.bandwidth(in["bandwidth"], "cluster.intra_node.bandwidth");
+    if (in["latency"]) cc.intra_latency = r.seconds(in["latency"], "cluster.intra_node.latency");
     if (in["nvls"]) cc.nvls = r.boolean(in["nvls"], "cluster.intra_node.nvls");
   }
   cc.nic_bandwidth = 200e9 / 8;  // HDR InfiniBand 200 Gb/s, the DGX A100 NIC
@@ -253,25 +181,25 @@ ClusterConfig read_cluster(const Reader& r, const YAML::Node& c) {
     if (ex["topology"])
       cc.topology = r.choice(ex["topology"], "cluster.inter_node.topology",
                              {"fat-tree", "fat-tree-3", "rail-optimized", "torus-2d", "torus-3d", "torus", "user"});
-    if (ex["nics_per_node"]) cc.nics_per_node = r.small_int(ex["nics_per_node"], "cluster.inter_node.nics_per_node");
-    if (ex["nic_bandwidth"]) cc.nic_bandwidth = r.unit(ex["nic_bandwidth"], "cluster.inter_node.nic_bandwidth", parse_bandwidth);
-    if (ex["latency"]) cc.inter_latency = r.unit(ex["latency"], "cluster.inter_node.latency", parse_seconds);
+    if (ex["nics_per_node"]) cc.nics_per_node = r.integer(ex["nics_per_node"], "cluster.inter_node.nics_per_node");
+    if (ex["nic_bandwidth"]) cc.nic_bandwidth = r.bandwidth(ex["nic_bandwidth"], "cluster.inter_node.nic_bandwidth");
+    if (ex["latency"]) cc.inter_latency = r.seconds(ex["latency"], "cluster.inter_node.latency");
     if (ex["oversubscription"]) {
-      cc.oversubscription = r.number(ex["oversubscription"], "cluster.inter_node.oversubscription");
+      cc.oversubscription = r.positive(ex["oversubscription"], "cluster.inter_node.oversubscription");
       if (cc.oversubscription < 1) r.fail("cluster.inter_node.oversubscription", fmt::format("{} must be >= 1 (1 = full bisection)", cc.oversubscription));
     }
     if (ex["switch_radix"]) {
-      cc.switch_radix = r.small_int(ex["switch_radix"], "cluster.inter_node.switch_radix", 4);
+      cc.switch_radix = r.integer(ex["switch_radix"], "cluster.inter_node.switch_radix", 4);
       if (cc.switch_radix % 2 != 0) r.fail("cluster.inter_node.switch_radix", fmt::format("{} must be even", cc.switch_radix));
     }
     if (ex["tiers"]) {
-      cc.tiers = r.small_int(ex["tiers"], "cluster.inter_node.tiers", 2);
+      cc.tiers = r.integer(ex["tiers"], "cluster.inter_node.tiers", 2);
       if (cc.tiers > 3) r.fail("cluster.inter_node.tiers", fmt::format("{} is not 2 or 3", cc.tiers));
     }
     if (const auto dims = ex["torus_dims"]) {
       if (!dims.IsSequence()) r.fail("cluster.inter_node.torus_dims", "expected a list of sizes, e.g. [8, 16]");
       for (std::size_t i = 0; i < dims.size(); ++i)
-        cc.torus_dims.push_back(r.small_int(dims[i], fmt::format("cluster.inter_node.torus_dims[{}]", i), 2));
+        cc.torus_dims.push_back(r.integer(dims[i], hw::item_path("cluster.inter_node.torus_dims", i), 2));
       if (cc.torus_dims.size() != 2 && cc.torus_dims.size() != 3)
         r.fail("cluster.inter_node.torus_dims", fmt::format("has {} entries; a torus has 2 or 3 dimensions", cc.torus_dims.size()));
     }
@@ -294,14 +222,6 @@ ClusterConfig read_cluster(const Reader& r, const YAML::Node& c) {
   return cc;
 }
 
-models::Precision parse_precision(const Reader& r, const YAML::Node& n) {
-  const auto v = r.choice(n, "training.precision", {"fp32", "fp16", "bf16", "fp8"});
-  if (v == "fp32") return models::Precision::fp32;
-  if (v == "fp16") return models::Precision::fp16;
-  if (v == "fp8") return models::Precision::fp8;
-  return models::Precision::bf16;
-}
-
 }  // namespace
 
 Scenario parse_scenario(const std::string& yaml_text, const std::string& file, const std::vector<std::string>& overrides) {
@@ -313,7 +233,7 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& file, c
   }
   if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   for (const auto& o : overrides) apply_override(root, o, file);
-  Reader r(file);
+  const auto r = reader(file);
   r.check_keys(root, "", kTopKeys);
   Scenario s;
   s.file = file;
@@ -326,14 +246,14 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& file, c
   auto& par = s.plan.par;
   const YAML::Node p = root["parallel"] ? root["parallel"] : YAML::Node(YAML::NodeType::Map);
   r.check_keys(p, "parallel", kParallelKeys);
-  if (p["tensor_parallel"]) par.tp = r.small_int(p["tensor_parallel"], "parallel.tensor_parallel");
-  if (p["pipeline_parallel"]) par.pp = r.small_int(p["pipeline_parallel"], "parallel.pipeline_parallel");
-  if (p["context_parallel"]) par.cp = r.small_int(p["context_parallel"], "parallel.context_parallel");
-  if (p["expert_parallel"]) par.ep = r.small_int(p["expert_parallel"], "parallel.expert_parallel");
-  if (p["virtual_pipeline_stages"]) par.vpp = r.small_int(p["virtual_pipeline_stages"], "parallel.virtual_pipeline_stages");
+  if (p["tensor_parallel"]) par.tp = r.integer(p["tensor_parallel"], "parallel.tensor_parallel");
+  if (p["pipeline_parallel"]) par.pp = r.integer(p["pipeline_parallel"], "parallel.pipeline_parallel");
+  if (p["context_parallel"]) par.cp = r.integer(p["context_parallel"], "parallel.context_parallel");
+  if (p["expert_parallel"]) par.ep = r.integer(p["expert_parallel"], "parallel.expert_parallel");
+  if (p["virtual_pipeline_stages"]) par.vpp = r.integer(p["virtual_pipeline_stages"], "parallel.virtual_pipeline_stages");
   const int model_parallel = par.tp * par.pp * par.cp;
   if (p["data_parallel"]) {
-    par.dp = r.small_int(p["data_parallel"], "parallel.data_parallel");
+    par.dp = r.integer(p["data_parallel"], "parallel.data_parallel");
   } else {
     if (s.cluster.num_gpus % model_parallel != 0)
       r.fail("cluster.num_gpus", fmt::format("{} is not divisible by tensor_parallel × pipeline_parallel × context_parallel = {}",
@@ -341,17 +261,13 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& file, c
     par.dp = s.cluster.num_gpus / model_parallel;
   }
   if (p["pipeline_schedule"]) {
-    const auto v = r.choice(p["pipeline_schedule"], "parallel.pipeline_schedule", {"gpipe", "1f1b", "interleaved-1f1b"});
-    par.schedule = v == "gpipe" ? models::Schedule::gpipe : v == "1f1b" ? models::Schedule::one_f_one_b : models::Schedule::interleaved_1f1b;
+    par.schedule = r.choice(p["pipeline_schedule"], "parallel.pipeline_schedule", models::kScheduleNames);
   } else if (par.vpp > 1) {
     par.schedule = models::Schedule::interleaved_1f1b;
   }
   if (p["sequence_parallel"]) par.sequence_parallel = r.boolean(p["sequence_parallel"], "parallel.sequence_parallel");
-  if (p["zero_stage"]) par.zero_stage = r.small_int(p["zero_stage"], "parallel.zero_stage", 0);
-  if (p["recompute"]) {
-    const auto v = r.choice(p["recompute"], "parallel.recompute", {"none", "selective", "full"});
-    par.recompute = v == "none" ? models::Recompute::none : v == "selective" ? models::Recompute::selective : models::Recompute::full;
-  }
+  if (p["zero_stage"]) par.zero_stage = r.integer(p["zero_stage"], "parallel.zero_stage", 0);
+  if (p["recompute"]) par.recompute = r.choice(p["recompute"], "parallel.recompute", models::kRecomputeNames);
   if (p["offload_optimizer"]) par.offload_optimizer = r.boolean(p["offload_optimizer"], "parallel.offload_optimizer");
   if (p["offload_params"]) par.offload_params = r.boolean(p["offload_params"], "parallel.offload_params");
   if (p["overlap_grad_reduce"]) s.plan.overlap_grad_reduce = r.boolean(p["overlap_grad_reduce"], "parallel.overlap_grad_reduce");
@@ -360,13 +276,13 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& file, c
   if (const auto pl = p["pipeline_layers"]) {
     if (!pl.IsSequence()) r.fail("parallel.pipeline_layers", "expected a list of layer counts, one per pipeline stage");
     for (std::size_t i = 0; i < pl.size(); ++i)
-      par.pipeline_layers.push_back(r.small_int(pl[i], fmt::format("parallel.pipeline_layers[{}]", i)));
+      par.pipeline_layers.push_back(r.integer(pl[i], hw::item_path("parallel.pipeline_layers", i)));
   }
   if (s.model.moe) {
     const auto moe = root["model"]["moe"];
-    if (moe && moe["capacity_factor"]) par.moe_capacity_factor = r.number(moe["capacity_factor"], "model.moe.capacity_factor");
+    if (moe && moe["capacity_factor"]) par.moe_capacity_factor = r.positive(moe["capacity_factor"], "model.moe.capacity_factor");
     if (moe && moe["load_imbalance"]) {
-      par.moe_load_imbalance = r.number(moe["load_imbalance"], "model.moe.load_imbalance");
+      par.moe_load_imbalance = r.positive(moe["load_imbalance"], "model.moe.load_imbalance");
       if (par.moe_load_imbalance < 1) r.fail("model.moe.load_imbalance", "must be >= 1 (1 = perfectly balanced)");
     }
   }
@@ -374,11 +290,11 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& file, c
   const YAML::Node t = root["training"] ? root["training"] : YAML::Node(YAML::NodeType::Map);
   r.check_keys(t, "training", kTrainingKeys);
   if (!t["global_batch_size"]) r.fail("training.global_batch_size", "missing");
-  s.plan.global_batch_size = r.integer(t["global_batch_size"], "training.global_batch_size");
-  if (t["micro_batch_size"]) par.micro_batch_size = r.small_int(t["micro_batch_size"], "training.micro_batch_size");
-  if (t["precision"]) par.precision = parse_precision(r, t["precision"]);
+  s.plan.global_batch_size = r.int64(t["global_batch_size"], "training.global_batch_size");
+  if (t["micro_batch_size"]) par.micro_batch_size = r.integer(t["micro_batch_size"], "training.micro_batch_size");
+  if (t["precision"]) par.precision = r.choice(t["precision"], "training.precision", models::kPrecisionNames);
   if (t["optimizer"]) s.optimizer = r.choice(t["optimizer"], "training.optimizer", {"adam", "adamw", "sgd"});
-  if (t["attention"]) par.attention = r.choice(t["attention"], "training.attention", {"flash", "naive"}) == "flash" ? models::AttentionImpl::flash : models::AttentionImpl::naive;
+  if (t["attention"]) par.attention = r.choice(t["attention"], "training.attention", models::kAttentionImplNames);
 
   derive_microbatches(s);
   validate(s);
@@ -401,7 +317,7 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
 }
 
 void validate(const Scenario& s) {
-  Reader r(s.file);
+  const auto r = reader(s.file);
   const auto& m = s.model;
   const auto& par = s.plan.par;
   const auto& c = s.cluster;

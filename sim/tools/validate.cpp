@@ -30,24 +30,18 @@ void check_keys(const YAML::Node& n, const std::vector<std::string>& allowed, co
     throw ScenarioError(file, prefix + u->key, "unknown key", fmt::format("did you mean '{}'?", u->suggestion));
 }
 
-template <typename T>
-T scalar(const YAML::Node& n, const std::string& file, const std::string& key) {
-  try {
-    return n.as<T>();
-  } catch (const YAML::Exception&) {
-    throw ScenarioError(file, key, fmt::format("cannot read '{}'", YAML::Dump(n)));
-  }
-}
-
 ReferenceRun parse_run(const YAML::Node& n, const std::string& file, const std::string& prefix) {
+  const hw::StrictReader reader([&file](const std::string& key, const std::string& what, const std::string& hint) {
+    throw ScenarioError(file, key, what, hint);
+  });
   if (!n.IsMap()) throw ScenarioError(file, prefix, "expected a map with keys scenario, metric, value, ...");
   check_keys(n, kRunKeys, file, prefix + ".");
   for (const auto& k : {"scenario", "metric", "value", "fitted", "source"}) {
     if (!n[k]) throw ScenarioError(file, prefix + "." + k, "missing");
   }
   ReferenceRun r;
-  r.scenario = scalar<std::string>(n["scenario"], file, prefix + ".scenario");
-  const auto metric = scalar<std::string>(n["metric"], file, prefix + ".metric");
+  r.scenario = reader.string(n["scenario"], prefix + ".scenario");
+  const auto metric = reader.string(n["metric"], prefix + ".metric");
   if (metric == "tflops_per_gpu") {
     r.metric = RefMetric::tflops_per_gpu;
   } else if (metric == "iteration_time_s") {
@@ -56,12 +50,12 @@ ReferenceRun parse_run(const YAML::Node& n, const std::string& file, const std::
     throw ScenarioError(file, prefix + ".metric", fmt::format("'{}' is not a metric", metric),
                         "use tflops_per_gpu or iteration_time_s");
   }
-  r.value = scalar<double>(n["value"], file, prefix + ".value");
+  r.value = reader.number(n["value"], prefix + ".value");
   if (!(r.value > 0) || !std::isfinite(r.value)) {
     throw ScenarioError(file, prefix + ".value", fmt::format("{} must be a positive number", r.value));
   }
   if (n["flops_formula"]) {
-    const auto f = scalar<std::string>(n["flops_formula"], file, prefix + ".flops_formula");
+    const auto f = reader.string(n["flops_formula"], prefix + ".flops_formula");
     if (f == "megatron-eq3") {
       r.flops_formula = FlopsFormula::megatron_eq3;
     } else if (f == "model") {
@@ -74,8 +68,8 @@ ReferenceRun parse_run(const YAML::Node& n, const std::string& file, const std::
     throw ScenarioError(file, prefix + ".flops_formula", "missing (needed to convert tflops_per_gpu)",
                         "megatron-eq3 or model");
   }
-  r.fitted = scalar<bool>(n["fitted"], file, prefix + ".fitted");
-  r.source = scalar<std::string>(n["source"], file, prefix + ".source");
+  r.fitted = reader.boolean(n["fitted"], prefix + ".fitted");
+  r.source = reader.string(n["source"], prefix + ".source");
   return r;
 }
 

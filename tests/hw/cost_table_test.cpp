@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 namespace ptsim::hw {
 namespace {
@@ -159,6 +160,18 @@ TEST(CostTableIo, RoundTripsExactly) {
   EXPECT_EQ(cost_table_to_yaml(u), cost_table_to_yaml(t));
   // Only the table itself is left in the directory: the temporary was renamed away.
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
+}
+
+TEST(CostTableIo, TableWrittenBeforeIsWrittenAgainByteForByte) {
+  // Written by `ptsim calibrate` (the tests run in the source root): read and written
+  // again it is the same text, and so is a second round.
+  const std::string path = "calibration/tables/cpu-example.yaml";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string first = cost_table_to_yaml(parse_cost_table(written, path));
+  EXPECT_EQ(first, written);
+  EXPECT_EQ(cost_table_to_yaml(parse_cost_table(first, path)), first);
 }
 
 TEST(CostTableIo, FailedSaveLeavesNothing) {

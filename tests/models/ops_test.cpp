@@ -19,6 +19,14 @@ const Op& find(const std::vector<Op>& ops, const std::string& name) {
   throw std::out_of_range("no op " + name);
 }
 
+TEST(Parallelism, NamesReadBack) {
+  EXPECT_EQ(from_string(kScheduleNames, "interleaved-1f1b"), Schedule::interleaved_1f1b);
+  EXPECT_EQ(from_string(kRecomputeNames, "selective"), Recompute::selective);
+  EXPECT_EQ(from_string(kAttentionImplNames, "naive"), AttentionImpl::naive);
+  EXPECT_FALSE(from_string(kPrecisionNames, "int4").has_value());
+  for (const auto& s : kPrecisionNames) EXPECT_EQ(from_string(kPrecisionNames, to_string(s.value)), s.value);
+}
+
 TEST(Parallelism, NamesAndBytes) {
   EXPECT_EQ(to_string(Precision::bf16), "bf16");
   EXPECT_EQ(to_string(Precision::fp8), "fp8");
