@@ -222,6 +222,76 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c) {
   return cc;
 }
 
+// parallel.{tensor,pipeline,context,expert,data}_parallel and virtual_pipeline_stages;
+// data_parallel defaults to what the cluster leaves.
+void read_parallel_sizes(const hw::StrictReader& r, const YAML::Node& p, Scenario& s) {
+  auto& par = s.plan.par;
+  if (p["tensor_parallel"]) par.tp = r.integer(p["tensor_parallel"], "parallel.tensor_parallel");
+  if (p["pipeline_parallel"]) par.pp = r.integer(p["pipeline_parallel"], "parallel.pipeline_parallel");
+  if (p["context_parallel"]) par.cp = r.integer(p["context_parallel"], "parallel.context_parallel");
+  if (p["expert_parallel"]) par.ep = r.integer(p["expert_parallel"], "parallel.expert_parallel");
+  if (p["virtual_pipeline_stages"]) par.vpp = r.integer(p["virtual_pipeline_stages"], "parallel.virtual_pipeline_stages");
+  const int model_parallel = par.tp * par.pp * par.cp;
+  if (p["data_parallel"]) {
+    par.dp = r.integer(p["data_parallel"], "parallel.data_parallel");
+  } else {
+    if (s.cluster.num_gpus % model_parallel != 0)
+      r.fail("cluster.num_gpus", fmt::format("{} is not divisible by tensor_parallel × pipeline_parallel × context_parallel = {}",
+                                             s.cluster.num_gpus, model_parallel));
+    par.dp = s.cluster.num_gpus / model_parallel;
+  }
+}
+
+// The parallel section into s.plan (s.cluster is read).
+void read_parallel(const hw::StrictReader& r, const YAML::Node& root, Scenario& s) {
+  auto& par = s.plan.par;
+  const YAML::Node p = root["parallel"] ? root["parallel"] : YAML::Node(YAML::NodeType::Map);
+  r.check_keys(p, "parallel", kParallelKeys);
+  read_parallel_sizes(r, p, s);
+  if (p["pipeline_schedule"]) {
+    par.schedule = r.choice(p["pipeline_schedule"], "parallel.pipeline_schedule", models::kScheduleNames);
+  } else if (par.vpp > 1) {
+    par.schedule = models::Schedule::interleaved_1f1b;
+  }
+  if (p["sequence_parallel"]) par.sequence_parallel = r.boolean(p["sequence_parallel"], "parallel.sequence_parallel");
+  if (p["zero_stage"]) par.zero_stage = r.integer(p["zero_stage"], "parallel.zero_stage", 0);
+  if (p["recompute"]) par.recompute = r.choice(p["recompute"], "parallel.recompute", models::kRecomputeNames);
+  if (p["offload_optimizer"]) par.offload_optimizer = r.boolean(p["offload_optimizer"], "parallel.offload_optimizer");
+  if (p["offload_params"]) par.offload_params = r.boolean(p["offload_params"], "parallel.offload_params");
+  if (p["overlap_grad_reduce"]) s.plan.overlap_grad_reduce = r.boolean(p["overlap_grad_reduce"], "parallel.overlap_grad_reduce");
+  if (p["overlap_param_gather"]) s.plan.overlap_param_gather = r.boolean(p["overlap_param_gather"], "parallel.overlap_param_gather");
+  if (p["overlap_p2p"]) s.plan.overlap_p2p = r.boolean(p["overlap_p2p"], "parallel.overlap_p2p");
+  if (const auto pl = p["pipeline_layers"]) {
+    if (!pl.IsSequence()) r.fail("parallel.pipeline_layers", "expected a list of layer counts, one per pipeline stage");
+    for (std::size_t i = 0; i < pl.size(); ++i)
+      par.pipeline_layers.push_back(r.integer(pl[i], hw::item_path("parallel.pipeline_layers", i)));
+  }
+}
+
+// model.moe's capacity_factor and load_imbalance, which the plan carries.
+void read_moe_plan(const hw::StrictReader& r, const YAML::Node& root, Scenario& s) {
+  if (!s.model.moe) return;
+  auto& par = s.plan.par;
+  const auto moe = root["model"]["moe"];
+  if (moe && moe["capacity_factor"]) par.moe_capacity_factor = r.positive(moe["capacity_factor"], "model.moe.capacity_factor");
+  if (moe && moe["load_imbalance"]) {
+    par.moe_load_imbalance = r.positive(moe["load_imbalance"], "model.moe.load_imbalance");
+    if (par.moe_load_imbalance < 1) r.fail("model.moe.load_imbalance", "must be >= 1 (1 = perfectly balanced)");
+  }
+}
+
+void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& s) {
+  auto& par = s.plan.par;
+  const YAML::Node t = root["training"] ? root["training"] : YAML::Node(YAML::NodeType::Map);
+  r.check_keys(t, "training", kTrainingKeys);
+  if (!t["global_batch_size"]) r.fail("training.global_batch_size", "missing");
+  s.plan.global_batch_size = r.int64(t["global_batch_size"], "training.global_batch_size");
+  if (t["micro_batch_size"]) par.micro_batch_size = r.integer(t["micro_batch_size"], "training.micro_batch_size");
+  if (t["precision"]) par.precision = r.choice(t["precision"], "training.precision", models::kPrecisionNames);
+  if (t["optimizer"]) s.optimizer = r.choice(t["optimizer"], "training.optimizer", {"adam", "adamw", "sgd"});
+  if (t["attention"]) par.attention = r.choice(t["attention"], "training.attention", models::kAttentionImplNames);
+}
+
 }  // namespace
 
 Scenario parse_scenario(const std::string& yaml_text, const std::string& file, const std::vector<std::string>& overrides) {
@@ -243,58 +313,9 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& file, c
   s.cluster = read_cluster(r, root["cluster"]);
   s.name = root["name"] ? r.string(root["name"], "name") : s.model.name;
 
-  auto& par = s.plan.par;
-  const YAML::Node p = root["parallel"] ? root["parallel"] : YAML::Node(YAML::NodeType::Map);
-  r.check_keys(p, "parallel", kParallelKeys);
-  if (p["tensor_parallel"]) par.tp = r.integer(p["tensor_parallel"], "parallel.tensor_parallel");
-  if (p["pipeline_parallel"]) par.pp = r.integer(p["pipeline_parallel"], "parallel.pipeline_parallel");
-  if (p["context_parallel"]) par.cp = r.integer(p["context_parallel"], "parallel.context_parallel");
-  if (p["expert_parallel"]) par.ep = r.integer(p["expert_parallel"], "parallel.expert_parallel");
-  if (p["virtual_pipeline_stages"]) par.vpp = r.integer(p["virtual_pipeline_stages"], "parallel.virtual_pipeline_stages");
-  const int model_parallel = par.tp * par.pp * par.cp;
-  if (p["data_parallel"]) {
-    par.dp = r.integer(p["data_parallel"], "parallel.data_parallel");
-  } else {
-    if (s.cluster.num_gpus % model_parallel != 0)
-      r.fail("cluster.num_gpus", fmt::format("{} is not divisible by tensor_parallel × pipeline_parallel × context_parallel = {}",
-                                             s.cluster.num_gpus, model_parallel));
-    par.dp = s.cluster.num_gpus / model_parallel;
-  }
-  if (p["pipeline_schedule"]) {
-    par.schedule = r.choice(p["pipeline_schedule"], "parallel.pipeline_schedule", models::kScheduleNames);
-  } else if (par.vpp > 1) {
-    par.schedule = models::Schedule::interleaved_1f1b;
-  }
-  if (p["sequence_parallel"]) par.sequence_parallel = r.boolean(p["sequence_parallel"], "parallel.sequence_parallel");
-  if (p["zero_stage"]) par.zero_stage = r.integer(p["zero_stage"], "parallel.zero_stage", 0);
-  if (p["recompute"]) par.recompute = r.choice(p["recompute"], "parallel.recompute", models::kRecomputeNames);
-  if (p["offload_optimizer"]) par.offload_optimizer = r.boolean(p["offload_optimizer"], "parallel.offload_optimizer");
-  if (p["offload_params"]) par.offload_params = r.boolean(p["offload_params"], "parallel.offload_params");
-  if (p["overlap_grad_reduce"]) s.plan.overlap_grad_reduce = r.boolean(p["overlap_grad_reduce"], "parallel.overlap_grad_reduce");
-  if (p["overlap_param_gather"]) s.plan.overlap_param_gather = r.boolean(p["overlap_param_gather"], "parallel.overlap_param_gather");
-  if (p["overlap_p2p"]) s.plan.overlap_p2p = r.boolean(p["overlap_p2p"], "parallel.overlap_p2p");
-  if (const auto pl = p["pipeline_layers"]) {
-    if (!pl.IsSequence()) r.fail("parallel.pipeline_layers", "expected a list of layer counts, one per pipeline stage");
-    for (std::size_t i = 0; i < pl.size(); ++i)
-      par.pipeline_layers.push_back(r.integer(pl[i], hw::item_path("parallel.pipeline_layers", i)));
-  }
-  if (s.model.moe) {
-    const auto moe = root["model"]["moe"];
-    if (moe && moe["capacity_factor"]) par.moe_capacity_factor = r.positive(moe["capacity_factor"], "model.moe.capacity_factor");
-    if (moe && moe["load_imbalance"]) {
-      par.moe_load_imbalance = r.positive(moe["load_imbalance"], "model.moe.load_imbalance");
-      if (par.moe_load_imbalance < 1) r.fail("model.moe.load_imbalance", "must be >= 1 (1 = perfectly balanced)");
-    }
-  }
-
-  const YAML::Node t = root["training"] ? root["training"] : YAML::Node(YAML::NodeType::Map);
-  r.check_keys(t, "training", kTrainingKeys);
-  if (!t["global_batch_size"]) r.fail("training.global_batch_size", "missing");
-  s.plan.global_batch_size = r.int64(t["global_batch_size"], "training.global_batch_size");
-  if (t["micro_batch_size"]) par.micro_batch_size = r.integer(t["micro_batch_size"], "training.micro_batch_size");
-  if (t["precision"]) par.precision = r.choice(t["precision"], "training.precision", models::kPrecisionNames);
-  if (t["optimizer"]) s.optimizer = r.choice(t["optimizer"], "training.optimizer", {"adam", "adamw", "sgd"});
-  if (t["attention"]) par.attention = r.choice(t["attention"], "training.attention", models::kAttentionImplNames);
+  read_parallel(r, root, s);
+  read_moe_plan(r, root, s);
+  read_training(r, root, s);
 
   derive_microbatches(s);
   validate(s);
@@ -316,17 +337,24 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   return parse_scenario(ss.str(), path, overrides);
 }
 
-void validate(const Scenario& s) {
-  const auto r = reader(s.file);
-  const auto& m = s.model;
-  const auto& par = s.plan.par;
-  const auto& c = s.cluster;
+namespace {
+
+// validate(), one concern at a time (in the order the checks report).
+
+void validate_model(const hw::StrictReader& r, const models::ModelSpec& m) {
   if (m.hidden_size % m.num_attention_heads != 0)
     r.fail("model.hidden_size", fmt::format("{} is not divisible by model.num_attention_heads ({})", m.hidden_size, m.num_attention_heads));
   if (m.num_query_groups <= 0 || m.num_attention_heads % m.num_query_groups != 0)
     r.fail("model.num_query_groups", fmt::format("{} must divide model.num_attention_heads ({})", m.num_query_groups, m.num_attention_heads));
   if (m.ffn_hidden_size <= 0 || m.vocab_size <= 0 || m.seq_length <= 0)
     r.fail("model", "ffn_hidden_size, vocab_size and seq_length must be positive");
+}
+
+// Cluster size, data parallelism and tensor parallelism.
+void validate_layout(const hw::StrictReader& r, const Scenario& s) {
+  const auto& m = s.model;
+  const auto& par = s.plan.par;
+  const auto& c = s.cluster;
   if (c.num_gpus % c.gpus_per_node != 0)
     r.fail("cluster.num_gpus", fmt::format("{} is not a multiple of cluster.gpus_per_node ({})", c.num_gpus, c.gpus_per_node),
            "a cluster is made of whole nodes; for a single partial node set gpus_per_node to num_gpus");
@@ -343,6 +371,11 @@ void validate(const Scenario& s) {
            "divisors: " + join_divisors(m.num_query_groups));
   if (m.ffn_hidden_size % par.tp != 0)
     r.fail("parallel.tensor_parallel", fmt::format("{} does not divide model.ffn_hidden_size ({})", par.tp, m.ffn_hidden_size));
+}
+
+void validate_pipeline(const hw::StrictReader& r, const Scenario& s) {
+  const auto& m = s.model;
+  const auto& par = s.plan.par;
   if (par.vpp > 1 && par.schedule != models::Schedule::interleaved_1f1b)
     r.fail("parallel.virtual_pipeline_stages", fmt::format("{} needs parallel.pipeline_schedule: interleaved-1f1b", par.vpp));
   if (par.schedule == models::Schedule::interleaved_1f1b && par.pp < 2)
@@ -363,6 +396,10 @@ void validate(const Scenario& s) {
     }
     if (sum != m.num_layers) r.fail("parallel.pipeline_layers", fmt::format("sums to {} but model.num_layers is {}", sum, m.num_layers));
   }
+}
+
+void validate_batches(const hw::StrictReader& r, const Scenario& s) {
+  const auto& par = s.plan.par;
   const std::int64_t per_step = static_cast<std::int64_t>(par.micro_batch_size) * par.dp;
   if (s.plan.global_batch_size % per_step != 0)
     r.fail("training.global_batch_size",
@@ -376,14 +413,23 @@ void validate(const Scenario& s) {
     r.fail("training.global_batch_size",
            fmt::format("interleaved-1f1b needs the number of micro-batches ({}) to be a multiple of pipeline_parallel ({})", m_count, par.pp),
            "Megatron-LM requires it too");
+}
+
+// Sequence and context parallelism.
+void validate_sequence(const hw::StrictReader& r, const Scenario& s) {
+  const auto& m = s.model;
+  const auto& par = s.plan.par;
   if (par.sequence_parallel && par.tp == 1)
     r.fail("parallel.sequence_parallel", "needs parallel.tensor_parallel > 1");
   if (par.sequence_parallel && (m.seq_length / par.cp) % par.tp != 0)
     r.fail("parallel.sequence_parallel", fmt::format("model.seq_length / context_parallel ({}) is not divisible by tensor_parallel ({})", m.seq_length / par.cp, par.tp));
   if (par.cp > 1 && m.seq_length % (2 * par.cp) != 0)
     r.fail("parallel.context_parallel", fmt::format("model.seq_length ({}) must be divisible by 2 × context_parallel = {} (load-balanced causal chunks)", m.seq_length, 2 * par.cp));
-  if (par.zero_stage < 0 || par.zero_stage > 3)
-    r.fail("parallel.zero_stage", fmt::format("{} is not a ZeRO stage (0, 1, 2 or 3)", par.zero_stage));
+}
+
+void validate_experts(const hw::StrictReader& r, const Scenario& s) {
+  const auto& m = s.model;
+  const auto& par = s.plan.par;
   if (par.ep > 1) {
     if (!m.moe) r.fail("parallel.expert_parallel", fmt::format("{} needs a MoE model (model.moe)", par.ep));
     if (m.moe->num_experts % par.ep != 0)
@@ -394,10 +440,31 @@ void validate(const Scenario& s) {
   }
   if (m.moe && m.moe->ffn_hidden_size % par.tp != 0)
     r.fail("parallel.tensor_parallel", fmt::format("{} does not divide model.moe.ffn_hidden_size ({})", par.tp, m.moe->ffn_hidden_size));
-  if (par.precision == models::Precision::fp8 && c.gpu.peak_fp8 <= 0)
-    r.fail("training.precision", fmt::format("fp8 needs a GPU with FP8 tensor cores; {} has none", c.gpu.name), "use bf16, or an h100/h200/b200");
+}
+
+// Precision and offload, which need the hardware or ZeRO to support them.
+void validate_features(const hw::StrictReader& r, const Scenario& s) {
+  const auto& par = s.plan.par;
+  if (par.precision == models::Precision::fp8 && s.cluster.gpu.peak_fp8 <= 0)
+    r.fail("training.precision", fmt::format("fp8 needs a GPU with FP8 tensor cores; {} has none", s.cluster.gpu.name), "use bf16, or an h100/h200/b200");
   if (par.offload_params && par.zero_stage != 3)
     r.fail("parallel.offload_params", "parameter offload needs parallel.zero_stage: 3 (as in ZeRO-Infinity)");
+}
+
+}  // namespace
+
+void validate(const Scenario& s) {
+  const auto r = reader(s.file);
+  validate_model(r, s.model);
+  validate_layout(r, s);
+  validate_pipeline(r, s);
+  validate_batches(r, s);
+  validate_sequence(r, s);
+  const auto& par = s.plan.par;
+  if (par.zero_stage < 0 || par.zero_stage > 3)
+    r.fail("parallel.zero_stage", fmt::format("{} is not a ZeRO stage (0, 1, 2 or 3)", par.zero_stage));
+  validate_experts(r, s);
+  validate_features(r, s);
 }
 
 }  // namespace ptsim::sim

@@ -1,0 +1,246 @@
+// The lower bound on the iteration time (search.h: iteration_time_lower_bound), and
+// the pre-pass that prunes every candidate without simulating it: validity, the
+// analytical memory model, and the bound turned into a throughput ceiling.
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+#include <utility>
+
+#include "models/memory.h"
+#include "sim/core/errors.h"
+#include "sim/core/layout.h"
+#include "sim/core/program_builder.h"
+#include "sim/core/simulate.h"
+#include "sim/tools/search_internal.h"
+
+namespace ptsim::sim {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Lower bound
+
+// Ticks one instruction list keeps the compute stream of a rank busy: compute
+// instructions and blocking collectives (their idle-network cost, as
+// AnalyticTransport charges it); and each async stream (channel) busy with the
+// collectives launched on it, which that stream runs one after another.
+// `every` = instructions run on every micro-batch; `once` = those flagged for the
+// first or last micro-batch only.
+struct Busy {
+  Tick every = 0, once = 0;
+  std::array<Tick, kNumChannels> ch_every{}, ch_once{};
+};
+
+class BusyMeter {
+ public:
+  BusyMeter(const Layout& layout, const CollectiveCost& collectives, int rank)
+      : layout_(layout), collectives_(collectives), rank_(rank) {}
+
+  Busy operator()(const std::vector<Instr>& list) const {
+    Busy b;
+    for (const auto& in : list) {
+      const bool once = (in.flags & (kFirstMicrobatch | kLastMicrobatch)) != 0;
+      if (in.kind == InstrKind::compute || (in.kind == InstrKind::collective && in.dim != Dim::pp)) {
+        const Tick t = in.kind == InstrKind::compute ? in.duration : coll_ticks(in);
+        (once ? b.once : b.every) += t;
+      } else if (in.kind == InstrKind::launch && in.dim != Dim::pp && in.channel < kNumChannels) {
+        (once ? b.ch_once : b.ch_every)[in.channel] += coll_ticks(in);
+      }
+    }
+    return b;
+  }
+
+ private:
+  Tick coll_ticks(const Instr& in) const {
+    const GroupShape g = layout_.shape(in.dim, layout_.group_id(rank_, in.dim));
+    return to_ticks(collectives_.seconds(in.coll, in.dim, g, in.bytes));
+  }
+
+  const Layout& layout_;
+  const CollectiveCost& collectives_;
+  int rank_;
+};
+
+// One stage of one pipeline replica, as the bound sees it.
+struct StageBusy {
+  Tick f0 = 0, b0 = 0;                // chunk 0's forward and backward of one micro-batch
+  Tick busy = 0;                      // the compute stream over every chunk and micro-batch
+  Tick pro = 0, epi = 0;              // prologue and epilogue
+  Tick channels = 0;                  // the busiest async stream
+  bool starts_fwd0 = false, ends_bwd0 = false;
+};
+
+StageBusy stage_busy(const StageProgram& sp, const BusyMeter& busy_of, Tick m) {
+  StageBusy s;
+  std::array<Tick, kNumChannels> ch{};
+  auto add_channels = [&](const Busy& b, Tick times) {
+    for (std::size_t k = 0; k < ch.size(); ++k) ch[k] += times * b.ch_every[k] + b.ch_once[k];
+  };
+  for (std::size_t c = 0; c < sp.chunks.size(); ++c) {
+    const Busy f = busy_of(sp.chunks[c].forward), b = busy_of(sp.chunks[c].backward);
+    // Each chunk runs forward and backward once per micro-batch (schedule.h).
+    s.busy += m * (f.every + b.every) + f.once + b.once;
+    add_channels(f, m);
+    add_channels(b, m);
+    if (c == 0) {
+      s.f0 = f.every;
+      s.b0 = b.every;
+    }
+  }
+  const Busy pb = busy_of(sp.prologue), eb = busy_of(sp.epilogue);
+  s.pro = pb.every + pb.once;
+  s.epi = eb.every + eb.once;
+  add_channels(pb, 1);
+  add_channels(eb, 1);
+  for (Tick t : ch) s.channels = std::max(s.channels, t);
+  s.starts_fwd0 = !sp.steps.empty() && sp.steps.front().phase == Phase::forward && sp.steps.front().chunk == 0;
+  s.ends_bwd0 = !sp.steps.empty() && sp.steps.back().phase == Phase::backward && sp.steps.back().chunk == 0;
+  return s;
+}
+
+// The bound over the stages, in pipeline order.
+Tick pipeline_bound(const std::vector<StageBusy>& stages) {
+  Tick best = 0, fwd_prefix = 0, bwd_prefix = 0;
+  for (const StageBusy& s : stages) {
+    // Stage st's first step (chunk-0 forward of micro-batch 0) needs that
+    // micro-batch's chunk-0 forward on every earlier stage; its last step (a
+    // chunk-0 backward) must still be followed by the backward on every earlier
+    // stage. Prologue / epilogue work overlaps those waits at best.
+    const Tick head = s.starts_fwd0 ? std::max(s.pro, fwd_prefix) : s.pro;
+    const Tick tail = s.ends_bwd0 ? std::max(s.epi, bwd_prefix) : s.epi;
+    best = std::max({best, head + s.busy + tail, s.channels});
+    fwd_prefix += s.f0;
+    bwd_prefix += s.b0;
+  }
+  return best;
+}
+
+// ---------------------------------------------------------------------------
+// Pre-pass
+
+// [begin, end) of each family's candidates (same GPUs, tp, pp, cp, dp, ep), in enumeration order.
+std::vector<std::pair<std::int64_t, std::int64_t>> family_ranges(const std::vector<PlanCandidate>& cands) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> families;
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(cands.size()); ++i) {
+    const auto& c = cands[static_cast<std::size_t>(i)];
+    if (!families.empty()) {
+      const auto& f = cands[static_cast<std::size_t>(families.back().first)];
+      if (f.num_gpus == c.num_gpus && f.par.tp == c.par.tp && f.par.pp == c.par.pp && f.par.cp == c.par.cp &&
+          f.par.dp == c.par.dp && f.par.ep == c.par.ep) {
+        families.back().second = i + 1;
+        continue;
+      }
+    }
+    families.emplace_back(i, i + 1);
+  }
+  return families;
+}
+
+// The collective cost model of one family: the test hook's, or else built from the
+// first of its candidates that needs it.
+class FamilyCollectives {
+ public:
+  explicit FamilyCollectives(const CollectiveCost* given) : coll_(given) {}
+  const CollectiveCost& of(const Scenario& s) {
+    if (!coll_) {
+      own_ = make_collective_cost(s);
+      coll_ = own_.get();
+    }
+    return *coll_;
+  }
+
+ private:
+  std::unique_ptr<CollectiveCost> own_;
+  const CollectiveCost* coll_;
+};
+
+// Memory and bound of a valid candidate `s`.
+void memory_and_bound(const plan_search::SearchRun& run, const Scenario& s, FamilyCollectives& coll,
+                      plan_search::PrePass& out) {
+  for (const auto& st : models::analytical_memory(s.model, s.plan.par))
+    out.analytic_peak = std::max(out.analytic_peak, st.peak);
+  if (out.analytic_peak > run.base.cluster.gpu.hbm * run.opt.oom_margin) {
+    out.verdict = plan_search::Verdict::oom;
+    return;
+  }
+  const double t = iteration_time_lower_bound(s, *run.compute, coll.of(s));
+  const double tokens = static_cast<double>(s.plan.global_batch_size) * static_cast<double>(s.model.seq_length);
+  out.bound_tokens_per_s = t > 0 ? tokens / t : std::numeric_limits<double>::infinity();
+}
+
+// The pre-pass of one family's candidates [begin, end).
+void pre_pass_family(const plan_search::SearchRun& run, std::int64_t begin, std::int64_t end,
+                     std::vector<plan_search::PrePass>& pre) {
+  FamilyCollectives coll(run.opt.collectives);
+  for (std::int64_t i = begin; i < end; ++i) {
+    auto& out = pre[static_cast<std::size_t>(i)];
+    Scenario s;
+    try {
+      s = candidate_scenario(run.base, run.cands[static_cast<std::size_t>(i)]);
+      validate(s);
+    } catch (const ScenarioError& e) {
+      out.verdict = plan_search::Verdict::invalid;
+      out.reason = e.key();
+      continue;
+    }
+    try {
+      memory_and_bound(run, s, coll, out);
+    } catch (const std::invalid_argument& e) {
+      // The model library or the network refuses the plan: invalid.
+      out.verdict = plan_search::Verdict::invalid;
+      out.reason = "model sharding";
+    }
+  }
+}
+
+}  // namespace
+
+// A true lower bound (search.h) over one pipeline replica: tp/cp/dp index 0 of every stage.
+double iteration_time_lower_bound(const Scenario& s, const hw::ComputeCostModel& compute,
+                                  const CollectiveCost& collectives) {
+  const auto& par = s.plan.par;
+  BuildOptions bo;
+  bo.fuse_compute = true;
+  const Program prog = build_program(s, compute, bo);
+  const Layout layout(par.tp, par.cp, par.dp, par.pp, par.ep, s.cluster.gpus_per_node);
+  std::vector<StageBusy> stages(static_cast<std::size_t>(par.pp));
+  for (const auto& sp : prog.stages) {
+    const BusyMeter busy_of(layout, collectives, layout.rank_of(Coords{0, 0, 0, sp.stage}));
+    stages[static_cast<std::size_t>(sp.stage)] = stage_busy(sp, busy_of, par.num_microbatches);
+  }
+  return to_seconds(pipeline_bound(stages));
+}
+
+namespace plan_search {
+
+// The collective cost model depends on the rank layout (sim/core/network_cost.h: one
+// per layout, not thread-safe), and a family (GPUs, tp, pp, cp, ep) has one layout:
+// one task per family, which builds it once for all its candidates.
+void pre_pass(SearchRun& run) {
+  const auto families = family_ranges(run.cands);
+  run.pre.assign(run.cands.size(), PrePass{});
+  parallel_for(
+      static_cast<std::int64_t>(families.size()), run.threads,
+      [&](std::int64_t fi) {
+        const auto& [begin, end] = families[static_cast<std::size_t>(fi)];
+        pre_pass_family(run, begin, end, run.pre);
+      },
+      {});
+}
+
+void rank_survivors(SearchRun& run) {
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(run.pre.size()); ++i) {
+    const auto& p = run.pre[static_cast<std::size_t>(i)];
+    if (p.verdict == Verdict::invalid) ++run.res.pruned["invalid: " + p.reason];
+    else if (p.verdict == Verdict::oom) ++run.res.pruned["oom (analytical)"];
+    else run.survivors.push_back(i);
+  }
+  // Best bound first; ties by enumeration order (deterministic).
+  auto bound = [&](std::int64_t i) { return run.pre[static_cast<std::size_t>(i)].bound_tokens_per_s; };
+  std::stable_sort(run.survivors.begin(), run.survivors.end(),
+                   [&](std::int64_t a, std::int64_t b) { return bound(a) > bound(b); });
+}
+
+}  // namespace plan_search
+}  // namespace ptsim::sim

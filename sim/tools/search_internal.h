@@ -1,0 +1,82 @@
+// The parts of the plan search (search.h), shared by the files that implement it:
+//   search_space.cpp   the candidates: --fix restrictions and the enumeration
+//   search_bound.cpp   the lower bound on the iteration time, and the pre-pass
+//                      (validity, analytical memory, bound) over every candidate
+//   search_waves.cpp   the thread pool, and the branch and bound over waves that
+//                      simulates the survivors
+//   search_output.cpp  the verdicts on the families not in the top K; JSON, CSV, text
+//   search.cpp         search(): the steps in order, and the top K
+// Not a public header: only sim/tools/search*.cpp include it.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "sim/tools/search.h"
+
+namespace ptsim::sim::plan_search {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// A small thread pool for one batch: `threads` workers pull indices from an atomic
+// counter; the calling thread reports progress every 100 ms. No shared mutable
+// state other than the counters: every task writes only its own output slot.
+void parallel_for(std::int64_t n, int threads, const std::function<void(std::int64_t)>& task,
+                  const std::function<void(std::int64_t)>& tick);
+
+int hardware_threads(int requested);
+
+enum class Verdict : std::uint8_t { survivor, invalid, oom };
+
+// One candidate's pre-pass (no simulation).
+struct PrePass {
+  Verdict verdict = Verdict::survivor;
+  std::string reason;        // invalid: the key
+  double analytic_peak = 0;  // bytes (max over stages)
+  double bound_tokens_per_s = 0;
+};
+
+// One search, filled step by step by search().
+struct SearchRun {
+  const Scenario& base;
+  const SearchOptions& opt;
+  Clock::time_point t0;
+  int threads = 1;
+  const hw::ComputeCostModel* compute = nullptr;
+  std::vector<PlanCandidate> cands;     // enumeration order
+  std::vector<PrePass> pre;             // by candidate
+  std::vector<std::int64_t> survivors;  // candidates that passed the pre-pass, best bound first
+  SearchResult res;
+};
+
+// A simulated feasible candidate.
+struct Ranked {
+  std::int64_t cand;
+  CandidateOutcome o;
+};
+
+// What the waves leave behind.
+struct Waves {
+  std::vector<Ranked> feasible;            // every feasible simulated plan, best first
+  std::vector<CandidateOutcome> outcomes;  // by survivor position
+  std::vector<bool> simulated;             // by survivor position
+  double kth = -std::numeric_limits<double>::infinity();  // the K-th best throughput: the bound that prunes
+};
+
+// Validity, memory and bound for every candidate: fills run.pre.
+void pre_pass(SearchRun& run);
+// The candidates the pre-pass kept, best bound first (run.survivors); counts the others in run.res.pruned.
+void rank_survivors(SearchRun& run);
+// Branch and bound: simulates run.survivors wave by wave; counts in run.res.simulated and run.res.pruned.
+Waves run_waves(SearchRun& run);
+// One verdict per family with no plan in the top K (run.res.losers).
+void judge_families(SearchRun& run, const Waves& waves);
+
+}  // namespace ptsim::sim::plan_search
