@@ -22,6 +22,7 @@ namespace {
 
 using models::Op;
 using models::OpClass;
+using models::OpRole;
 
 std::string gemm_dtype(models::Precision p) {
   switch (p) {
@@ -191,22 +192,22 @@ class Builder {
   // Forward instructions of one layer's ops (also used for full recomputation).
   void layer_forward(std::vector<Instr>& out, const std::vector<Op>& ops, std::uint8_t flags) {
     for (const Op& op : ops) {
-      if (op.name == "qkv") tp_boundary(out, true, false, "attn", flags);
-      if (op.name == "mlp_up" || op.name == "router") tp_boundary(out, true, false, "mlp", flags);
-      if (op.name == "attn_bias_dropout_add") tp_boundary(out, false, false, "attn", flags);
-      if (op.name == "mlp_bias_dropout_add") tp_boundary(out, false, false, "mlp", flags);
-      if (op.name == "moe_unpermute") ep_all_to_all(out, "ep combine", flags);
+      if (op.role == OpRole::attn_enter) tp_boundary(out, true, false, "attn", flags);
+      if (op.role == OpRole::mlp_enter) tp_boundary(out, true, false, "mlp", flags);
+      if (op.role == OpRole::attn_leave) tp_boundary(out, false, false, "attn", flags);
+      if (op.role == OpRole::mlp_leave) tp_boundary(out, false, false, "mlp", flags);
+      if (op.role == OpRole::moe_combine) ep_all_to_all(out, "ep combine", flags);
       if (op.cls == OpClass::attention) cp_launch(out, false, flags);
       push_compute(out, op.name, time_of(op, false), flags);
       if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, flags);
-      if (op.name == "moe_permute") ep_all_to_all(out, "ep dispatch", flags);
+      if (op.role == OpRole::moe_dispatch) ep_all_to_all(out, "ep dispatch", flags);
     }
   }
 
   void layer_backward(std::vector<Instr>& out, const std::vector<Op>& ops) {
     for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
       const Op& op = *it;
-      if (op.name == "moe_permute") ep_all_to_all(out, "ep dispatch bwd", kNoFlags);
+      if (op.role == OpRole::moe_dispatch) ep_all_to_all(out, "ep dispatch bwd", kNoFlags);
       if (op.recomputed_selective && par_.recompute == models::Recompute::selective) {
         cp_launch(out, false, kRecompute);
         push_compute(out, op.name + " (recompute)", time_of(op, false), kRecompute);
@@ -215,11 +216,11 @@ class Builder {
       if (op.cls == OpClass::attention) cp_launch(out, true, kNoFlags);
       push_compute(out, op.name, time_of(op, true));
       if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0);
-      if (op.name == "moe_unpermute") ep_all_to_all(out, "ep combine bwd", kNoFlags);
-      if (op.name == "attn_bias_dropout_add") tp_boundary(out, false, true, "attn", kNoFlags);
-      if (op.name == "mlp_bias_dropout_add") tp_boundary(out, false, true, "mlp", kNoFlags);
-      if (op.name == "qkv") tp_boundary(out, true, true, "attn", kNoFlags);
-      if (op.name == "mlp_up" || op.name == "router") tp_boundary(out, true, true, "mlp", kNoFlags);
+      if (op.role == OpRole::moe_combine) ep_all_to_all(out, "ep combine bwd", kNoFlags);
+      if (op.role == OpRole::attn_leave) tp_boundary(out, false, true, "attn", kNoFlags);
+      if (op.role == OpRole::mlp_leave) tp_boundary(out, false, true, "mlp", kNoFlags);
+      if (op.role == OpRole::attn_enter) tp_boundary(out, true, true, "attn", kNoFlags);
+      if (op.role == OpRole::mlp_enter) tp_boundary(out, true, true, "mlp", kNoFlags);
     }
   }
 
