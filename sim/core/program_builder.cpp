@@ -121,7 +121,8 @@ class Builder {
     out.push_back(in);
   }
 
-  void push_coll(std::vector<Instr>& out, Dim d, Coll c, Bytes bytes, const std::string& name, std::uint8_t flags = kNoFlags) {
+  void push_coll(std::vector<Instr>& out, Dim d, CollectiveKind c, Bytes bytes, const std::string& name,
+                 std::uint8_t flags = kNoFlags) {
     if (group_size(d) <= 1 || bytes <= 0) return;
     Instr in;
     in.kind = InstrKind::collective;
@@ -133,7 +134,7 @@ class Builder {
     out.push_back(in);
   }
 
-  void launch(std::vector<Instr>& out, Dim d, int channel, Coll c, Bytes bytes, const std::string& name,
+  void launch(std::vector<Instr>& out, Dim d, int channel, CollectiveKind c, Bytes bytes, const std::string& name,
               std::uint8_t flags = kNoFlags) {
     if (group_size(d) <= 1 || bytes <= 0) return;
     Instr in;
@@ -178,13 +179,13 @@ class Builder {
   // (after the projection / down-projection).
   void tp_boundary(std::vector<Instr>& out, bool enter, bool backward, const char* block, std::uint8_t flags) {
     const bool sp = par_.sequence_parallel;
-    Coll c;
+    CollectiveKind c;
     if (!backward) {
       if (enter && !sp) return;  // identity in forward
-      c = enter ? Coll::all_gather : (sp ? Coll::reduce_scatter : Coll::all_reduce);
+      c = enter ? CollectiveKind::all_gather : (sp ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce);
     } else {
       if (!enter && !sp) return;  // identity in backward
-      c = enter ? (sp ? Coll::reduce_scatter : Coll::all_reduce) : Coll::all_gather;
+      c = enter ? (sp ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce) : CollectiveKind::all_gather;
     }
     push_coll(out, Dim::tp, c, hidden_msg_, fmt::format("tp {} {}", to_string(c), block), flags);
   }
@@ -233,8 +234,8 @@ class Builder {
     const double cf = par_.moe_capacity_factor > 0 ? par_.moe_capacity_factor : 1.0;
     const double routed = tokens_ * s_.model.moe->top_k * cf;
     const double tp_share = par_.sequence_parallel ? 1.0 / par_.tp : 1.0;
-    push_coll(out, Dim::ep, Coll::all_to_all, routed * tp_share * static_cast<double>(s_.model.hidden_size) * act_bytes_,
-              name, flags);
+    push_coll(out, Dim::ep, CollectiveKind::all_to_all,
+              routed * tp_share * static_cast<double>(s_.model.hidden_size) * act_bytes_, name, flags);
   }
 
   // Gradient buckets: reduced on the DP stream as soon as the backward has
@@ -246,7 +247,7 @@ class Builder {
     pending_bucket_ += params;
     if (!s_.plan.overlap_grad_reduce || group_size(Dim::dp) <= 1) return;
     if (pending_bucket_ <= 0 || (!force && pending_bucket_ < dp_bucket_params(par_.dp))) return;
-    const Coll c = par_.zero_stage >= 1 ? Coll::reduce_scatter : Coll::all_reduce;
+    const CollectiveKind c = par_.zero_stage >= 1 ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
     launch(out, Dim::dp, static_cast<int>(Dim::dp), c, pending_bucket_ * grad_elem_bytes_,
            fmt::format("dp grad {}", to_string(c)), par_.zero_stage >= 2 ? kNoFlags : kLastMicrobatch);
     pending_bucket_ = 0;
@@ -269,7 +270,8 @@ class Builder {
   void gather_layer(std::vector<Instr>& out, int layer, bool backward) {
     const Bytes bytes = layer_param_bytes(layer);
     out.push_back(mem(InstrKind::alloc, MemCat::buffers, bytes, "gathered params"));
-    launch(out, Dim::dp, kGatherChannel, Coll::all_gather, bytes, backward ? "zero3 gather (bwd)" : "zero3 gather");
+    launch(out, Dim::dp, kGatherChannel, CollectiveKind::all_gather, bytes,
+           backward ? "zero3 gather (bwd)" : "zero3 gather");
   }
   // Before computing `layer` (the i-th of `order`): make sure it is gathered.
   void zero3_before(std::vector<Instr>& out, const std::vector<int>& order, std::size_t i, bool backward) {
@@ -305,8 +307,9 @@ class Builder {
     const auto& m = s_.model;
     const double kv = 2.0 * tokens_ * static_cast<double>(m.num_query_groups / par_.tp) *
                       static_cast<double>(m.head_dim()) * act_bytes_ * par_.cp;
-    launch(out, Dim::cp, static_cast<int>(Dim::cp), Coll::all_gather, kv, "cp kv ring", flags);
-    if (backward) launch(out, Dim::cp, static_cast<int>(Dim::cp), Coll::reduce_scatter, kv, "cp dkv ring", flags);
+    launch(out, Dim::cp, static_cast<int>(Dim::cp), CollectiveKind::all_gather, kv, "cp kv ring", flags);
+    if (backward)
+      launch(out, Dim::cp, static_cast<int>(Dim::cp), CollectiveKind::reduce_scatter, kv, "cp dkv ring", flags);
   }
 
   ChunkProgram build_chunk(StageProgram& sp, int stage, int chunk) {
@@ -345,7 +348,8 @@ class Builder {
       zero3_before(f, order, i, false);
       if (l == kEmbedding) {
         for (const Op& op : models::embedding_ops(m, par_)) push_compute(f, op.name, time_of(op, false));
-        push_coll(f, Dim::tp, par_.sequence_parallel ? Coll::reduce_scatter : Coll::all_reduce, hidden_msg_, "tp embedding");
+        push_coll(f, Dim::tp, par_.sequence_parallel ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce,
+                  hidden_msg_, "tp embedding");
       } else if (l == kHead) {
         head_forward(f);
       } else {
@@ -367,7 +371,7 @@ class Builder {
       } else if (l == kEmbedding) {
         // The embedding's forward reduce-scatter (SP) has an all-gather as gradient;
         // its forward all-reduce (no SP) has the identity.
-        if (par_.sequence_parallel) push_coll(b, Dim::tp, Coll::all_gather, hidden_msg_, "tp embedding bwd");
+        if (par_.sequence_parallel) push_coll(b, Dim::tp, CollectiveKind::all_gather, hidden_msg_, "tp embedding bwd");
         for (const Op& op : models::embedding_ops(m, par_)) push_compute(b, op.name, time_of(op, true));
       } else {
         const auto& ops = m.is_moe_layer(l) ? moe_ops : dense_ops;
@@ -387,11 +391,13 @@ class Builder {
   void head_forward(std::vector<Instr>& f) {
     const auto& m = s_.model;
     for (const Op& op : models::head_ops(m, par_)) {
-      if (op.cls == OpClass::gemm && par_.sequence_parallel) push_coll(f, Dim::tp, Coll::all_gather, hidden_msg_, "tp logits gather");
+      if (op.cls == OpClass::gemm && par_.sequence_parallel)
+        push_coll(f, Dim::tp, CollectiveKind::all_gather, hidden_msg_, "tp logits gather");
       push_compute(f, op.name, time_of(op, false));
       // Vocab-parallel cross entropy: all-reduce of the max, the sum of exps and
       // the target logit per token (Megatron-LM cross_entropy.py), fp32.
-      if (op.cls == OpClass::loss) push_coll(f, Dim::tp, Coll::all_reduce, 3 * tokens_ * 4, "tp cross-entropy");
+      if (op.cls == OpClass::loss)
+        push_coll(f, Dim::tp, CollectiveKind::all_reduce, 3 * tokens_ * 4, "tp cross-entropy");
     }
   }
 
@@ -400,7 +406,8 @@ class Builder {
     for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
       push_compute(b, it->name, time_of(*it, true));
       if (it->cls == OpClass::gemm)
-        push_coll(b, Dim::tp, par_.sequence_parallel ? Coll::reduce_scatter : Coll::all_reduce, hidden_msg_, "tp logits bwd");
+        push_coll(b, Dim::tp, par_.sequence_parallel ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce,
+                  hidden_msg_, "tp logits bwd");
     }
   }
 
@@ -431,14 +438,14 @@ class Builder {
     Instr in;
     in.kind = k;
     in.dim = Dim::pp;
-    in.coll = Coll::send_recv;
+    in.coll = CollectiveKind::send_recv;
     in.bytes = hidden_msg_ / par_.tp;
     in.label = prog_.label(name);
     return in;
   }
   void recv(std::vector<Instr>& out, const char* name) {
     out.push_back(p2p(InstrKind::recv, name));
-    if (!par_.sequence_parallel) push_coll(out, Dim::tp, Coll::all_gather, hidden_msg_, "tp pp gather");
+    if (!par_.sequence_parallel) push_coll(out, Dim::tp, CollectiveKind::all_gather, hidden_msg_, "tp pp gather");
   }
 
   Instr mem(InstrKind k, MemCat c, Bytes bytes, const char* name) {
@@ -464,13 +471,18 @@ class Builder {
       }
     sp.prologue.push_back(mem(InstrKind::alloc, MemCat::buffers, sp.buffers - gathered, "buffers"));
     if (overlapped_param_gather()) {
-      if (sp.stage == 0) launch(sp.prologue, Dim::dp, kGatherChannel, Coll::all_gather, embedding_local_params() * act_bytes_, "dp param all-gather");
+      if (sp.stage == 0)
+        launch(sp.prologue, Dim::dp, kGatherChannel, CollectiveKind::all_gather, embedding_local_params() * act_bytes_,
+               "dp param all-gather");
       for (int c = 0; c < par_.vpp; ++c) {
         const auto r = models::chunk_layers(s_.model, par_, sp.stage, c);
         for (int l = r.first; l < r.first + r.count; ++l)
-          launch(sp.prologue, Dim::dp, kGatherChannel, Coll::all_gather, layer_param_bytes(l), "dp param all-gather");
+          launch(sp.prologue, Dim::dp, kGatherChannel, CollectiveKind::all_gather, layer_param_bytes(l),
+                 "dp param all-gather");
       }
-      if (sp.stage == par_.pp - 1) launch(sp.prologue, Dim::dp, kGatherChannel, Coll::all_gather, head_local_params() * act_bytes_, "dp param all-gather");
+      if (sp.stage == par_.pp - 1)
+        launch(sp.prologue, Dim::dp, kGatherChannel, CollectiveKind::all_gather, head_local_params() * act_bytes_,
+               "dp param all-gather");
     }
   }
 
@@ -480,7 +492,7 @@ class Builder {
     const bool dp_active = group_size(Dim::dp) > 1;
     if (dp_active && !s_.plan.overlap_grad_reduce) {
       // All gradient buckets reduced after the backward pass, nothing overlapped.
-      const Coll c = par_.zero_stage >= 1 ? Coll::reduce_scatter : Coll::all_reduce;
+      const CollectiveKind c = par_.zero_stage >= 1 ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
       for (double left = local_params; left > 0; left -= dp_bucket_params(par_.dp))
         launch(e, Dim::dp, static_cast<int>(Dim::dp), c, std::min(left, dp_bucket_params(par_.dp)) * grad_elem_bytes_,
                fmt::format("dp grad {}", to_string(c)));
@@ -489,7 +501,7 @@ class Builder {
     // Overlapped parameter gathers of this step must be done before the next.
     if (overlapped_param_gather()) wait(e, Dim::dp, kGatherChannel, 0);
     // Gradient norm (clip) and inf check: an all-reduce over the model-parallel group.
-    push_coll(e, Dim::mp, Coll::all_reduce, 8, "grad-norm all-reduce");
+    push_coll(e, Dim::mp, CollectiveKind::all_reduce, 8, "grad-norm all-reduce");
     // Adam step on this GPU's optimizer shard: fused kernel reading fp32 master
     // weights, m, v and the gradient, writing master, m, v and the 16-bit weights
     // (4+4+4+2 read + 4+4+4+2 written = 28 bytes per parameter).
@@ -508,7 +520,7 @@ class Builder {
     }
     if (dp_active && (par_.zero_stage == 1 || par_.zero_stage == 2) && !s_.plan.overlap_param_gather) {
       // Distributed optimizer: all-gather the updated 16-bit weights, exposed.
-      launch(e, Dim::dp, kGatherChannel, Coll::all_gather, local_params * act_bytes_, "dp param all-gather");
+      launch(e, Dim::dp, kGatherChannel, CollectiveKind::all_gather, local_params * act_bytes_, "dp param all-gather");
       wait(e, Dim::dp, kGatherChannel, 0);
     }
   }
