@@ -16,10 +16,9 @@ std::uint16_t Program::label(const std::string& name) {
   return static_cast<std::uint16_t>(labels.size() - 1);
 }
 
-double dp_bucket_params(int dp) { return std::max(40'000'000.0, 1'000'000.0 * dp); }
-
 namespace {
 
+using models::dp_bucket_params;
 using models::Op;
 using models::OpClass;
 using models::OpRole;
@@ -61,7 +60,7 @@ class Builder {
       // Chunks are built in the order their last backward runs (v−1 down to 0) so
       // gradient buckets fill in the order the gradients are produced.
       sp.chunks.resize(static_cast<std::size_t>(v));
-      for (int c = v - 1; c >= 0; --c) sp.chunks[static_cast<std::size_t>(c)] = build_chunk(sp, stage, c);
+      for (int c = v - 1; c >= 0; --c) sp.chunks[static_cast<std::size_t>(c)] = build_chunk(stage, c);
       build_prologue(sp);
       build_epilogue(sp);
       prog_.stages.push_back(std::move(sp));
@@ -312,39 +311,54 @@ class Builder {
       launch(out, Dim::cp, static_cast<int>(Dim::cp), CollectiveKind::reduce_scatter, kv, "cp dkv ring", flags);
   }
 
-  ChunkProgram build_chunk(StageProgram& sp, int stage, int chunk) {
-    const auto& m = s_.model;
-    const int p = par_.pp, v = par_.vpp;
-    const bool first = stage == 0 && chunk == 0;
-    const bool last = stage == p - 1 && chunk == v - 1;
-    const auto range = models::chunk_layers(m, par_, stage, chunk);
-    ChunkProgram cp;
-    Bytes act = 0;
-    const auto dense_ops = models::layer_ops(m, par_, false);
-    const auto moe_ops = m.moe ? models::layer_ops(m, par_, true) : std::vector<Op>{};
-    for (int l = range.first; l < range.first + range.count; ++l)
-      act += models::activation_bytes_per_layer(m, par_, m.is_moe_layer(l));
-    if (first) act += models::embedding_activation_bytes(m, par_);
-    if (last) act += models::head_activation_bytes(m, par_);
-
-    // ---- forward ----
-    auto& f = cp.forward;
-    if (pipeline_source(Phase::forward, stage, chunk, p, v).stage >= 0) recv(f, "pp recv act");
-    f.push_back(mem(InstrKind::alloc, MemCat::activations, act, "activations"));
+  // What the forward and backward of one model chunk share.
+  struct ChunkBlocks {
+    std::vector<Op> dense_ops, moe_ops;  // one layer's ops
+    Bytes activations = 0;               // held from the forward to the backward
     // The chunk's parameter blocks in forward order: the embedding (kEmbedding) on
     // the first chunk, its transformer layers, the head (kHead) on the last.
     std::vector<int> order;
-    if (first) order.push_back(kEmbedding);
-    for (int l = range.first; l < range.first + range.count; ++l) order.push_back(l);
-    if (last) order.push_back(kHead);
+    const std::vector<Op>& ops(const models::ModelSpec& m, int layer) const {
+      return m.is_moe_layer(layer) ? moe_ops : dense_ops;
+    }
+  };
+
+  ChunkProgram build_chunk(int stage, int chunk) {
+    const auto& m = s_.model;
+    const bool first = stage == 0 && chunk == 0;
+    const bool last = stage == par_.pp - 1 && chunk == par_.vpp - 1;
+    const auto range = models::chunk_layers(m, par_, stage, chunk);
+    ChunkBlocks blocks;
+    blocks.dense_ops = models::layer_ops(m, par_, false);
+    if (m.moe) blocks.moe_ops = models::layer_ops(m, par_, true);
+    for (int l = range.first; l < range.first + range.count; ++l)
+      blocks.activations += models::activation_bytes_per_layer(m, par_, m.is_moe_layer(l));
+    if (first) blocks.activations += models::embedding_activation_bytes(m, par_);
+    if (last) blocks.activations += models::head_activation_bytes(m, par_);
+    if (first) blocks.order.push_back(kEmbedding);
+    for (int l = range.first; l < range.first + range.count; ++l) blocks.order.push_back(l);
+    if (last) blocks.order.push_back(kHead);
+    ChunkProgram cp;
+    cp.forward = chunk_forward(stage, chunk, blocks, range.first);
+    cp.backward = chunk_backward(stage, chunk, blocks);
+    return cp;
+  }
+
+  std::vector<Instr> chunk_forward(int stage, int chunk, const ChunkBlocks& blocks, int first_layer) {
+    const auto& m = s_.model;
+    const int p = par_.pp, v = par_.vpp;
+    std::vector<Instr> f;
+    if (pipeline_source(Phase::forward, stage, chunk, p, v).stage >= 0) recv(f, "pp recv act");
+    f.push_back(mem(InstrKind::alloc, MemCat::activations, blocks.activations, "activations"));
     // Index of this chunk's first layer among the stage's parameter gathers (the
     // prologue launches them in first-use order: embedding, chunk 0, chunk 1, ...).
     int gather_index = stage == 0 ? 1 : 0;
     for (int c = 0; c < chunk; ++c) gather_index += models::chunk_layers(m, par_, stage, c).count;
+    const auto& order = blocks.order;
     for (std::size_t i = 0; i < order.size(); ++i) {
       const int l = order[i];
       if (overlapped_param_gather() && l >= 0)
-        wait(f, Dim::dp, kGatherChannel, gather_index + (l - range.first) + 1, kFirstMicrobatch | kAbsoluteWait);
+        wait(f, Dim::dp, kGatherChannel, gather_index + (l - first_layer) + 1, kFirstMicrobatch | kAbsoluteWait);
       zero3_before(f, order, i, false);
       if (l == kEmbedding) {
         for (const Op& op : models::embedding_ops(m, par_)) push_compute(f, op.name, time_of(op, false));
@@ -353,16 +367,20 @@ class Builder {
       } else if (l == kHead) {
         head_forward(f);
       } else {
-        layer_forward(f, m.is_moe_layer(l) ? moe_ops : dense_ops, kNoFlags);
+        layer_forward(f, blocks.ops(m, l), kNoFlags);
       }
       zero3_after(f, l);
     }
     if (pipeline_destination(Phase::forward, stage, chunk, p, v).stage >= 0) f.push_back(p2p(InstrKind::send, "pp send act"));
+    return f;
+  }
 
-    // ---- backward ----
-    auto& b = cp.backward;
+  std::vector<Instr> chunk_backward(int stage, int chunk, const ChunkBlocks& blocks) {
+    const auto& m = s_.model;
+    const int p = par_.pp, v = par_.vpp;
+    std::vector<Instr> b;
     if (pipeline_source(Phase::backward, stage, chunk, p, v).stage >= 0) recv(b, "pp recv grad");
-    const std::vector<int> reverse(order.rbegin(), order.rend());
+    const std::vector<int> reverse(blocks.order.rbegin(), blocks.order.rend());
     for (std::size_t i = 0; i < reverse.size(); ++i) {
       const int l = reverse[i];
       zero3_before(b, reverse, i, true);
@@ -374,18 +392,17 @@ class Builder {
         if (par_.sequence_parallel) push_coll(b, Dim::tp, CollectiveKind::all_gather, hidden_msg_, "tp embedding bwd");
         for (const Op& op : models::embedding_ops(m, par_)) push_compute(b, op.name, time_of(op, true));
       } else {
-        const auto& ops = m.is_moe_layer(l) ? moe_ops : dense_ops;
-        if (par_.recompute == models::Recompute::full) layer_forward(b, ops, kRecompute);
-        layer_backward(b, ops);
+        if (par_.recompute == models::Recompute::full) layer_forward(b, blocks.ops(m, l), kRecompute);
+        layer_backward(b, blocks.ops(m, l));
       }
       zero3_after(b, l);
       dp_launch(b, block_params(l), false);
     }
     // The last chunk to finish backward on this stage flushes the partial bucket.
     if (chunk == 0) dp_launch(b, 0, true);
-    b.push_back(mem(InstrKind::release, MemCat::activations, act, "activations"));
+    b.push_back(mem(InstrKind::release, MemCat::activations, blocks.activations, "activations"));
     if (pipeline_destination(Phase::backward, stage, chunk, p, v).stage >= 0) b.push_back(p2p(InstrKind::send, "pp send grad"));
-    return cp;
+    return b;
   }
 
   void head_forward(std::vector<Instr>& f) {
