@@ -301,6 +301,8 @@ int in_flight_microbatch_chunks(const Parallelism& p, int stage) {
 
 // ------------------------------------------------------------------ buffers ---
 
+double dp_bucket_params(int dp) { return std::max(40'000'000.0, 1'000'000.0 * dp); }
+
 double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage) {
   check_sharding(m, p);
   check_stage(p, stage);
@@ -311,15 +313,11 @@ double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage) {
   const LocalParams lp = stage_params(m, p, stage);
   double bytes = 0;
 
-  // Gradient reduction bucket: Megatron-core DistributedDataParallel sets
-  // bucket_size = max(40,000,000, 1,000,000 · dp_size) elements; one bucket is
-  // staged in the fp32 gradient-accumulation dtype while its reduce-scatter runs
-  // (distributed optimizer, ZeRO >= 1). Never more than the stage's gradients.
+  // Gradient reduction bucket (dp_bucket_params elements); one bucket is staged in
+  // the fp32 gradient-accumulation dtype while its reduce-scatter runs (distributed
+  // optimizer, ZeRO >= 1). Never more than the stage's gradients.
   const int dp = p.dp * p.cp;
-  if (p.zero_stage >= 1 && dp > 1) {
-    const double bucket = std::max(40'000'000.0, 1'000'000.0 * dp);
-    bytes += 4.0 * std::min(bucket, static_cast<double>(lp.total()));
-  }
+  if (p.zero_stage >= 1 && dp > 1) bytes += 4.0 * std::min(dp_bucket_params(dp), static_cast<double>(lp.total()));
   // Pipeline p2p: one received activation (forward) and one received gradient
   // (backward) of shape s/cp × b × h (/tp with SP: Megatron's scatter-gather).
   if (p.pp > 1) bytes += 2.0 * e * tokens * h * rep;

@@ -57,6 +57,10 @@ double head_activation_bytes(const ModelSpec& m, const Parallelism& p);
 // Returned as a count of (micro-batch, model-chunk) pairs held at once.
 int in_flight_microbatch_chunks(const Parallelism& p, int stage);
 
+// Megatron-LM's default DDP bucket: max(40,000,000, 1,000,000 · dp) parameters
+// (megatron/core/distributed/distributed_data_parallel.py).
+double dp_bucket_params(int dp);
+
 // Transient buffers (bytes): the largest op workspace during backward, DP gradient
 // buckets, ZeRO-3 gathered layers, pipeline send/recv buffers.
 double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage);

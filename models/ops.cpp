@@ -123,12 +123,17 @@ Op activation(std::string name, const ModelSpec& m, double rows, double ffn_loca
   return pointwise(std::move(name), OpClass::elementwise, e, 8.0, 2.0 * x.ab, 16.0, 3.0 * x.ab);
 }
 
+Op with_role(Op op, OpRole role) {
+  op.role = role;
+  return op;
+}
+
 // Up (+ activation) + down of an MLP with `ffn_local` columns per GPU over `rows`
-// tokens, `count` times (local experts).
+// tokens, `count` times (local experts); the up-projection gets `up_role`.
 void add_mlp(std::vector<Op>& ops, const std::string& prefix, const ModelSpec& m, double rows, double ffn_local,
-             int count, const Dims& x) {
+             int count, const Dims& x, OpRole up_role = OpRole::none) {
   const double up_cols = m.mlp == Mlp::swiglu ? 2.0 * ffn_local : ffn_local;  // gate + up for SwiGLU
-  ops.push_back(gemm(prefix + "_up", rows, up_cols, x.h, count, x));
+  ops.push_back(with_role(gemm(prefix + "_up", rows, up_cols, x.h, count, x), up_role));
   ops.push_back(activation(prefix + "_act", m, rows * count, ffn_local, x));
   ops.push_back(gemm(prefix + "_down", rows, x.h, ffn_local, count, x));
 }
@@ -241,14 +246,14 @@ std::vector<Op> layer_ops(const ModelSpec& m, const Parallelism& p, bool moe_lay
   std::vector<Op> ops;
   ops.push_back(norm("input_norm", m, x));
   // QKV: column-parallel, GQA width a/tp·d queries + 2·g/tp·d keys and values.
-  ops.push_back(gemm("qkv", x.tokens, (x.heads + 2.0 * x.groups) * x.d, x.h, 1, x));
+  ops.push_back(with_role(gemm("qkv", x.tokens, (x.heads + 2.0 * x.groups) * x.d, x.h, 1, x), OpRole::attn_enter));
   ops.push_back(attention(m, p, x));
   ops.push_back(gemm("proj", x.tokens, x.h, x.heads * x.d, 1, x));
-  ops.push_back(bias_dropout_add("attn_bias_dropout_add", x));
+  ops.push_back(with_role(bias_dropout_add("attn_bias_dropout_add", x), OpRole::attn_leave));
   ops.push_back(norm("post_attn_norm", m, x));
 
   if (!moe_layer) {
-    add_mlp(ops, "mlp", m, x.tokens, static_cast<double>(m.ffn_hidden_size) / p.tp, 1, x);
+    add_mlp(ops, "mlp", m, x.tokens, static_cast<double>(m.ffn_hidden_size) / p.tp, 1, x, OpRole::mlp_enter);
   } else {
     if (!m.moe || m.moe->num_experts <= 0) {
       throw std::invalid_argument(fmt::format("model '{}' has no MoE spec but a MoE layer was requested", m.name));
@@ -256,7 +261,7 @@ std::vector<Op> layer_ops(const ModelSpec& m, const Parallelism& p, bool moe_lay
     const MoeSpec& moe = *m.moe;
     const double experts = moe.num_experts;
     // Router logits on the sequence-parallel-local tokens (Megatron-core TopKRouter).
-    ops.push_back(gemm("router", x.sp_tokens, experts, x.h, 1, x, OpClass::router));
+    ops.push_back(with_role(gemm("router", x.sp_tokens, experts, x.h, 1, x, OpClass::router), OpRole::mlp_enter));
     // Every EP rank sends T·top_k token copies spread over E experts; a GPU's
     // E/ep local experts receive, on average, T·top_k·ep/E tokens each. The
     // busiest GPU (the one the combine all-to-all waits for) gets
@@ -266,16 +271,20 @@ std::vector<Op> layer_ops(const ModelSpec& m, const Parallelism& p, bool moe_lay
     const int local_experts = moe.num_experts / p.ep;
     const double routed = per_expert * local_experts;
     // Permute / unpermute of the routed token copies (read + write each).
-    ops.push_back(pointwise("moe_permute", OpClass::elementwise, routed * x.h, 0.0, 2.0 * x.ab, 0.0, 2.0 * x.ab));
+    Op permute = pointwise("moe_permute", OpClass::elementwise, routed * x.h, 0.0, 2.0 * x.ab, 0.0, 2.0 * x.ab);
+    permute.role = OpRole::moe_dispatch;
+    ops.push_back(permute);
     add_mlp(ops, "expert", m, per_expert, static_cast<double>(moe.ffn_hidden_size) / p.tp, local_experts, x);
     // Unpermute multiplies each copy by its routing probability and sums top_k copies.
-    ops.push_back(pointwise("moe_unpermute", OpClass::elementwise, routed * x.h, 2.0, 2.0 * x.ab, 2.0, 3.0 * x.ab));
+    Op unpermute = pointwise("moe_unpermute", OpClass::elementwise, routed * x.h, 2.0, 2.0 * x.ab, 2.0, 3.0 * x.ab);
+    unpermute.role = OpRole::moe_combine;
+    ops.push_back(unpermute);
     if (moe.shared_experts > 0) {
       add_mlp(ops, "shared_expert", m, x.tokens,
               static_cast<double>(moe.shared_experts) * static_cast<double>(moe.ffn_hidden_size) / p.tp, 1, x);
     }
   }
-  ops.push_back(bias_dropout_add("mlp_bias_dropout_add", x));
+  ops.push_back(with_role(bias_dropout_add("mlp_bias_dropout_add", x), OpRole::mlp_leave));
   return ops;
 }
 

@@ -11,6 +11,19 @@ namespace ptsim::models {
 
 enum class OpClass { gemm, attention, elementwise, norm, embedding, loss, router };
 
+// Where an op sits in a transformer layer, for the communication placed around it
+// (sim/core/program_builder.cpp): the tensor-parallel region boundaries of
+// Megatron-LM (Shoeybi et al. 2019, Fig. 3) and the MoE token exchange.
+enum class OpRole : std::uint8_t {
+  none,
+  attn_enter,    // qkv: activations enter the attention's tensor-parallel region
+  attn_leave,    // bias-dropout-add after the projection: they have left it
+  mlp_enter,     // dense mlp_up, or the MoE router: they enter the MLP's region
+  mlp_leave,     // bias-dropout-add after the MLP: they have left it
+  moe_dispatch,  // token permute: the dispatch all-to-all follows it
+  moe_combine,   // token unpermute: the combine all-to-all precedes it
+};
+
 // A GEMM C[m×n] = A[m×k]·B[k×n]; backward issues dgrad (m×k = m×n · n×k) and wgrad
 // (k×n = k×m · m×n). `count` identical GEMMs (e.g. local experts).
 struct GemmShape { std::int64_t m = 0, n = 0, k = 0; int count = 1; };
@@ -19,8 +32,9 @@ struct GemmShape { std::int64_t m = 0, n = 0, k = 0; int count = 1; };
 struct AttentionShape { std::int64_t batch_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0; bool causal = true; };
 
 struct Op {
-  std::string name;           // "qkv", "attention", "proj", "mlp_up", "mlp_down", ...
+  std::string name;           // for display: "qkv", "attention", "proj", "mlp_up", "mlp_down", ...
   OpClass cls = OpClass::elementwise;
+  OpRole role = OpRole::none;
   double fwd_flops = 0;       // per GPU, per micro-batch
   double bwd_flops = 0;       // dgrad + wgrad
   double fwd_bytes = 0;       // HBM bytes read + written

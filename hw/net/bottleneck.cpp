@@ -1,29 +1,37 @@
 #include "hw/net/bottleneck.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 
 namespace ptsim::hw::net {
 
-std::vector<LinkUsage> busiest_links(const FlowNetwork& net, std::size_t top_n, Seconds elapsed) {
-  const Topology& topo = net.topology();
-  if (elapsed <= 0) elapsed = net.now() - net.statistics_start();
+std::vector<LinkUsage> busiest_links(const Topology& topo, const std::function<Bytes(LinkId)>& link_bytes,
+                                     Seconds elapsed, std::size_t top_n, const std::function<bool(LinkId)>& keep) {
   std::vector<LinkUsage> all;
   for (LinkId l = 0; l < topo.num_links(); ++l) {
-    const Bytes b = net.link_bytes(l);
+    if (keep && !keep(l)) continue;
+    const Bytes b = link_bytes(l);
     if (b <= 0) continue;
-    all.push_back({l, {}, b, net.link_busy_time(l), elapsed > 0 ? b / (topo.link(l).bandwidth * elapsed) : 0.0});
+    all.push_back({l, {}, b, 0, elapsed > 0 ? b / (topo.link(l).bandwidth * elapsed) : 0.0});
   }
-  auto better = [](const LinkUsage& a, const LinkUsage& b) {
-    if (a.utilisation != b.utilisation) return a.utilisation > b.utilisation;
-    if (a.bytes != b.bytes) return a.bytes > b.bytes;
-    return a.link < b.link;
+  auto level = [](const LinkUsage& x) { return std::llround(x.utilisation * 1e9); };
+  auto busier = [&](const LinkUsage& a, const LinkUsage& b) {
+    const auto la = level(a), lb = level(b);
+    return la != lb ? la > lb : a.link < b.link;
   };
   const std::size_t n = std::min(top_n, all.size());
-  std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n), all.end(), better);
+  std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n), all.end(), busier);
   all.resize(n);
   for (auto& u : all) u.name = topo.link_name(u.link);
   return all;
+}
+
+std::vector<LinkUsage> busiest_links(const FlowNetwork& net, std::size_t top_n, Seconds elapsed) {
+  if (elapsed <= 0) elapsed = net.now() - net.statistics_start();
+  auto out = busiest_links(net.topology(), [&](LinkId l) { return net.link_bytes(l); }, elapsed, top_n);
+  for (auto& u : out) u.busy = net.link_busy_time(u.link);
+  return out;
 }
 
 std::string format_busiest_links(const std::vector<LinkUsage>& links) {

@@ -1,7 +1,10 @@
-// Bottleneck report: the busiest directed links of a FlowNetwork run, by
-// utilisation = bytes / (bandwidth × elapsed), ties broken by bytes.
+// Bottleneck report: the busiest directed links, by utilisation = bytes /
+// (bandwidth × elapsed). Utilisations equal to 9 digits are ties (both directions of
+// a cable under a symmetric ring differ only by summation rounding), broken by link
+// id, so the order does not depend on the order in which bytes were accumulated.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,7 +20,12 @@ struct LinkUsage {
   double utilisation = 0;   // bytes / (bandwidth × elapsed)
 };
 
-// elapsed <= 0: from net.statistics_start() to net.now().
+// The `top_n` busiest of the links that carried bytes (link_bytes(l) > 0) and that
+// `keep` accepts (every link when `keep` is empty); `busy` is left 0.
+std::vector<LinkUsage> busiest_links(const Topology& topo, const std::function<Bytes(LinkId)>& link_bytes,
+                                     Seconds elapsed, std::size_t top_n, const std::function<bool(LinkId)>& keep = {});
+// Of a FlowNetwork run, with `busy` filled in; elapsed <= 0: from
+// net.statistics_start() to net.now().
 std::vector<LinkUsage> busiest_links(const FlowNetwork& net, std::size_t top_n, Seconds elapsed = 0);
 // A small text table, one link per line.
 std::string format_busiest_links(const std::vector<LinkUsage>& links);

@@ -40,7 +40,7 @@
 
 namespace ptsim::hw::net {
 
-enum class CollectiveKind { all_reduce, reduce_scatter, all_gather, broadcast, all_to_all, send_recv };
+enum class CollectiveKind : std::uint8_t { all_reduce, reduce_scatter, all_gather, broadcast, all_to_all, send_recv };
 enum class Algorithm { automatic, ring, tree, nvls, hierarchical, direct };
 std::string_view to_string(CollectiveKind k);
 std::string_view to_string(Algorithm a);

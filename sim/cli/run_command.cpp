@@ -4,7 +4,7 @@
 
 #include "sim/cli/commands.h"
 #include "sim/io/output_file.h"
-#include "sim/core/layout.h"
+#include "hw/net/layout.h"
 #include "sim/io/report_html.h"
 #include "sim/io/scenario_file.h"
 #include "sim/core/simulate.h"

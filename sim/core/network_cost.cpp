@@ -41,18 +41,6 @@ std::vector<int> balanced_dims(int n, int k) {
 
 }  // namespace
 
-hw::net::CollectiveKind to_net(Coll c) {
-  switch (c) {
-    case Coll::all_reduce: return hw::net::CollectiveKind::all_reduce;
-    case Coll::reduce_scatter: return hw::net::CollectiveKind::reduce_scatter;
-    case Coll::all_gather: return hw::net::CollectiveKind::all_gather;
-    case Coll::all_to_all: return hw::net::CollectiveKind::all_to_all;
-    case Coll::broadcast: return hw::net::CollectiveKind::broadcast;
-    case Coll::send_recv: return hw::net::CollectiveKind::send_recv;
-  }
-  return hw::net::CollectiveKind::send_recv;
-}
-
 hw::net::ClusterNetSpec cluster_net_spec(const ClusterConfig& c) {
   hw::net::ClusterNetSpec s;
   s.num_gpus = c.num_gpus;
@@ -124,8 +112,7 @@ std::vector<int> NetworkModel::members(Dim d, const GroupShape& g) const {
   return members(d, layout_.group_id(g.first_rank, d));
 }
 
-hw::net::Expansion NetworkModel::expand(Coll c, std::span<const int> ranks, Bytes S) {
-  const auto kind = to_net(c);
+hw::net::Expansion NetworkModel::expand(CollectiveKind kind, std::span<const int> ranks, Bytes S) {
   auto a = hw::net::select_algorithm(kind, ranks, S, *router_, overrides_, expand_options_);
   // An override that this group cannot run (e.g. nvls across nodes) falls back to
   // NCCL's own choice, as NCCL ignores an inapplicable NCCL_ALGO for that call.
@@ -134,11 +121,11 @@ hw::net::Expansion NetworkModel::expand(Coll c, std::span<const int> ranks, Byte
   return hw::net::expand(kind, ranks, S, a, topo_, expand_options_);
 }
 
-Seconds NetworkModel::isolated_seconds(Coll c, std::span<const int> ranks, Bytes S) {
+Seconds NetworkModel::isolated_seconds(CollectiveKind c, std::span<const int> ranks, Bytes S) {
   return hw::net::collective_time(expand(c, ranks, S), *router_);
 }
 
-Seconds NetworkModel::stage_seconds(Coll c, Dim d, const GroupShape& g, Bytes S) {
+Seconds NetworkModel::stage_seconds(CollectiveKind c, Dim d, const GroupShape& g, Bytes S) {
   const std::vector<int> rep = members(d, g);
   if (d == Dim::mp) return isolated_seconds(c, rep, S);  // spans stages: no siblings
   hw::net::Expansion e = expand(c, rep, S);
@@ -183,8 +170,8 @@ Seconds NetworkModel::stage_seconds(Coll c, Dim d, const GroupShape& g, Bytes S)
   return hw::net::collective_time(e, *router_);
 }
 
-Seconds NetworkCost::seconds(Coll c, Dim d, const GroupShape& g, Bytes S) const {
-  if (c != Coll::send_recv && g.size <= 1) return 0;
+Seconds NetworkCost::seconds(CollectiveKind c, Dim d, const GroupShape& g, Bytes S) const {
+  if (c != CollectiveKind::send_recv && g.size <= 1) return 0;
   const Layout& L = model_->layout();
   Key k{c, d, L.coords(g.first_rank).pp, g.size, g.stride, d == Dim::mp ? g.first_rank : 0, S};
   if (auto it = cache_.find(k); it != cache_.end()) return it->second;

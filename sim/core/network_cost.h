@@ -1,6 +1,6 @@
 // The collective cost on the real cluster network (hw/net): the scenario's cluster
 // becomes a topology graph (DGX-style nodes on a fat tree / rail-optimized fabric /
-// torus / user graph), GPU rank r is the r-th GPU of the graph (sim::Layout's
+// torus / user graph), GPU rank r is the r-th GPU of the graph (hw::net::Layout's
 // Megatron order, rank = tp_i + tp·(cp_i + cp·(dp_i + dp·pp_i)), so TP stays in a
 // node), and each collective is expanded by the algorithm NCCL would pick (ring,
 // double binary tree, NVLS, hierarchical, direct; hw/net/selection.h) into steps of
@@ -31,7 +31,7 @@
 #include "hw/net/selection.h"
 #include "hw/net/topology.h"
 #include "sim/core/collective_cost.h"
-#include "sim/core/layout.h"
+#include "hw/net/layout.h"
 #include "sim/core/scenario.h"
 
 namespace ptsim::sim {
@@ -40,7 +40,6 @@ namespace ptsim::sim {
 // CONTRACT §2: fat-tree, fat-tree-3, rail-optimized, torus, torus-2d, torus-3d, user).
 // Torus dims default to the most nearly square (cubic) factorisation of the node count.
 hw::net::ClusterNetSpec cluster_net_spec(const ClusterConfig& c);
-hw::net::CollectiveKind to_net(Coll c);
 hw::net::AlgorithmOverrides algorithm_overrides(const ClusterConfig& c);
 
 // Topology + router + rank layout, shared by NetworkCost and NetworkTransport.
@@ -62,11 +61,11 @@ class NetworkModel {
   std::vector<int> members(Dim d, const GroupShape& shape) const;
 
   // The algorithm NCCL would use (or the scenario's override) and its expansion.
-  hw::net::Expansion expand(Coll c, std::span<const int> ranks, Bytes S);
+  hw::net::Expansion expand(CollectiveKind c, std::span<const int> ranks, Bytes S);
   // Idle-network time of one group's collective, alone on the network.
-  Seconds isolated_seconds(Coll c, std::span<const int> ranks, Bytes S);
+  Seconds isolated_seconds(CollectiveKind c, std::span<const int> ranks, Bytes S);
   // Closed form with the group's sibling groups of the same stage running at once.
-  Seconds stage_seconds(Coll c, Dim d, const GroupShape& shape, Bytes S);
+  Seconds stage_seconds(CollectiveKind c, Dim d, const GroupShape& shape, Bytes S);
 
  private:
   ClusterConfig cluster_;
@@ -80,13 +79,13 @@ class NetworkModel {
 class NetworkCost : public CollectiveCost {
  public:
   explicit NetworkCost(std::shared_ptr<NetworkModel> model) : model_(std::move(model)) {}
-  Seconds seconds(Coll c, Dim d, const GroupShape& g, Bytes S) const override;
+  Seconds seconds(CollectiveKind c, Dim d, const GroupShape& g, Bytes S) const override;
   NetworkModel& model() const { return *model_; }
   std::shared_ptr<NetworkModel> shared_model() const { return model_; }
 
  private:
   struct Key {
-    Coll c;
+    CollectiveKind c;
     Dim d;
     int stage, size, stride, offset;  // offset: first rank within its stage (p2p: 0)
     Bytes S;

@@ -43,7 +43,7 @@ std::uint64_t NetworkTransport::hash(const Key& k) {
   return mix(mix(mix(k.a) ^ k.b) ^ k.c);
 }
 
-const NetworkTransport::Template& NetworkTransport::get_template(Coll c, Dim d, std::int64_t gid,
+const NetworkTransport::Template& NetworkTransport::get_template(CollectiveKind c, Dim d, std::int64_t gid,
                                                                  std::span<const int> ranks, Bytes S) {
   std::uint64_t sbits = 0;
   static_assert(sizeof(Bytes) == sizeof(std::uint64_t));
@@ -112,8 +112,8 @@ const NetworkTransport::Template& NetworkTransport::get_template(Coll c, Dim d, 
   return t;
 }
 
-void NetworkTransport::start_collective(Engine& engine, Coll c, Dim d, int gid, const GroupShape& shape, Bytes S,
-                                        Engine::Callback done, void* ctx, std::uint64_t arg) {
+void NetworkTransport::start_collective(Engine& engine, CollectiveKind c, Dim d, int gid, const GroupShape& shape,
+                                        Bytes S, Engine::Callback done, void* ctx, std::uint64_t arg) {
   engine_ = &engine;
   if (shape.size <= 1) {
     engine.schedule(engine.now(), done, ctx, arg);
@@ -127,7 +127,8 @@ void NetworkTransport::start_p2p(Engine& engine, int src, int dst, const GroupSh
                                  Engine::Callback done, void* ctx, std::uint64_t arg) {
   engine_ = &engine;
   const int ranks[2] = {src, dst};
-  begin(engine, get_template(Coll::send_recv, Dim::pp, (static_cast<std::int64_t>(src) << 32) | dst, ranks, bytes),
+  begin(engine,
+        get_template(CollectiveKind::send_recv, Dim::pp, (static_cast<std::int64_t>(src) << 32) | dst, ranks, bytes),
         static_cast<int>(Dim::pp), done, ctx, arg);
 }
 
@@ -345,36 +346,18 @@ bool NetworkTransport::is_fabric_link(hw::net::LinkId l) const {
   return !port(L.src) && !port(L.dst);
 }
 
-std::vector<NetworkTransport::LinkLoad> NetworkTransport::busiest_links(std::size_t n, bool fabric_only) const {
-  const auto& topo = model_.topology();
-  std::vector<LinkLoad> all;
-  const Seconds T = std::max(last_time_, 1e-12);
-  for (hw::net::LinkId l = 0; l < topo.num_links(); ++l) {
-    if (fabric_only && !is_fabric_link(l)) continue;
-    const Bytes b = link_bytes(l);
-    if (b <= 0) continue;
-    all.push_back({l, {}, b, b / (topo.link(l).bandwidth * T)});
-  }
-  const std::size_t k = std::min(n, all.size());
-  // Utilisations equal to 9 digits are ties (both directions of a cable under a
-  // symmetric ring differ only by summation rounding), broken by link id, so the
-  // report does not depend on the order in which bytes were accumulated.
-  auto level = [](const LinkLoad& x) { return std::llround(x.utilisation * 1e9); };
-  std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k), all.end(),
-                    [&](const LinkLoad& a, const LinkLoad& b) {
-                      const auto la = level(a), lb = level(b);
-                      return la != lb ? la > lb : a.link < b.link;
-                    });
-  all.resize(k);
-  for (auto& x : all) x.name = topo.link_name(x.link);
-  return all;
+std::vector<hw::net::LinkUsage> NetworkTransport::busiest_links(std::size_t n, bool fabric_only) const {
+  std::function<bool(hw::net::LinkId)> keep;
+  if (fabric_only) keep = [this](hw::net::LinkId l) { return is_fabric_link(l); };
+  return hw::net::busiest_links(
+      model_.topology(), [this](hw::net::LinkId l) { return link_bytes(l); }, std::max(last_time_, 1e-12), n, keep);
 }
 
 std::vector<std::string> NetworkTransport::report() const {
   std::vector<std::string> out;
   out.push_back(fmt::format("network: {}; link sharing on ({} transfers, {} phases shared links with overlapping traffic)",
                             model_.topology().description(), transfers_started_, shared_phases_));
-  auto line = [](const std::vector<LinkLoad>& v) {
+  auto line = [](const std::vector<hw::net::LinkUsage>& v) {
     std::string s;
     for (const auto& x : v)
       s += fmt::format("{}{} {} ({:.3g} GB)", s.empty() ? "" : ", ", x.name, percent(x.utilisation), x.bytes / 1e9);

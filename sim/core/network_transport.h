@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "hw/net/bottleneck.h"
 #include "hw/net/flow_network.h"
 #include "sim/core/network_cost.h"
 #include "sim/core/transport.h"
@@ -43,25 +44,20 @@ class NetworkTransport : public Transport {
   // `cost` answers wire_bytes (CONTRACT §3 accounting); the model gives routes.
   NetworkTransport(NetworkModel& model, const CollectiveCost& cost);
 
-  void start_collective(Engine& engine, Coll c, Dim d, int gid, const GroupShape& shape, Bytes S,
+  void start_collective(Engine& engine, CollectiveKind c, Dim d, int gid, const GroupShape& shape, Bytes S,
                         Engine::Callback done, void* ctx, std::uint64_t arg) override;
   void start_p2p(Engine& engine, int src, int dst, const GroupShape& pair, Bytes bytes, Engine::Callback done,
                  void* ctx, std::uint64_t arg) override;
-  Bytes wire_bytes(Coll c, Dim d, const GroupShape& shape, Bytes S) const override {
+  Bytes wire_bytes(CollectiveKind c, Dim d, const GroupShape& shape, Bytes S) const override {
     return cost_.wire_bytes(c, shape, S);
   }
   std::vector<std::string> report() const override;
 
   // Statistics.
-  struct LinkLoad {
-    hw::net::LinkId link;
-    std::string name;
-    Bytes bytes;
-    double utilisation;  // bytes / (bandwidth × elapsed)
-  };
-  // fabric_only: only links between NICs and fabric switches (inter-node traffic,
-  // where plans differ), not GPU / NVSwitch / PCIe ports.
-  std::vector<LinkLoad> busiest_links(std::size_t n, bool fabric_only = false) const;
+  // The n busiest links (hw::net::busiest_links) over the whole replay. fabric_only:
+  // only links between NICs and fabric switches (inter-node traffic, where plans
+  // differ), not GPU / NVSwitch / PCIe ports.
+  std::vector<hw::net::LinkUsage> busiest_links(std::size_t n, bool fabric_only = false) const;
   bool is_fabric_link(hw::net::LinkId l) const;
   Bytes link_bytes(hw::net::LinkId l) const;
   Bytes dim_bytes(Dim d) const;  // bytes on the wire (every link a flow's path starts on counted once)
@@ -122,7 +118,7 @@ class NetworkTransport : public Transport {
     Bytes bytes;               // fast-path bytes (the FlowNetwork counts its own)
   };
 
-  const Template& get_template(Coll c, Dim d, std::int64_t id, std::span<const int> ranks, Bytes S);
+  const Template& get_template(CollectiveKind c, Dim d, std::int64_t id, std::span<const int> ranks, Bytes S);
   void begin(Engine& e, const Template& t, int tag, Engine::Callback done, void* ctx, std::uint64_t arg);
   void start_phase(std::uint32_t id);
   void launch_net(std::uint32_t id);

@@ -7,26 +7,29 @@
 #include <string>
 #include <vector>
 
+#include "hw/net/collectives.h"
+#include "hw/net/layout.h"
 #include "hw/units.h"
 #include "models/memory.h"
 #include "sim/core/schedule.h"
 
 namespace ptsim::sim {
 
-// The parallel dimensions traffic is accounted to; `mp` is the model-parallel
-// synchronisation before the optimizer (gradient-norm / inf check all-reduce over
-// tp × cp × pp), whose waiting is pipeline imbalance and counts as bubble.
-enum class Dim : std::uint8_t { tp, pp, dp, cp, ep, mp };
-inline constexpr int kNumDims = 6;
+// The simulator's vocabulary is hw::net's: the parallel dimensions and rank layout
+// (hw/net/layout.h; waiting on `mp` is pipeline imbalance and counts as bubble) and
+// the collectives (hw/net/collectives.h), each with its one name table (to_string).
+using hw::net::CollectiveKind;
+using hw::net::Coords;
+using hw::net::Dim;
+using hw::net::GroupShape;
+using hw::net::kNumDims;
+using hw::net::Layout;
+
 // Async streams of a rank: one per dimension (index = Dim), plus a second DP
 // stream for parameter all-gathers (ZeRO-3 layer gathers, overlapped ZeRO-1/2
 // parameter gathers), so gathers never queue behind gradient reductions.
 inline constexpr int kGatherChannel = kNumDims;
 inline constexpr int kNumChannels = kNumDims + 1;
-const char* to_string(Dim d);
-
-enum class Coll : std::uint8_t { all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, send_recv };
-const char* to_string(Coll c);
 
 enum class InstrKind : std::uint8_t {
   compute,      // occupies the compute stream for `duration`
@@ -53,7 +56,7 @@ enum InstrFlags : std::uint8_t {
 struct Instr {
   InstrKind kind = InstrKind::compute;
   Dim dim = Dim::tp;
-  Coll coll = Coll::all_reduce;
+  CollectiveKind coll = CollectiveKind::all_reduce;
   MemCat mem = MemCat::activations;
   std::uint8_t flags = kNoFlags;
   std::uint8_t channel = 0;  // launch / wait: async stream index (< kNumChannels)

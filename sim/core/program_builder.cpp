@@ -16,12 +16,12 @@ std::uint16_t Program::label(const std::string& name) {
   return static_cast<std::uint16_t>(labels.size() - 1);
 }
 
-double dp_bucket_params(int dp) { return std::max(40'000'000.0, 1'000'000.0 * dp); }
-
 namespace {
 
+using models::dp_bucket_params;
 using models::Op;
 using models::OpClass;
+using models::OpRole;
 
 std::string gemm_dtype(models::Precision p) {
   switch (p) {
@@ -60,7 +60,7 @@ class Builder {
       // Chunks are built in the order their last backward runs (v−1 down to 0) so
       // gradient buckets fill in the order the gradients are produced.
       sp.chunks.resize(static_cast<std::size_t>(v));
-      for (int c = v - 1; c >= 0; --c) sp.chunks[static_cast<std::size_t>(c)] = build_chunk(sp, stage, c);
+      for (int c = v - 1; c >= 0; --c) sp.chunks[static_cast<std::size_t>(c)] = build_chunk(stage, c);
       build_prologue(sp);
       build_epilogue(sp);
       prog_.stages.push_back(std::move(sp));
@@ -120,7 +120,8 @@ class Builder {
     out.push_back(in);
   }
 
-  void push_coll(std::vector<Instr>& out, Dim d, Coll c, Bytes bytes, const std::string& name, std::uint8_t flags = kNoFlags) {
+  void push_coll(std::vector<Instr>& out, Dim d, CollectiveKind c, Bytes bytes, const std::string& name,
+                 std::uint8_t flags = kNoFlags) {
     if (group_size(d) <= 1 || bytes <= 0) return;
     Instr in;
     in.kind = InstrKind::collective;
@@ -132,7 +133,7 @@ class Builder {
     out.push_back(in);
   }
 
-  void launch(std::vector<Instr>& out, Dim d, int channel, Coll c, Bytes bytes, const std::string& name,
+  void launch(std::vector<Instr>& out, Dim d, int channel, CollectiveKind c, Bytes bytes, const std::string& name,
               std::uint8_t flags = kNoFlags) {
     if (group_size(d) <= 1 || bytes <= 0) return;
     Instr in;
@@ -177,13 +178,13 @@ class Builder {
   // (after the projection / down-projection).
   void tp_boundary(std::vector<Instr>& out, bool enter, bool backward, const char* block, std::uint8_t flags) {
     const bool sp = par_.sequence_parallel;
-    Coll c;
+    CollectiveKind c;
     if (!backward) {
       if (enter && !sp) return;  // identity in forward
-      c = enter ? Coll::all_gather : (sp ? Coll::reduce_scatter : Coll::all_reduce);
+      c = enter ? CollectiveKind::all_gather : (sp ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce);
     } else {
       if (!enter && !sp) return;  // identity in backward
-      c = enter ? (sp ? Coll::reduce_scatter : Coll::all_reduce) : Coll::all_gather;
+      c = enter ? (sp ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce) : CollectiveKind::all_gather;
     }
     push_coll(out, Dim::tp, c, hidden_msg_, fmt::format("tp {} {}", to_string(c), block), flags);
   }
@@ -191,22 +192,22 @@ class Builder {
   // Forward instructions of one layer's ops (also used for full recomputation).
   void layer_forward(std::vector<Instr>& out, const std::vector<Op>& ops, std::uint8_t flags) {
     for (const Op& op : ops) {
-      if (op.name == "qkv") tp_boundary(out, true, false, "attn", flags);
-      if (op.name == "mlp_up" || op.name == "router") tp_boundary(out, true, false, "mlp", flags);
-      if (op.name == "attn_bias_dropout_add") tp_boundary(out, false, false, "attn", flags);
-      if (op.name == "mlp_bias_dropout_add") tp_boundary(out, false, false, "mlp", flags);
-      if (op.name == "moe_unpermute") ep_all_to_all(out, "ep combine", flags);
+      if (op.role == OpRole::attn_enter) tp_boundary(out, true, false, "attn", flags);
+      if (op.role == OpRole::mlp_enter) tp_boundary(out, true, false, "mlp", flags);
+      if (op.role == OpRole::attn_leave) tp_boundary(out, false, false, "attn", flags);
+      if (op.role == OpRole::mlp_leave) tp_boundary(out, false, false, "mlp", flags);
+      if (op.role == OpRole::moe_combine) ep_all_to_all(out, "ep combine", flags);
       if (op.cls == OpClass::attention) cp_launch(out, false, flags);
       push_compute(out, op.name, time_of(op, false), flags);
       if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, flags);
-      if (op.name == "moe_permute") ep_all_to_all(out, "ep dispatch", flags);
+      if (op.role == OpRole::moe_dispatch) ep_all_to_all(out, "ep dispatch", flags);
     }
   }
 
   void layer_backward(std::vector<Instr>& out, const std::vector<Op>& ops) {
     for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
       const Op& op = *it;
-      if (op.name == "moe_permute") ep_all_to_all(out, "ep dispatch bwd", kNoFlags);
+      if (op.role == OpRole::moe_dispatch) ep_all_to_all(out, "ep dispatch bwd", kNoFlags);
       if (op.recomputed_selective && par_.recompute == models::Recompute::selective) {
         cp_launch(out, false, kRecompute);
         push_compute(out, op.name + " (recompute)", time_of(op, false), kRecompute);
@@ -215,11 +216,11 @@ class Builder {
       if (op.cls == OpClass::attention) cp_launch(out, true, kNoFlags);
       push_compute(out, op.name, time_of(op, true));
       if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0);
-      if (op.name == "moe_unpermute") ep_all_to_all(out, "ep combine bwd", kNoFlags);
-      if (op.name == "attn_bias_dropout_add") tp_boundary(out, false, true, "attn", kNoFlags);
-      if (op.name == "mlp_bias_dropout_add") tp_boundary(out, false, true, "mlp", kNoFlags);
-      if (op.name == "qkv") tp_boundary(out, true, true, "attn", kNoFlags);
-      if (op.name == "mlp_up" || op.name == "router") tp_boundary(out, true, true, "mlp", kNoFlags);
+      if (op.role == OpRole::moe_combine) ep_all_to_all(out, "ep combine bwd", kNoFlags);
+      if (op.role == OpRole::attn_leave) tp_boundary(out, false, true, "attn", kNoFlags);
+      if (op.role == OpRole::mlp_leave) tp_boundary(out, false, true, "mlp", kNoFlags);
+      if (op.role == OpRole::attn_enter) tp_boundary(out, true, true, "attn", kNoFlags);
+      if (op.role == OpRole::mlp_enter) tp_boundary(out, true, true, "mlp", kNoFlags);
     }
   }
 
@@ -232,8 +233,8 @@ class Builder {
     const double cf = par_.moe_capacity_factor > 0 ? par_.moe_capacity_factor : 1.0;
     const double routed = tokens_ * s_.model.moe->top_k * cf;
     const double tp_share = par_.sequence_parallel ? 1.0 / par_.tp : 1.0;
-    push_coll(out, Dim::ep, Coll::all_to_all, routed * tp_share * static_cast<double>(s_.model.hidden_size) * act_bytes_,
-              name, flags);
+    push_coll(out, Dim::ep, CollectiveKind::all_to_all,
+              routed * tp_share * static_cast<double>(s_.model.hidden_size) * act_bytes_, name, flags);
   }
 
   // Gradient buckets: reduced on the DP stream as soon as the backward has
@@ -245,7 +246,7 @@ class Builder {
     pending_bucket_ += params;
     if (!s_.plan.overlap_grad_reduce || group_size(Dim::dp) <= 1) return;
     if (pending_bucket_ <= 0 || (!force && pending_bucket_ < dp_bucket_params(par_.dp))) return;
-    const Coll c = par_.zero_stage >= 1 ? Coll::reduce_scatter : Coll::all_reduce;
+    const CollectiveKind c = par_.zero_stage >= 1 ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
     launch(out, Dim::dp, static_cast<int>(Dim::dp), c, pending_bucket_ * grad_elem_bytes_,
            fmt::format("dp grad {}", to_string(c)), par_.zero_stage >= 2 ? kNoFlags : kLastMicrobatch);
     pending_bucket_ = 0;
@@ -268,7 +269,8 @@ class Builder {
   void gather_layer(std::vector<Instr>& out, int layer, bool backward) {
     const Bytes bytes = layer_param_bytes(layer);
     out.push_back(mem(InstrKind::alloc, MemCat::buffers, bytes, "gathered params"));
-    launch(out, Dim::dp, kGatherChannel, Coll::all_gather, bytes, backward ? "zero3 gather (bwd)" : "zero3 gather");
+    launch(out, Dim::dp, kGatherChannel, CollectiveKind::all_gather, bytes,
+           backward ? "zero3 gather (bwd)" : "zero3 gather");
   }
   // Before computing `layer` (the i-th of `order`): make sure it is gathered.
   void zero3_before(std::vector<Instr>& out, const std::vector<int>& order, std::size_t i, bool backward) {
@@ -304,60 +306,81 @@ class Builder {
     const auto& m = s_.model;
     const double kv = 2.0 * tokens_ * static_cast<double>(m.num_query_groups / par_.tp) *
                       static_cast<double>(m.head_dim()) * act_bytes_ * par_.cp;
-    launch(out, Dim::cp, static_cast<int>(Dim::cp), Coll::all_gather, kv, "cp kv ring", flags);
-    if (backward) launch(out, Dim::cp, static_cast<int>(Dim::cp), Coll::reduce_scatter, kv, "cp dkv ring", flags);
+    launch(out, Dim::cp, static_cast<int>(Dim::cp), CollectiveKind::all_gather, kv, "cp kv ring", flags);
+    if (backward)
+      launch(out, Dim::cp, static_cast<int>(Dim::cp), CollectiveKind::reduce_scatter, kv, "cp dkv ring", flags);
   }
 
-  ChunkProgram build_chunk(StageProgram& sp, int stage, int chunk) {
-    const auto& m = s_.model;
-    const int p = par_.pp, v = par_.vpp;
-    const bool first = stage == 0 && chunk == 0;
-    const bool last = stage == p - 1 && chunk == v - 1;
-    const auto range = models::chunk_layers(m, par_, stage, chunk);
-    ChunkProgram cp;
-    Bytes act = 0;
-    const auto dense_ops = models::layer_ops(m, par_, false);
-    const auto moe_ops = m.moe ? models::layer_ops(m, par_, true) : std::vector<Op>{};
-    for (int l = range.first; l < range.first + range.count; ++l)
-      act += models::activation_bytes_per_layer(m, par_, m.is_moe_layer(l));
-    if (first) act += models::embedding_activation_bytes(m, par_);
-    if (last) act += models::head_activation_bytes(m, par_);
-
-    // ---- forward ----
-    auto& f = cp.forward;
-    if (pipeline_source(Phase::forward, stage, chunk, p, v).stage >= 0) recv(f, "pp recv act");
-    f.push_back(mem(InstrKind::alloc, MemCat::activations, act, "activations"));
+  // What the forward and backward of one model chunk share.
+  struct ChunkBlocks {
+    std::vector<Op> dense_ops, moe_ops;  // one layer's ops
+    Bytes activations = 0;               // held from the forward to the backward
     // The chunk's parameter blocks in forward order: the embedding (kEmbedding) on
     // the first chunk, its transformer layers, the head (kHead) on the last.
     std::vector<int> order;
-    if (first) order.push_back(kEmbedding);
-    for (int l = range.first; l < range.first + range.count; ++l) order.push_back(l);
-    if (last) order.push_back(kHead);
+    const std::vector<Op>& ops(const models::ModelSpec& m, int layer) const {
+      return m.is_moe_layer(layer) ? moe_ops : dense_ops;
+    }
+  };
+
+  ChunkProgram build_chunk(int stage, int chunk) {
+    const auto& m = s_.model;
+    const bool first = stage == 0 && chunk == 0;
+    const bool last = stage == par_.pp - 1 && chunk == par_.vpp - 1;
+    const auto range = models::chunk_layers(m, par_, stage, chunk);
+    ChunkBlocks blocks;
+    blocks.dense_ops = models::layer_ops(m, par_, false);
+    if (m.moe) blocks.moe_ops = models::layer_ops(m, par_, true);
+    for (int l = range.first; l < range.first + range.count; ++l)
+      blocks.activations += models::activation_bytes_per_layer(m, par_, m.is_moe_layer(l));
+    if (first) blocks.activations += models::embedding_activation_bytes(m, par_);
+    if (last) blocks.activations += models::head_activation_bytes(m, par_);
+    if (first) blocks.order.push_back(kEmbedding);
+    for (int l = range.first; l < range.first + range.count; ++l) blocks.order.push_back(l);
+    if (last) blocks.order.push_back(kHead);
+    ChunkProgram cp;
+    cp.forward = chunk_forward(stage, chunk, blocks, range.first);
+    cp.backward = chunk_backward(stage, chunk, blocks);
+    return cp;
+  }
+
+  std::vector<Instr> chunk_forward(int stage, int chunk, const ChunkBlocks& blocks, int first_layer) {
+    const auto& m = s_.model;
+    const int p = par_.pp, v = par_.vpp;
+    std::vector<Instr> f;
+    if (pipeline_source(Phase::forward, stage, chunk, p, v).stage >= 0) recv(f, "pp recv act");
+    f.push_back(mem(InstrKind::alloc, MemCat::activations, blocks.activations, "activations"));
     // Index of this chunk's first layer among the stage's parameter gathers (the
     // prologue launches them in first-use order: embedding, chunk 0, chunk 1, ...).
     int gather_index = stage == 0 ? 1 : 0;
     for (int c = 0; c < chunk; ++c) gather_index += models::chunk_layers(m, par_, stage, c).count;
+    const auto& order = blocks.order;
     for (std::size_t i = 0; i < order.size(); ++i) {
       const int l = order[i];
       if (overlapped_param_gather() && l >= 0)
-        wait(f, Dim::dp, kGatherChannel, gather_index + (l - range.first) + 1, kFirstMicrobatch | kAbsoluteWait);
+        wait(f, Dim::dp, kGatherChannel, gather_index + (l - first_layer) + 1, kFirstMicrobatch | kAbsoluteWait);
       zero3_before(f, order, i, false);
       if (l == kEmbedding) {
         for (const Op& op : models::embedding_ops(m, par_)) push_compute(f, op.name, time_of(op, false));
-        push_coll(f, Dim::tp, par_.sequence_parallel ? Coll::reduce_scatter : Coll::all_reduce, hidden_msg_, "tp embedding");
+        push_coll(f, Dim::tp, par_.sequence_parallel ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce,
+                  hidden_msg_, "tp embedding");
       } else if (l == kHead) {
         head_forward(f);
       } else {
-        layer_forward(f, m.is_moe_layer(l) ? moe_ops : dense_ops, kNoFlags);
+        layer_forward(f, blocks.ops(m, l), kNoFlags);
       }
       zero3_after(f, l);
     }
     if (pipeline_destination(Phase::forward, stage, chunk, p, v).stage >= 0) f.push_back(p2p(InstrKind::send, "pp send act"));
+    return f;
+  }
 
-    // ---- backward ----
-    auto& b = cp.backward;
+  std::vector<Instr> chunk_backward(int stage, int chunk, const ChunkBlocks& blocks) {
+    const auto& m = s_.model;
+    const int p = par_.pp, v = par_.vpp;
+    std::vector<Instr> b;
     if (pipeline_source(Phase::backward, stage, chunk, p, v).stage >= 0) recv(b, "pp recv grad");
-    const std::vector<int> reverse(order.rbegin(), order.rend());
+    const std::vector<int> reverse(blocks.order.rbegin(), blocks.order.rend());
     for (std::size_t i = 0; i < reverse.size(); ++i) {
       const int l = reverse[i];
       zero3_before(b, reverse, i, true);
@@ -366,31 +389,32 @@ class Builder {
       } else if (l == kEmbedding) {
         // The embedding's forward reduce-scatter (SP) has an all-gather as gradient;
         // its forward all-reduce (no SP) has the identity.
-        if (par_.sequence_parallel) push_coll(b, Dim::tp, Coll::all_gather, hidden_msg_, "tp embedding bwd");
+        if (par_.sequence_parallel) push_coll(b, Dim::tp, CollectiveKind::all_gather, hidden_msg_, "tp embedding bwd");
         for (const Op& op : models::embedding_ops(m, par_)) push_compute(b, op.name, time_of(op, true));
       } else {
-        const auto& ops = m.is_moe_layer(l) ? moe_ops : dense_ops;
-        if (par_.recompute == models::Recompute::full) layer_forward(b, ops, kRecompute);
-        layer_backward(b, ops);
+        if (par_.recompute == models::Recompute::full) layer_forward(b, blocks.ops(m, l), kRecompute);
+        layer_backward(b, blocks.ops(m, l));
       }
       zero3_after(b, l);
       dp_launch(b, block_params(l), false);
     }
     // The last chunk to finish backward on this stage flushes the partial bucket.
     if (chunk == 0) dp_launch(b, 0, true);
-    b.push_back(mem(InstrKind::release, MemCat::activations, act, "activations"));
+    b.push_back(mem(InstrKind::release, MemCat::activations, blocks.activations, "activations"));
     if (pipeline_destination(Phase::backward, stage, chunk, p, v).stage >= 0) b.push_back(p2p(InstrKind::send, "pp send grad"));
-    return cp;
+    return b;
   }
 
   void head_forward(std::vector<Instr>& f) {
     const auto& m = s_.model;
     for (const Op& op : models::head_ops(m, par_)) {
-      if (op.cls == OpClass::gemm && par_.sequence_parallel) push_coll(f, Dim::tp, Coll::all_gather, hidden_msg_, "tp logits gather");
+      if (op.cls == OpClass::gemm && par_.sequence_parallel)
+        push_coll(f, Dim::tp, CollectiveKind::all_gather, hidden_msg_, "tp logits gather");
       push_compute(f, op.name, time_of(op, false));
       // Vocab-parallel cross entropy: all-reduce of the max, the sum of exps and
       // the target logit per token (Megatron-LM cross_entropy.py), fp32.
-      if (op.cls == OpClass::loss) push_coll(f, Dim::tp, Coll::all_reduce, 3 * tokens_ * 4, "tp cross-entropy");
+      if (op.cls == OpClass::loss)
+        push_coll(f, Dim::tp, CollectiveKind::all_reduce, 3 * tokens_ * 4, "tp cross-entropy");
     }
   }
 
@@ -399,7 +423,8 @@ class Builder {
     for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
       push_compute(b, it->name, time_of(*it, true));
       if (it->cls == OpClass::gemm)
-        push_coll(b, Dim::tp, par_.sequence_parallel ? Coll::reduce_scatter : Coll::all_reduce, hidden_msg_, "tp logits bwd");
+        push_coll(b, Dim::tp, par_.sequence_parallel ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce,
+                  hidden_msg_, "tp logits bwd");
     }
   }
 
@@ -430,14 +455,14 @@ class Builder {
     Instr in;
     in.kind = k;
     in.dim = Dim::pp;
-    in.coll = Coll::send_recv;
+    in.coll = CollectiveKind::send_recv;
     in.bytes = hidden_msg_ / par_.tp;
     in.label = prog_.label(name);
     return in;
   }
   void recv(std::vector<Instr>& out, const char* name) {
     out.push_back(p2p(InstrKind::recv, name));
-    if (!par_.sequence_parallel) push_coll(out, Dim::tp, Coll::all_gather, hidden_msg_, "tp pp gather");
+    if (!par_.sequence_parallel) push_coll(out, Dim::tp, CollectiveKind::all_gather, hidden_msg_, "tp pp gather");
   }
 
   Instr mem(InstrKind k, MemCat c, Bytes bytes, const char* name) {
@@ -463,13 +488,18 @@ class Builder {
       }
     sp.prologue.push_back(mem(InstrKind::alloc, MemCat::buffers, sp.buffers - gathered, "buffers"));
     if (overlapped_param_gather()) {
-      if (sp.stage == 0) launch(sp.prologue, Dim::dp, kGatherChannel, Coll::all_gather, embedding_local_params() * act_bytes_, "dp param all-gather");
+      if (sp.stage == 0)
+        launch(sp.prologue, Dim::dp, kGatherChannel, CollectiveKind::all_gather, embedding_local_params() * act_bytes_,
+               "dp param all-gather");
       for (int c = 0; c < par_.vpp; ++c) {
         const auto r = models::chunk_layers(s_.model, par_, sp.stage, c);
         for (int l = r.first; l < r.first + r.count; ++l)
-          launch(sp.prologue, Dim::dp, kGatherChannel, Coll::all_gather, layer_param_bytes(l), "dp param all-gather");
+          launch(sp.prologue, Dim::dp, kGatherChannel, CollectiveKind::all_gather, layer_param_bytes(l),
+                 "dp param all-gather");
       }
-      if (sp.stage == par_.pp - 1) launch(sp.prologue, Dim::dp, kGatherChannel, Coll::all_gather, head_local_params() * act_bytes_, "dp param all-gather");
+      if (sp.stage == par_.pp - 1)
+        launch(sp.prologue, Dim::dp, kGatherChannel, CollectiveKind::all_gather, head_local_params() * act_bytes_,
+               "dp param all-gather");
     }
   }
 
@@ -479,7 +509,7 @@ class Builder {
     const bool dp_active = group_size(Dim::dp) > 1;
     if (dp_active && !s_.plan.overlap_grad_reduce) {
       // All gradient buckets reduced after the backward pass, nothing overlapped.
-      const Coll c = par_.zero_stage >= 1 ? Coll::reduce_scatter : Coll::all_reduce;
+      const CollectiveKind c = par_.zero_stage >= 1 ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
       for (double left = local_params; left > 0; left -= dp_bucket_params(par_.dp))
         launch(e, Dim::dp, static_cast<int>(Dim::dp), c, std::min(left, dp_bucket_params(par_.dp)) * grad_elem_bytes_,
                fmt::format("dp grad {}", to_string(c)));
@@ -488,7 +518,7 @@ class Builder {
     // Overlapped parameter gathers of this step must be done before the next.
     if (overlapped_param_gather()) wait(e, Dim::dp, kGatherChannel, 0);
     // Gradient norm (clip) and inf check: an all-reduce over the model-parallel group.
-    push_coll(e, Dim::mp, Coll::all_reduce, 8, "grad-norm all-reduce");
+    push_coll(e, Dim::mp, CollectiveKind::all_reduce, 8, "grad-norm all-reduce");
     // Adam step on this GPU's optimizer shard: fused kernel reading fp32 master
     // weights, m, v and the gradient, writing master, m, v and the 16-bit weights
     // (4+4+4+2 read + 4+4+4+2 written = 28 bytes per parameter).
@@ -507,7 +537,7 @@ class Builder {
     }
     if (dp_active && (par_.zero_stage == 1 || par_.zero_stage == 2) && !s_.plan.overlap_param_gather) {
       // Distributed optimizer: all-gather the updated 16-bit weights, exposed.
-      launch(e, Dim::dp, kGatherChannel, Coll::all_gather, local_params * act_bytes_, "dp param all-gather");
+      launch(e, Dim::dp, kGatherChannel, CollectiveKind::all_gather, local_params * act_bytes_, "dp param all-gather");
       wait(e, Dim::dp, kGatherChannel, 0);
     }
   }

@@ -28,8 +28,4 @@ struct BuildOptions {
 
 Program build_program(const Scenario& s, const hw::ComputeCostModel& compute, BuildOptions opt = {});
 
-// Megatron-LM's default DDP bucket: max(40,000,000, 1,000,000 · dp) parameters
-// (megatron/core/distributed/distributed_data_parallel.py).
-double dp_bucket_params(int dp);
-
 }  // namespace ptsim::sim

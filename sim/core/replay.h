@@ -14,7 +14,7 @@
 
 #include "sim/core/collective_cost.h"
 #include "sim/core/engine.h"
-#include "sim/core/layout.h"
+#include "hw/net/layout.h"
 #include "sim/core/program.h"
 #include "sim/core/transport.h"
 
@@ -103,7 +103,7 @@ class Replay {
     int expected = 0;
     int arrived = 0;
     Tick start = 0;
-    Coll coll = Coll::all_reduce;
+    CollectiveKind coll = CollectiveKind::all_reduce;
     Bytes bytes = 0;
     std::uint16_t label = 0;
     bool shape_known = false;

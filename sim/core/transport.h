@@ -12,7 +12,7 @@
 
 #include "sim/core/collective_cost.h"
 #include "sim/core/engine.h"
-#include "sim/core/layout.h"
+#include "hw/net/layout.h"
 
 namespace ptsim::sim {
 
@@ -21,17 +21,17 @@ class Transport {
   virtual ~Transport() = default;
   // A collective `c` of group `gid` of dimension `d` with buffer size S starts at
   // engine.now(); `done(ctx, arg)` must be scheduled for its completion.
-  virtual void start_collective(Engine& engine, Coll c, Dim d, int gid, const GroupShape& shape, Bytes S,
+  virtual void start_collective(Engine& engine, CollectiveKind c, Dim d, int gid, const GroupShape& shape, Bytes S,
                                 Engine::Callback done, void* ctx, std::uint64_t arg) = 0;
   // A point-to-point message of `bytes` from global rank src to dst, starting now.
   virtual void start_p2p(Engine& engine, int src, int dst, const GroupShape& pair, Bytes bytes, Engine::Callback done,
                          void* ctx, std::uint64_t arg) = 0;
   // Bytes each member of the group sends on the wire for this collective.
-  virtual Bytes wire_bytes(Coll c, Dim d, const GroupShape& shape, Bytes S) const = 0;
+  virtual Bytes wire_bytes(CollectiveKind c, Dim d, const GroupShape& shape, Bytes S) const = 0;
   // True when a transfer's time depends on nothing else in flight (closed form):
   // the replay may then time a single-member collective without events.
   virtual bool immediate() const { return false; }
-  virtual Seconds collective_seconds(Coll, Dim, int /*gid*/, const GroupShape&, Bytes) const { return 0; }
+  virtual Seconds collective_seconds(CollectiveKind, Dim, int /*gid*/, const GroupShape&, Bytes) const { return 0; }
   // Extra summary lines (e.g. the busiest links) after the run.
   virtual std::vector<std::string> report() const { return {}; }
 };
@@ -39,17 +39,21 @@ class Transport {
 class AnalyticTransport : public Transport {
  public:
   explicit AnalyticTransport(const CollectiveCost& cost) : cost_(cost) {}
-  void start_collective(Engine& e, Coll c, Dim d, int, const GroupShape& g, Bytes S, Engine::Callback done, void* ctx,
-                        std::uint64_t arg) override {
+  void start_collective(Engine& e, CollectiveKind c, Dim d, int, const GroupShape& g, Bytes S, Engine::Callback done,
+                        void* ctx, std::uint64_t arg) override {
     e.schedule(e.now() + to_ticks(cost_.seconds(c, d, g, S)), done, ctx, arg);
   }
   void start_p2p(Engine& e, int, int, const GroupShape& pair, Bytes bytes, Engine::Callback done, void* ctx,
                  std::uint64_t arg) override {
-    e.schedule(e.now() + to_ticks(cost_.seconds(Coll::send_recv, Dim::pp, pair, bytes)), done, ctx, arg);
+    e.schedule(e.now() + to_ticks(cost_.seconds(CollectiveKind::send_recv, Dim::pp, pair, bytes)), done, ctx, arg);
   }
-  Bytes wire_bytes(Coll c, Dim, const GroupShape& g, Bytes S) const override { return cost_.wire_bytes(c, g, S); }
+  Bytes wire_bytes(CollectiveKind c, Dim, const GroupShape& g, Bytes S) const override {
+    return cost_.wire_bytes(c, g, S);
+  }
   bool immediate() const override { return true; }
-  Seconds collective_seconds(Coll c, Dim d, int, const GroupShape& g, Bytes S) const override { return cost_.seconds(c, d, g, S); }
+  Seconds collective_seconds(CollectiveKind c, Dim d, int, const GroupShape& g, Bytes S) const override {
+    return cost_.seconds(c, d, g, S);
+  }
 
  private:
   const CollectiveCost& cost_;

@@ -10,7 +10,7 @@
 
 #include "models/memory.h"
 #include "sim/core/errors.h"
-#include "sim/core/layout.h"
+#include "hw/net/layout.h"
 #include "sim/core/program_builder.h"
 #include "sim/core/simulate.h"
 #include "sim/tools/search_internal.h"

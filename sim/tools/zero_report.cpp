@@ -8,7 +8,7 @@
 
 #include "hw/gpu_catalog.h"
 #include "models/params.h"
-#include "sim/core/layout.h"
+#include "hw/net/layout.h"
 #include "sim/core/network_cost.h"
 
 namespace ptsim::sim {
@@ -92,19 +92,19 @@ ZeroReport zero_report(const ZeroReportInput& in) {
   NetworkModel net(in.cluster, layout);
   r.cluster = fmt::format("{} x {}; {}", in.cluster.num_gpus, in.cluster.gpu.name, net.topology().description());
   const GroupShape group = layout.shape(Dim::dp, 0);
-  auto time_of = [&](Coll c) { return net.stage_seconds(c, Dim::dp, group, S); };
+  auto time_of = [&](CollectiveKind c) { return net.stage_seconds(c, Dim::dp, group, S); };
 
   for (int stage : in.stages) {
     ZeroStageReport s;
     s.stage = stage;
     if (stage == 0) {
-      s.collectives.push_back({"all-reduce", 1, S, time_of(Coll::all_reduce)});
+      s.collectives.push_back({"all-reduce", 1, S, time_of(CollectiveKind::all_reduce)});
     } else if (stage <= 2) {
-      s.collectives.push_back({"reduce-scatter", 1, S, time_of(Coll::reduce_scatter)});
-      s.collectives.push_back({"all-gather", 1, S, time_of(Coll::all_gather)});
+      s.collectives.push_back({"reduce-scatter", 1, S, time_of(CollectiveKind::reduce_scatter)});
+      s.collectives.push_back({"all-gather", 1, S, time_of(CollectiveKind::all_gather)});
     } else {
-      s.collectives.push_back({"all-gather", 2, S, time_of(Coll::all_gather)});  // forward + backward
-      s.collectives.push_back({"reduce-scatter", 1, S, time_of(Coll::reduce_scatter)});
+      s.collectives.push_back({"all-gather", 2, S, time_of(CollectiveKind::all_gather)});  // forward + backward
+      s.collectives.push_back({"reduce-scatter", 1, S, time_of(CollectiveKind::reduce_scatter)});
     }
     for (const auto& c : s.collectives) {
       // Ring: a GPU sends and receives (N−1)/N of the buffer per reduce-scatter or

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <utility>
 
 #include "models/flops.h"
 #include "models/model_spec.h"
@@ -205,6 +206,34 @@ TEST(Ops, MoeExpertsAndLoadImbalance) {
   EXPECT_EQ(find(layer_ops(m, one, true), "expert_up").gemm.count, 8);
   EXPECT_EQ(find(layer_ops(m, one, true), "expert_up").gemm.m, 8192);
   EXPECT_DOUBLE_EQ(moe_tokens_per_expert(m, one), 8192);
+}
+
+TEST(Ops, RolesMarkTheTensorParallelBoundariesAndTheMoeExchange) {
+  // Megatron's TP regions: attention from QKV to the bias-dropout-add after the
+  // projection, the MLP from its up-projection (a MoE layer: its router) to the
+  // bias-dropout-add after it; MoE tokens leave after the permute and come back
+  // before the unpermute. One op per role, in that order.
+  auto roles = [](const std::vector<Op>& ops) {
+    std::vector<std::pair<std::string, OpRole>> out;
+    for (const auto& op : ops)
+      if (op.role != OpRole::none) out.emplace_back(op.name, op.role);
+    return out;
+  };
+  Parallelism p;
+  const auto dense = roles(layer_ops(preset("gpt3-175b"), p, false));
+  EXPECT_EQ(dense, (std::vector<std::pair<std::string, OpRole>>{{"qkv", OpRole::attn_enter},
+                                                                {"attn_bias_dropout_add", OpRole::attn_leave},
+                                                                {"mlp_up", OpRole::mlp_enter},
+                                                                {"mlp_bias_dropout_add", OpRole::mlp_leave}}));
+  p.ep = 8;
+  p.dp = 8;
+  const auto moe = roles(layer_ops(preset("mixtral-8x7b"), p, true));
+  EXPECT_EQ(moe, (std::vector<std::pair<std::string, OpRole>>{{"qkv", OpRole::attn_enter},
+                                                              {"attn_bias_dropout_add", OpRole::attn_leave},
+                                                              {"router", OpRole::mlp_enter},
+                                                              {"moe_permute", OpRole::moe_dispatch},
+                                                              {"moe_unpermute", OpRole::moe_combine},
+                                                              {"mlp_bias_dropout_add", OpRole::mlp_leave}}));
 }
 
 TEST(Ops, EmbeddingAndHead) {

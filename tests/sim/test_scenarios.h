@@ -52,7 +52,7 @@ class FlopsOnlyCost : public hw::ComputeCostModel {
 
 class FreeCollectives : public CollectiveCost {
  public:
-  Seconds seconds(Coll, Dim, const GroupShape&, Bytes) const override { return 0; }
+  Seconds seconds(CollectiveKind, Dim, const GroupShape&, Bytes) const override { return 0; }
 };
 
 }  // namespace ptsim::sim::testing

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <utility>
 
 #include "hw/net/bottleneck.h"
 #include "hw/net/busbw.h"
@@ -253,6 +254,33 @@ TEST(Busbw, NcclTestsConventions) {
   const double S = 1e9;
   const double tm = collective_time(expand(CollectiveKind::all_reduce, iota(8), S, Algorithm::ring, t), r);
   EXPECT_NEAR(busbw(CollectiveKind::all_reduce, 8, S, tm), 300e9, 1);
+}
+
+TEST(Collectives, OneNameTable) {
+  // nccl-tests' names (the ops of cost tables and calibration logs), read back by
+  // parse_collective_kind, which also takes the YAML keys' underscores.
+  const std::pair<CollectiveKind, const char*> names[] = {
+      {CollectiveKind::all_reduce, "all-reduce"}, {CollectiveKind::reduce_scatter, "reduce-scatter"},
+      {CollectiveKind::all_gather, "all-gather"}, {CollectiveKind::broadcast, "broadcast"},
+      {CollectiveKind::all_to_all, "all-to-all"}, {CollectiveKind::send_recv, "send-recv"}};
+  for (const auto& [kind, name] : names) {
+    EXPECT_EQ(to_string(kind), name);
+    EXPECT_EQ(parse_collective_kind(name), kind) << name;
+  }
+  EXPECT_EQ(parse_collective_kind("reduce_scatter"), CollectiveKind::reduce_scatter);
+  EXPECT_EQ(parse_collective_kind("p2p"), CollectiveKind::send_recv);
+}
+
+TEST(Busbw, WireBytesPerRank) {
+  // Bytes each rank sends for buffer S over n ranks in a ring: all-reduce 2(n−1)/n·S,
+  // reduce-scatter / all-gather / all-to-all (n−1)/n·S, broadcast and send S.
+  const double S = 8e6;
+  EXPECT_DOUBLE_EQ(wire_bytes_per_rank(CollectiveKind::all_reduce, 4, S), 12e6);
+  EXPECT_DOUBLE_EQ(wire_bytes_per_rank(CollectiveKind::reduce_scatter, 4, S), 6e6);
+  EXPECT_DOUBLE_EQ(wire_bytes_per_rank(CollectiveKind::all_gather, 4, S), 6e6);
+  EXPECT_DOUBLE_EQ(wire_bytes_per_rank(CollectiveKind::all_to_all, 4, S), 6e6);
+  EXPECT_DOUBLE_EQ(wire_bytes_per_rank(CollectiveKind::broadcast, 4, S), S);
+  EXPECT_DOUBLE_EQ(wire_bytes_per_rank(CollectiveKind::send_recv, 2, S), S);
 }
 
 }  // namespace

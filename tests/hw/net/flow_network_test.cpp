@@ -4,7 +4,7 @@
 #include "hw/errors.h"
 #include "hw/net/cluster.h"
 #include "hw/net/flow_network.h"
-#include "hw/net/placement.h"
+#include "hw/net/layout.h"
 #include "hw/net/routing.h"
 
 namespace ptsim::hw::net {

@@ -46,7 +46,8 @@ TEST(NetworkCost, TensorParallelRingInsideANodeIsTheAlphaBetaFormula) {
   // Ring all-reduce over 8 GPUs on NVSwitch: 2(n−1)·(α + S/(n·B)) with α = 1 us,
   // B = 232.5 GB/s: 14 · (1e-6 + 8e6/232.5e9) = 14 · 35.409 us = 495.72 us. The
   // other node's TP group uses its own NVSwitch, so running both at once changes nothing.
-  EXPECT_NEAR(cost.seconds(Coll::all_reduce, Dim::tp, layout.shape(Dim::tp, 0), S), 14 * (1e-6 + 8e6 / kNvlink), 1e-12);
+  EXPECT_NEAR(cost.seconds(CollectiveKind::all_reduce, Dim::tp, layout.shape(Dim::tp, 0), S),
+              14 * (1e-6 + 8e6 / kNvlink), 1e-12);
 }
 
 TEST(NetworkCost, EightA100AllReduceBusBandwidthMatchesNcclTests) {
@@ -56,7 +57,7 @@ TEST(NetworkCost, EightA100AllReduceBusBandwidthMatchesNcclTests) {
   Layout layout(8, 1, 2, 1, 1, 8);
   NetworkCost cost(std::make_shared<NetworkModel>(two_nodes(), layout));
   const double S = 8e9;
-  const Seconds t = cost.seconds(Coll::all_reduce, Dim::tp, layout.shape(Dim::tp, 0), S);
+  const Seconds t = cost.seconds(CollectiveKind::all_reduce, Dim::tp, layout.shape(Dim::tp, 0), S);
   EXPECT_NEAR(2.0 * 7 / 8 * S / t, 232.5e9, 0.01 * 232.5e9);
 }
 
@@ -65,8 +66,8 @@ TEST(NetworkCost, OversubscriptionSlowsCrossLeafDataParallelEvenInClosedForm) {
   const double S = 100e6;
   NetworkCost full(std::make_shared<NetworkModel>(two_nodes(1.0), layout));
   NetworkCost over(std::make_shared<NetworkModel>(two_nodes(4.0), layout));
-  const Seconds t_full = full.seconds(Coll::all_reduce, Dim::dp, layout.shape(Dim::dp, 0), S);
-  const Seconds t_over = over.seconds(Coll::all_reduce, Dim::dp, layout.shape(Dim::dp, 0), S);
+  const Seconds t_full = full.seconds(CollectiveKind::all_reduce, Dim::dp, layout.shape(Dim::dp, 0), S);
+  const Seconds t_over = over.seconds(CollectiveKind::all_reduce, Dim::dp, layout.shape(Dim::dp, 0), S);
   // 4:1 with 4 downlinks per leaf keeps one 24 GB/s uplink; GPU i uses NIC i (NCCL
   // NIC affinity), so the 4 rings of GPUs 0-3 all leave through leaf0's one uplink:
   // 24/4 GB/s each. Ring, n = 2: 2 steps of (α + (S/2)/(24e9/4)), α = 2 us
@@ -87,11 +88,11 @@ TEST(NetworkTransport, IdleNetworkEqualsTheClosedForm) {
   Recorder rec{&e};
   const double S = 100e6;
   const auto g = layout.shape(Dim::dp, 0);
-  tr.start_collective(e, Coll::all_reduce, Dim::dp, 0, g, S, &Recorder::cb, &rec, 0);
+  tr.start_collective(e, CollectiveKind::all_reduce, Dim::dp, 0, g, S, &Recorder::cb, &rec, 0);
   e.run();
   // Alone: 2 · (2 us + 50 MB / 24 GB/s) = 4.171 ms, as model->isolated_seconds.
   const auto ranks = model->members(Dim::dp, 0);
-  EXPECT_NEAR(to_seconds(rec.at[0]), model->isolated_seconds(Coll::all_reduce, ranks, S), 1e-9);
+  EXPECT_NEAR(to_seconds(rec.at[0]), model->isolated_seconds(CollectiveKind::all_reduce, ranks, S), 1e-9);
   EXPECT_NEAR(to_seconds(rec.at[0]), 2 * (2e-6 + (S / 2) / kNic), 1e-9);
 }
 
@@ -105,7 +106,7 @@ TEST(NetworkTransport, DataParallelAllReduceAndPipelineSendOnOneNicSlowEachOther
   const double S = 100e6, P = 50e6, a = 2e-6, B = kNic;
   // t = 0: DP all-reduce of {0, 8} (ring n = 2: flows 0->8 and 8->0 of S after 2α) and
   // a 50 MB pipeline send 0->8 (after α), both on GPU 0's NIC 0 and the same path.
-  tr.start_collective(e, Coll::all_reduce, Dim::dp, 0, layout.shape(Dim::dp, 0), S, &Recorder::cb, &rec, 0);
+  tr.start_collective(e, CollectiveKind::all_reduce, Dim::dp, 0, layout.shape(Dim::dp, 0), S, &Recorder::cb, &rec, 0);
   GroupShape pair{2, 2, 0, 8};
   tr.start_p2p(e, 0, 8, pair, P, &Recorder::cb, &rec, 1);
   e.run();

@@ -1,10 +1,12 @@
-#include "sim/core/layout.h"
+// Megatron rank order: TP innermost, then CP, DP (EP carved from DP × CP), PP outermost.
+#include "hw/net/layout.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
+#include <vector>
 
-namespace ptsim::sim {
+namespace ptsim::hw::net {
 namespace {
 
 TEST(Layout, MegatronOrderAndGroupShapes) {
@@ -39,6 +41,40 @@ TEST(Layout, MegatronOrderAndGroupShapes) {
   }
 }
 
+// Members of rank r's group along d, in member order.
+std::vector<int> group_of(const Layout& l, int r, Dim d) {
+  std::vector<int> out;
+  for (int m = 0; m < l.group_size(d); ++m) out.push_back(l.member_rank(d, l.group_id(r, d), m));
+  return out;
+}
+
+TEST(Layout, GroupsOfOneRank) {
+  // tp 8, dp 4, pp 2, ep 2 on 8-GPU nodes: rank = tp + 8·(dp + 4·pp), so rank 9 is
+  // tp 1, dp 1, pp 0.
+  const Layout l(8, 1, 4, 2, 2, 8);
+  const Coords c = l.coords(9);
+  EXPECT_EQ(c.tp, 1);
+  EXPECT_EQ(c.dp, 1);
+  EXPECT_EQ(c.pp, 0);
+  EXPECT_EQ(group_of(l, 9, Dim::tp), (std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15}));
+  EXPECT_EQ(group_of(l, 9, Dim::dp), (std::vector<int>{1, 9, 17, 25}));
+  EXPECT_EQ(group_of(l, 9, Dim::cp), (std::vector<int>{9}));
+  // EP = 2 consecutive DP members (dp 0, 1).
+  EXPECT_EQ(group_of(l, 9, Dim::ep), (std::vector<int>{1, 9}));
+  // PP: the rank and its peer on the next stage, 8·4 ranks on.
+  EXPECT_EQ(group_of(l, 9, Dim::pp), (std::vector<int>{9, 41}));
+  EXPECT_EQ(l.group_count(Dim::dp), 16);  // 8 tp × 2 pp
+}
+
+TEST(Layout, DimensionNames) {
+  EXPECT_STREQ(to_string(Dim::tp), "tp");
+  EXPECT_STREQ(to_string(Dim::pp), "pp");
+  EXPECT_STREQ(to_string(Dim::dp), "dp");
+  EXPECT_STREQ(to_string(Dim::cp), "cp");
+  EXPECT_STREQ(to_string(Dim::ep), "ep");
+  EXPECT_STREQ(to_string(Dim::mp), "mp");
+}
+
 TEST(Layout, PlacementSummarySaysWhichGroupsCrossNodes) {
   // tp 8 × dp 4 × pp 2 on 8-GPU nodes: TP fills a node; the 8 DP groups of 4
   // ranks (stride 8) each span 4 nodes; stage 1 starts on node 4.
@@ -50,4 +86,4 @@ TEST(Layout, PlacementSummarySaysWhichGroupsCrossNodes) {
 }
 
 }  // namespace
-}  // namespace ptsim::sim
+}  // namespace ptsim::hw::net

@@ -1,10 +1,16 @@
-#include "sim/core/layout.h"
+#include "hw/net/layout.h"
 
 #include <algorithm>
 #include <cassert>
 #include <fmt/format.h>
 
-namespace ptsim::sim {
+namespace ptsim::hw::net {
+
+const char* to_string(Dim d) {
+  static const char* names[] = {"tp", "pp", "dp", "cp", "ep", "mp"};
+  return names[static_cast<int>(d)];
+}
+
 
 Layout::Layout(int tp, int cp, int dp, int pp, int ep, int gpus_per_node)
     : tp_(tp), cp_(cp), dp_(dp), pp_(pp), ep_(ep), gpus_per_node_(std::max(1, gpus_per_node)) {}
@@ -135,4 +141,4 @@ std::string Layout::placement_summary() const {
   return out;
 }
 
-}  // namespace ptsim::sim
+}  // namespace ptsim::hw::net

@@ -1,0 +1,269 @@
+// The communication the program builder places, per layer and per step, against
+// counts and sizes derived by hand from Megatron-LM (Shoeybi et al. 2019 Fig. 3;
+// Korthikanti et al. 2022 §4.2.2; Narayanan et al. SC'21 §4.1), ring attention
+// (Liu et al. 2023), GShard's all-to-all and ZeRO (Rajbhandari et al. SC'20 §7).
+//
+// Model of every scenario: hidden h = 1024, 16 heads of d = 64 (MHA: 16 query groups),
+// sequence s = 128, micro-batch b = 1, bf16 (2-byte activations, parameters and
+// gradients). Buffer sizes S follow nccl-tests: the all-reduce buffer, the all-gather
+// output and reduce-scatter input (the whole tensor, not the shard), the per-rank
+// all-to-all send buffer, the point-to-point message.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "models/memory.h"
+#include "sim/core/program_builder.h"
+#include "sim/io/scenario_file.h"
+#include "tests/sim/test_scenarios.h"
+
+namespace ptsim::sim {
+namespace {
+
+using testing::FlopsOnlyCost;
+
+constexpr double kH = 1024, kS = 128, kB = 1, kBf16 = 2;
+// One layer's activation b·s·h in bf16: 1·128·1024·2 = 262,144 bytes.
+constexpr double kHidden = kB * kS * kH * kBf16;
+
+// `parallel` lines go under `parallel:`, `moe` lines under `model:`.
+std::string yaml(int num_gpus, int layers, int gbs, const std::string& parallel, const std::string& moe = "") {
+  return fmt::format(R"(name: builder
+model:
+  num_layers: {}
+  hidden_size: 1024
+  num_attention_heads: 16
+  ffn_hidden_size: 4096
+  vocab_size: 8
+  seq_length: 128
+{}
+cluster:
+  gpu: a100-sxm-80gb
+  num_gpus: {}
+  gpus_per_node: {}
+parallel:
+{}
+training:
+  global_batch_size: {}
+  micro_batch_size: 1
+)",
+                     layers, moe, num_gpus, std::min(8, num_gpus), parallel, gbs);
+}
+
+struct Built {
+  Scenario s;
+  Program p;
+};
+Built build(const std::string& text) {
+  Built b{parse_scenario(text, "test"), {}};
+  b.p = build_program(b.s, FlopsOnlyCost(b.s.cluster.gpu));
+  return b;
+}
+
+// Collectives (blocking or launched) of one dimension and kind in `v`: how many, and
+// their buffer sizes S summed.
+struct Tally {
+  int count = 0;
+  double bytes = 0;
+};
+Tally tally(const std::vector<Instr>& v, Dim d, CollectiveKind c) {
+  Tally t;
+  for (const Instr& in : v)
+    if ((in.kind == InstrKind::collective || in.kind == InstrKind::launch) && in.dim == d && in.coll == c) {
+      ++t.count;
+      t.bytes += in.bytes;
+    }
+  return t;
+}
+// The forward or backward instructions of every chunk of a stage, in one list.
+std::vector<Instr> phase(const StageProgram& sp, bool backward) {
+  std::vector<Instr> out;
+  for (const auto& c : sp.chunks) {
+    const auto& v = backward ? c.backward : c.forward;
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+// Everything a stage runs per step: prologue, one micro-batch of every chunk, epilogue.
+std::vector<Instr> all_of(const StageProgram& sp) {
+  std::vector<Instr> out = sp.prologue;
+  for (bool bwd : {false, true}) {
+    const auto v = phase(sp, bwd);
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  out.insert(out.end(), sp.epilogue.begin(), sp.epilogue.end());
+  return out;
+}
+
+// Per-layer tally: the difference between a 4-layer and a 2-layer model, halved, so
+// the embedding and head drop out.
+Tally per_layer(const std::string& parallel, int gpus, bool backward, Dim d, CollectiveKind c,
+                const std::string& moe = "") {
+  const Built four = build(yaml(gpus, 4, gpus, parallel, moe)), two = build(yaml(gpus, 2, gpus, parallel, moe));
+  const Tally a = tally(phase(four.p.stages[0], backward), d, c), b = tally(phase(two.p.stages[0], backward), d, c);
+  return {(a.count - b.count) / 2, (a.bytes - b.bytes) / 2};
+}
+
+TEST(ProgramBuilder, TensorParallelAllReducesTwicePerLayerEachWay) {
+  // Megatron TP (Fig. 3): in forward the operator g all-reduces the attention output
+  // (after the row-parallel projection) and the MLP output (after the down-projection);
+  // in backward the operator f all-reduces the input gradients of QKV and MLP-up. Each
+  // is the layer activation b·s·h·2 = 262,144 bytes; no all-gather or reduce-scatter.
+  const std::string par = "  tensor_parallel: 2";
+  for (bool bwd : {false, true}) {
+    const Tally ar = per_layer(par, 2, bwd, Dim::tp, CollectiveKind::all_reduce);
+    EXPECT_EQ(ar.count, 2) << bwd;
+    EXPECT_DOUBLE_EQ(ar.bytes, 2 * kHidden) << bwd;
+    EXPECT_EQ(per_layer(par, 2, bwd, Dim::tp, CollectiveKind::all_gather).count, 0) << bwd;
+    EXPECT_EQ(per_layer(par, 2, bwd, Dim::tp, CollectiveKind::reduce_scatter).count, 0) << bwd;
+  }
+  // Beyond the layers (L = 2): forward, the vocab-parallel embedding's partial
+  // lookups are all-reduced (262,144 bytes) and vocab-parallel cross entropy
+  // all-reduces max, sum of exps and target logit, 3·b·s fp32 = 1,536 bytes; backward,
+  // the logits GEMM's input gradient is all-reduced (262,144). Forward 2L + 2 =
+  // 6 all-reduces, backward 2L + 1 = 5.
+  const Built two = build(yaml(2, 2, 2, par));
+  const Tally f = tally(phase(two.p.stages[0], false), Dim::tp, CollectiveKind::all_reduce);
+  const Tally b = tally(phase(two.p.stages[0], true), Dim::tp, CollectiveKind::all_reduce);
+  EXPECT_EQ(f.count, 6);
+  EXPECT_DOUBLE_EQ(f.bytes, 5 * kHidden + 3 * kB * kS * 4);
+  EXPECT_EQ(b.count, 5);
+  EXPECT_DOUBLE_EQ(b.bytes, 5 * kHidden);
+}
+
+TEST(ProgramBuilder, SequenceParallelGathersAndScattersInsteadOfAllReducing) {
+  // Korthikanti §4.2.2: with SP each all-reduce becomes a reduce-scatter leaving the
+  // tensor-parallel region (ḡ) and each identity entering it an all-gather (g): per
+  // layer and direction 2 all-gathers + 2 reduce-scatters of S = b·s·h·2 (the whole
+  // tensor), no all-reduce.
+  const std::string par = "  tensor_parallel: 2\n  sequence_parallel: true";
+  for (bool bwd : {false, true}) {
+    const Tally ag = per_layer(par, 2, bwd, Dim::tp, CollectiveKind::all_gather);
+    const Tally rs = per_layer(par, 2, bwd, Dim::tp, CollectiveKind::reduce_scatter);
+    EXPECT_EQ(ag.count, 2) << bwd;
+    EXPECT_DOUBLE_EQ(ag.bytes, 2 * kHidden) << bwd;
+    EXPECT_EQ(rs.count, 2) << bwd;
+    EXPECT_DOUBLE_EQ(rs.bytes, 2 * kHidden) << bwd;
+    EXPECT_EQ(per_layer(par, 2, bwd, Dim::tp, CollectiveKind::all_reduce).count, 0) << bwd;
+  }
+  // Embedding: reduce-scatter into the sequence-parallel region forward, all-gather
+  // backward; head: all-gather before the logits GEMM forward, reduce-scatter of its
+  // input gradient backward; the cross-entropy all-reduce stays. With L = 2:
+  // forward 5 all-gathers, 5 reduce-scatters, 1 all-reduce; backward 5 and 5.
+  const Built two = build(yaml(2, 2, 2, par));
+  const auto f = phase(two.p.stages[0], false), b = phase(two.p.stages[0], true);
+  EXPECT_EQ(tally(f, Dim::tp, CollectiveKind::all_gather).count, 5);
+  EXPECT_EQ(tally(f, Dim::tp, CollectiveKind::reduce_scatter).count, 5);
+  EXPECT_EQ(tally(f, Dim::tp, CollectiveKind::all_reduce).count, 1);
+  EXPECT_EQ(tally(b, Dim::tp, CollectiveKind::all_gather).count, 5);
+  EXPECT_EQ(tally(b, Dim::tp, CollectiveKind::reduce_scatter).count, 5);
+  EXPECT_EQ(tally(b, Dim::tp, CollectiveKind::all_reduce).count, 0);
+}
+
+TEST(ProgramBuilder, ContextParallelRingAttention) {
+  // Ring attention over cp = 2: forward, every rank sees every K and V chunk, an
+  // all-gather of K and V of the whole sequence: S = 2 (K, V) · b·s · g·d · 2 bytes
+  // = 2·128·1024·2 = 524,288; backward, K and V again plus a reduce-scatter of dK, dV
+  // of the same size. Gradients are then reduced over DP × CP (Megatron's
+  // data-parallel group with context parallelism): here the 2 CP ranks.
+  const std::string par = "  context_parallel: 2";
+  const double kv = 2 * kB * kS * kH * kBf16;
+  const Tally fwd = per_layer(par, 2, false, Dim::cp, CollectiveKind::all_gather);
+  EXPECT_EQ(fwd.count, 1);
+  EXPECT_DOUBLE_EQ(fwd.bytes, kv);
+  EXPECT_EQ(per_layer(par, 2, false, Dim::cp, CollectiveKind::reduce_scatter).count, 0);
+  const Tally bwd_ag = per_layer(par, 2, true, Dim::cp, CollectiveKind::all_gather);
+  const Tally bwd_rs = per_layer(par, 2, true, Dim::cp, CollectiveKind::reduce_scatter);
+  EXPECT_EQ(bwd_ag.count, 1);
+  EXPECT_DOUBLE_EQ(bwd_ag.bytes, kv);
+  EXPECT_EQ(bwd_rs.count, 1);
+  EXPECT_DOUBLE_EQ(bwd_rs.bytes, kv);
+  const Built two = build(yaml(2, 2, 2, par));
+  const double psi = static_cast<double>(models::stage_params(two.s.model, two.s.plan.par, 0).total());
+  EXPECT_DOUBLE_EQ(tally(all_of(two.p.stages[0]), Dim::dp, CollectiveKind::all_reduce).bytes, kBf16 * psi);
+}
+
+TEST(ProgramBuilder, ExpertParallelAllToAllTwicePerMoeLayerEachWay) {
+  // MoE layer, ep = 2 (carved from dp = 2), top_k = 2, dropless: the dispatch
+  // all-to-all sends each token's top_k copies of its hidden state, the combine
+  // all-to-all brings them back; per rank S = b·s·top_k·h·2 = 128·2·1024·2 = 524,288.
+  // Backward mirrors both (GShard; Megatron-core's alltoall token dispatcher).
+  const std::string par = "  expert_parallel: 2";
+  const std::string moe = "  moe:\n    num_experts: 4\n    top_k: 2\n    ffn_hidden_size: 1024";
+  for (bool bwd : {false, true}) {
+    const Tally a2a = per_layer(par, 2, bwd, Dim::ep, CollectiveKind::all_to_all, moe);
+    EXPECT_EQ(a2a.count, 2) << bwd;
+    EXPECT_DOUBLE_EQ(a2a.bytes, 2 * (kB * kS * 2 * kH * kBf16)) << bwd;
+  }
+}
+
+TEST(ProgramBuilder, ZeroStagesReduceAndGatherAsInThePaper) {
+  // dp = 4, two micro-batches per step (gbs 8), Ψ parameters of 2 bytes (below one
+  // 40M-parameter DDP bucket, so one gradient collective of 2Ψ bytes). ZeRO §7:
+  //   DP:      all-reduce of the gradients once per step (after the last micro-batch);
+  //   ZeRO-1:  reduce-scatter of the gradients once per step, all-gather of the
+  //            updated parameters (2Ψ);
+  //   ZeRO-2:  reduce-scatter after every micro-batch (only a shard of the gradients
+  //            is kept), all-gather of the parameters (2Ψ);
+  //   ZeRO-3:  reduce-scatter after every micro-batch, parameters all-gathered before
+  //            each block's forward and again before its backward (2Ψ + 2Ψ per
+  //            micro-batch), no separate parameter all-gather after the step.
+  for (int stage = 0; stage <= 3; ++stage) {
+    const Built b = build(yaml(4, 2, 8, fmt::format("  zero_stage: {}", stage)));
+    ASSERT_EQ(b.s.plan.par.num_microbatches, 2);
+    const StageProgram& sp = b.p.stages[0];
+    const double psi = static_cast<double>(models::stage_params(b.s.model, b.s.plan.par, 0).total());
+    const auto bwd = phase(sp, true);
+    const CollectiveKind grad = stage == 0 ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
+    const Tally g = tally(bwd, Dim::dp, grad);
+    EXPECT_EQ(g.count, 1) << "ZeRO-" << stage;
+    EXPECT_DOUBLE_EQ(g.bytes, kBf16 * psi) << "ZeRO-" << stage;
+    for (const Instr& in : bwd)
+      if (in.kind == InstrKind::launch && in.coll == grad)
+        EXPECT_EQ(in.flags & kLastMicrobatch, stage <= 1 ? kLastMicrobatch : 0) << "ZeRO-" << stage;
+    const Tally fwd_gather = tally(phase(sp, false), Dim::dp, CollectiveKind::all_gather);
+    const Tally bwd_gather = tally(bwd, Dim::dp, CollectiveKind::all_gather);
+    const Tally step_gather = tally(sp.prologue, Dim::dp, CollectiveKind::all_gather);
+    const Tally end_gather = tally(sp.epilogue, Dim::dp, CollectiveKind::all_gather);
+    if (stage == 3) {
+      EXPECT_DOUBLE_EQ(fwd_gather.bytes, kBf16 * psi);
+      EXPECT_DOUBLE_EQ(bwd_gather.bytes, kBf16 * psi);
+      EXPECT_EQ(step_gather.count + end_gather.count, 0);
+    } else {
+      EXPECT_EQ(fwd_gather.count + bwd_gather.count, 0) << "ZeRO-" << stage;
+      EXPECT_DOUBLE_EQ(step_gather.bytes + end_gather.bytes, stage == 0 ? 0 : kBf16 * psi) << "ZeRO-" << stage;
+    }
+  }
+}
+
+TEST(ProgramBuilder, PipelineSendsOneActivationEachWay) {
+  // pp = 2, tp = 2: per micro-batch stage 0 sends its output activation forward and
+  // receives its gradient backward; stage 1 the mirror image. With Megatron's
+  // scatter/gather (SC'21 §4.1) each TP rank sends 1/t of b·s·h·2 = 131,072 bytes and
+  // the receiving TP group all-gathers the whole 262,144-byte activation.
+  const Built b = build(yaml(4, 4, 4, "  tensor_parallel: 2\n  pipeline_parallel: 2"));
+  auto count = [](const std::vector<Instr>& v, InstrKind k, double& bytes) {
+    int n = 0;
+    for (const Instr& in : v)
+      if (in.kind == k && in.dim == Dim::pp && in.coll == CollectiveKind::send_recv) ++n, bytes = in.bytes;
+    return n;
+  };
+  for (int stage = 0; stage < 2; ++stage) {
+    const auto f = phase(b.p.stages[stage], false), bw = phase(b.p.stages[stage], true);
+    double bytes = 0;
+    EXPECT_EQ(count(f, InstrKind::send, bytes), stage == 0 ? 1 : 0) << stage;
+    EXPECT_EQ(count(f, InstrKind::recv, bytes), stage == 1 ? 1 : 0) << stage;
+    EXPECT_EQ(count(bw, InstrKind::send, bytes), stage == 1 ? 1 : 0) << stage;
+    EXPECT_EQ(count(bw, InstrKind::recv, bytes), stage == 0 ? 1 : 0) << stage;
+    EXPECT_DOUBLE_EQ(bytes, kHidden / 2) << stage;
+    // The receiver's TP all-gather of the scattered message.
+    const auto& received = stage == 1 ? f : bw;
+    const Tally ag = tally(received, Dim::tp, CollectiveKind::all_gather);
+    EXPECT_EQ(ag.count, 1) << stage;
+    EXPECT_DOUBLE_EQ(ag.bytes, kHidden) << stage;
+  }
+}
+
+}  // namespace
+}  // namespace ptsim::sim
