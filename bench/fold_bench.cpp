@@ -40,6 +40,12 @@ void BM_Gpt3_1T_16k(benchmark::State& state) {
   state.counters["peak_rss_GiB"] = peak_rss_bytes() / (1024.0 * 1024.0 * 1024.0);
 }
 // Folded first, so the peak RSS counter of the folded run is not the full run's.
-BENCHMARK(BM_Gpt3_1T_16k)->Arg(1)->Arg(0)->ArgNames({"folded"})->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
+BENCHMARK(BM_Gpt3_1T_16k)
+    ->Arg(1)
+    ->Arg(0)
+    ->ArgNames({"folded"})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->UseRealTime();
 
 }  // namespace

@@ -3,8 +3,8 @@
 //   build/network_bench --benchmark_filter=. --benchmark_min_time=1x
 #include <benchmark/benchmark.h>
 
-#include "sim/io/scenario_file.h"
 #include "sim/core/simulate.h"
+#include "sim/io/scenario_file.h"
 
 namespace {
 

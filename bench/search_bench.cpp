@@ -5,8 +5,8 @@
 #include <benchmark/benchmark.h>
 
 #include "ptsim/config.h"
-#include "sim/tools/search.h"
 #include "sim/io/scenario_file.h"
+#include "sim/tools/search.h"
 
 namespace {
 

@@ -29,7 +29,8 @@ void say(std::ostream* os, const std::string& line) {
 }
 
 std::string rate(double value, double peak, const char* unit, double scale) {
-  if (peak > 0) return fmt::format("{:.3g} {} (roofline {:.3g}, {:.0f}%)", value / scale, unit, peak / scale, 100 * value / peak);
+  if (peak > 0)
+    return fmt::format("{:.3g} {} (roofline {:.3g}, {:.0f}%)", value / scale, unit, peak / scale, 100 * value / peak);
   return fmt::format("{:.3g} {}", value / scale, unit);
 }
 
@@ -44,8 +45,10 @@ std::string slug(const std::string& text) {
   std::string s;
   for (char ch : text) {
     const unsigned char c = static_cast<unsigned char>(ch);
-    if (std::isalnum(c)) s += static_cast<char>(std::tolower(c));
-    else if (!s.empty() && s.back() != '-') s += '-';
+    if (std::isalnum(c))
+      s += static_cast<char>(std::tolower(c));
+    else if (!s.empty() && s.back() != '-')
+      s += '-';
   }
   while (!s.empty() && s.back() == '-') s.pop_back();
   return s.empty() ? "device" : s;
@@ -83,18 +86,19 @@ hw::CostTable calibrate(Backend& backend, const Sweep& sweep, const std::string&
                                             a.causal ? " causal" : "");
         const auto r = backend.attention(a, dtype, impl);
         if (!r) {
-          say(progress, fmt::format("[attention {}/{}] {} {} {}: not supported, skipped", i, n_att, impl, dtype, shape_text));
+          say(progress,
+              fmt::format("[attention {}/{}] {} {} {}: not supported, skipped", i, n_att, impl, dtype, shape_text));
           continue;
         }
         t.attention.push_back({a, dtype, impl, r->fwd_seconds, r->bwd_seconds});
-        say(progress,
-            fmt::format("[attention {}/{}] {} {} {}  fwd {} {}{}", i, n_att, impl, dtype, shape_text,
-                        format_seconds(r->fwd_seconds),
-                        rate(hw::attention_flops(a, false) / r->fwd_seconds, backend.peak_flops(dtype), "TFLOP/s", 1e12),
-                        r->bwd_seconds ? fmt::format("  bwd {} {}", format_seconds(*r->bwd_seconds),
-                                                     rate(hw::attention_flops(a, true) / *r->bwd_seconds,
-                                                          backend.peak_flops(dtype), "TFLOP/s", 1e12))
-                                       : std::string()));
+        say(progress, fmt::format("[attention {}/{}] {} {} {}  fwd {} {}{}", i, n_att, impl, dtype, shape_text,
+                                  format_seconds(r->fwd_seconds),
+                                  rate(hw::attention_flops(a, false) / r->fwd_seconds, backend.peak_flops(dtype),
+                                       "TFLOP/s", 1e12),
+                                  r->bwd_seconds ? fmt::format("  bwd {} {}", format_seconds(*r->bwd_seconds),
+                                                               rate(hw::attention_flops(a, true) / *r->bwd_seconds,
+                                                                    backend.peak_flops(dtype), "TFLOP/s", 1e12))
+                                                 : std::string()));
       }
 
   i = 0;
@@ -130,7 +134,8 @@ hw::CostTable calibrate(Backend& backend, const Sweep& sweep, const std::string&
     say(progress, fmt::format("[fit] gemm {}: overhead {}, {:.3g} TFLOP/s at full waves", f.dtype,
                               format_seconds(f.overhead_s), 1e-12 / f.seconds_per_flop));
   for (const auto& f : t.attention_fits)
-    say(progress, fmt::format("[fit] attention {} {}: fwd {:.3g} TFLOP/s", f.impl, f.dtype, 1e-12 / f.fwd_seconds_per_flop));
+    say(progress,
+        fmt::format("[fit] attention {} {}: fwd {:.3g} TFLOP/s", f.impl, f.dtype, 1e-12 / f.fwd_seconds_per_flop));
   if (t.membw_fit)
     say(progress, fmt::format("[fit] membw: latency {}, {}", format_seconds(t.membw_fit->latency_s),
                               format_bandwidth(t.membw_fit->bandwidth_bytes_per_s)));
@@ -144,8 +149,9 @@ int run_calibrate(const CalibrateOptions& o) {
   namespace fs = std::filesystem;
   try {
     if (o.timing.repeats < 1 || o.timing.warmup < 0)
-      return fail(o.errors, 2, fmt::format("ptsim calibrate: --repeats must be >= 1 and --warmup >= 0 (got {} and {})",
-                                           o.timing.repeats, o.timing.warmup));
+      return fail(o.errors, 2,
+                  fmt::format("ptsim calibrate: --repeats must be >= 1 and --warmup >= 0 (got {} and {})",
+                              o.timing.repeats, o.timing.warmup));
     auto name_for = [&](const std::string& path) { return o.name.empty() ? fs::path(path).stem().string() : o.name; };
 
     if (!o.import_nccl_tests.empty()) {
@@ -193,8 +199,7 @@ int run_calibrate(const CalibrateOptions& o) {
     }
     const auto device = backend->device();
     const std::string out =
-        !o.out.empty() ? o.out
-                       : fmt::format("calibration/tables/{}{}.yaml", o.cpu ? "cpu-" : "", slug(device.name));
+        !o.out.empty() ? o.out : fmt::format("calibration/tables/{}{}.yaml", o.cpu ? "cpu-" : "", slug(device.name));
     const auto table = calibrate(*backend, sweep, name_for(out), o.progress);
     hw::save_cost_table(table, out);
     say(o.progress, fmt::format("wrote {}", out));

@@ -64,25 +64,31 @@ class CpuBackend final : public Backend {
 
   std::optional<AttentionTiming> attention(const hw::AttentionShape& s, const std::string& dtype,
                                            const std::string& impl) override {
-    if (dtype != "fp32") throw std::invalid_argument(fmt::format("cpu backend: unsupported attention dtype '{}'", dtype));
+    if (dtype != "fp32")
+      throw std::invalid_argument(fmt::format("cpu backend: unsupported attention dtype '{}'", dtype));
     const kernels::AttentionDims d{s.batch_heads, s.seq_q, s.seq_kv, s.head_dim, s.causal, 0};
     const auto q = filled(d.q_elements(), 3), k = filled(d.kv_elements(), 4), v = filled(d.kv_elements(), 5),
                d_o = filled(d.q_elements(), 6);
     std::vector<float> o(d.q_elements()), lse(d.batch_heads * d.seq_q), dq(o.size()), dk(k.size()), dv(v.size());
     const bool flash = impl == "flash";
-    if (!flash && impl != "naive") throw std::invalid_argument(fmt::format("cpu backend: unknown attention impl '{}'", impl));
+    if (!flash && impl != "naive")
+      throw std::invalid_argument(fmt::format("cpu backend: unknown attention impl '{}'", impl));
     AttentionTiming t;
     t.fwd_seconds = kernels::time_cpu(
                         [&] {
-                          if (flash) kernels::flash_attention_forward_cpu(d, q, k, v, o, lse);
-                          else kernels::naive_attention_forward(d, q, k, v, o, lse);
+                          if (flash)
+                            kernels::flash_attention_forward_cpu(d, q, k, v, o, lse);
+                          else
+                            kernels::naive_attention_forward(d, q, k, v, o, lse);
                         },
                         timing_.warmup, timing_.repeats)
                         .median_s;
     t.bwd_seconds = kernels::time_cpu(
                         [&] {
-                          if (flash) kernels::flash_attention_backward_cpu(d, q, k, v, o, lse, d_o, dq, dk, dv);
-                          else kernels::naive_attention_backward(d, q, k, v, o, d_o, dq, dk, dv);
+                          if (flash)
+                            kernels::flash_attention_backward_cpu(d, q, k, v, o, lse, d_o, dq, dk, dv);
+                          else
+                            kernels::naive_attention_backward(d, q, k, v, o, d_o, dq, dk, dv);
                         },
                         timing_.warmup, timing_.repeats)
                         .median_s;

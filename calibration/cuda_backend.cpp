@@ -24,7 +24,7 @@ class CudaBackend final : public Backend {
 
   std::string name() const override { return "cuda"; }
   hw::DeviceInfo device() const override {
-    return {props_.name,           props_.sm_count,       props_.sm_clock_mhz,  props_.memory_clock_mhz,
+    return {props_.name,           props_.sm_count,        props_.sm_clock_mhz, props_.memory_clock_mhz,
             props_.driver_version, props_.runtime_version, props_.nccl_version, props_.cudnn_version};
   }
   std::vector<std::string> gemm_dtypes() const override {
@@ -56,7 +56,8 @@ class CudaBackend final : public Backend {
       // cuDNN's heuristics can reject a graph on a given GPU/cuDNN version; say why, then the
       // sweep skips the point.
       if (impl == "cudnn")
-        fmt::print(stderr, "cudnn attention skipped: {}\n", kernels::cuda::cudnn_attention_unsupported_reason(d, dtype));
+        fmt::print(stderr, "cudnn attention skipped: {}\n",
+                   kernels::cuda::cudnn_attention_unsupported_reason(d, dtype));
       return std::nullopt;
     }
     AttentionTiming t{fwd->median_s, std::nullopt};
@@ -91,7 +92,8 @@ extern "C" __attribute__((visibility("default"))) ptsim::calibration::Backend* p
   using namespace ptsim::calibration;
   auto say = [&](const std::string& text) { std::snprintf(why, why_size, "%s", text.c_str()); };
   if (abi != kCudaModuleAbi) {
-    say(fmt::format("module ABI {} but ptsim expects {}: rebuild ptsim and its CUDA module together", kCudaModuleAbi, abi));
+    say(fmt::format("module ABI {} but ptsim expects {}: rebuild ptsim and its CUDA module together", kCudaModuleAbi,
+                    abi));
     return nullptr;
   }
   try {

@@ -1,7 +1,7 @@
 #include "calibration/fit.h"
 
-#include <Eigen/Dense>
 #include <fmt/format.h>
+#include <Eigen/Dense>
 
 #include <algorithm>
 #include <cmath>
@@ -18,8 +18,11 @@ std::vector<double> nonnegative_relative_least_squares(const std::vector<std::ve
     throw std::invalid_argument(fmt::format("least squares: {} rows of X but {} times", x.size(), t.size()));
   const auto cols = x.front().size();
   for (std::size_t i = 0; i < x.size(); ++i) {
-    if (x[i].size() != cols) throw std::invalid_argument(fmt::format("least squares: row {} has {} columns, expected {}", i, x[i].size(), cols));
-    if (!(t[i] > 0) || !std::isfinite(t[i])) throw std::invalid_argument(fmt::format("least squares: time {} at row {} is not positive", t[i], i));
+    if (x[i].size() != cols)
+      throw std::invalid_argument(
+          fmt::format("least squares: row {} has {} columns, expected {}", i, x[i].size(), cols));
+    if (!(t[i] > 0) || !std::isfinite(t[i]))
+      throw std::invalid_argument(fmt::format("least squares: time {} at row {} is not positive", t[i], i));
   }
   std::vector<bool> active(cols, true);
   std::vector<double> c(cols, 0.0);
@@ -134,7 +137,8 @@ hw::CollectiveFit fit_collective(const std::vector<hw::CollectivePoint>& points,
       x.push_back({1.0, p.bytes});
       t.push_back(p.seconds);
     }
-  if (x.empty()) throw std::invalid_argument(fmt::format("fit_collective: no points for {} ranks={} {}", op, ranks, algorithm));
+  if (x.empty())
+    throw std::invalid_argument(fmt::format("fit_collective: no points for {} ranks={} {}", op, ranks, algorithm));
   auto c = nonnegative_relative_least_squares(x, t);
   return {op, ranks, algorithm, c[0], c[1]};
 }
@@ -156,7 +160,8 @@ void fit_table(hw::CostTable& table, int gemm_tile, int sm_count) {
   table.collective_fits.clear();
   std::set<std::tuple<std::string, int, std::string>> cgroups;
   for (const auto& p : table.collectives) cgroups.insert({p.op, p.ranks, p.algorithm});
-  for (const auto& [op, ranks, alg] : cgroups) table.collective_fits.push_back(fit_collective(table.collectives, op, ranks, alg));
+  for (const auto& [op, ranks, alg] : cgroups)
+    table.collective_fits.push_back(fit_collective(table.collectives, op, ranks, alg));
 }
 
 }  // namespace ptsim::calibration

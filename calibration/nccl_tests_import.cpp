@@ -86,20 +86,23 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& source
     const std::size_t time_col = tok.size() >= 13 ? 5 : 4;
     double time_us = 0;
     if (!parse_double(tok[time_col], time_us) || !(time_us > 0))
-      throw std::invalid_argument(fmt::format("{}:{}: cannot read the out-of-place time '{}' (us)", source, line_no,
-                                              tok[time_col]));
+      throw std::invalid_argument(
+          fmt::format("{}:{}: cannot read the out-of-place time '{}' (us)", source, line_no, tok[time_col]));
     if (size <= 0) continue;  // 0-byte rows carry no bandwidth information
     log.points.push_back({"", 0, "nccl", static_cast<double>(size), time_us * 1e-6});
   }
   if (log.op.empty()) log.op = nccl_tests_op_name(std::filesystem::path(source).filename().string());
   if (log.op.empty())
-    throw std::invalid_argument(fmt::format("{}: cannot tell which collective this is: no '# Collective test "
-                                            "starting:' line and the file name names none (e.g. all_reduce_perf.log)",
-                                            source));
+    throw std::invalid_argument(
+        fmt::format("{}: cannot tell which collective this is: no '# Collective test "
+                    "starting:' line and the file name names none (e.g. all_reduce_perf.log)",
+                    source));
   log.ranks = rank_lines > 0 ? rank_lines : ngpus * nthreads;
   if (log.ranks <= 0)
-    throw std::invalid_argument(fmt::format("{}: no '#  Rank' or '# nThread .. nGpus ..' header lines: rank count unknown", source));
-  if (log.points.empty()) throw std::invalid_argument(fmt::format("{}: no data rows (size count type ... time)", source));
+    throw std::invalid_argument(
+        fmt::format("{}: no '#  Rank' or '# nThread .. nGpus ..' header lines: rank count unknown", source));
+  if (log.points.empty())
+    throw std::invalid_argument(fmt::format("{}: no data rows (size count type ... time)", source));
   for (auto& p : log.points) {
     p.op = log.op;
     p.ranks = log.ranks;

@@ -11,8 +11,8 @@ namespace ptsim::calibration {
 std::vector<GemmShape> transformer_gemm_shapes(std::int64_t hidden, std::int64_t ffn_hidden, std::int64_t vocab,
                                                std::int64_t tokens) {
   if (hidden <= 0 || ffn_hidden <= 0 || vocab <= 0 || tokens <= 0)
-    throw std::invalid_argument(fmt::format("transformer_gemm_shapes: bad sizes h={} ffn={} vocab={} tokens={}",
-                                            hidden, ffn_hidden, vocab, tokens));
+    throw std::invalid_argument(fmt::format("transformer_gemm_shapes: bad sizes h={} ffn={} vocab={} tokens={}", hidden,
+                                            ffn_hidden, vocab, tokens));
   struct Linear {
     const char* name;
     std::int64_t in, out;
@@ -30,9 +30,9 @@ std::vector<GemmShape> transformer_gemm_shapes(std::int64_t hidden, std::int64_t
   };
   for (const auto& l : layers) {
     const auto tag = fmt::format("h={} tokens={} {}", hidden, tokens, l.name);
-    add(tokens, l.out, l.in, tag + " fwd");     // Y[tokens×out] = X[tokens×in]·W[in×out]
-    add(tokens, l.in, l.out, tag + " dgrad");   // dX[tokens×in] = dY[tokens×out]·Wᵀ
-    add(l.in, l.out, tokens, tag + " wgrad");   // dW[in×out] = Xᵀ[in×tokens]·dY
+    add(tokens, l.out, l.in, tag + " fwd");    // Y[tokens×out] = X[tokens×in]·W[in×out]
+    add(tokens, l.in, l.out, tag + " dgrad");  // dX[tokens×in] = dY[tokens×out]·Wᵀ
+    add(l.in, l.out, tokens, tag + " wgrad");  // dW[in×out] = Xᵀ[in×tokens]·dY
   }
   return out;
 }
@@ -51,17 +51,17 @@ Sweep gpu_sweep(bool quick) {
   Sweep s;
   // Hidden sizes of GPT-3 1.3B … 175B-class layers divided by typical tensor parallelism;
   // tokens = micro-batch × sequence length.
-  const std::vector<std::int64_t> hiddens = quick ? std::vector<std::int64_t>{2048, 8192}
-                                                  : std::vector<std::int64_t>{1024, 2048, 4096, 8192, 12288};
-  const std::vector<std::int64_t> tokens = quick ? std::vector<std::int64_t>{4096}
-                                                 : std::vector<std::int64_t>{2048, 4096, 8192, 16384};
+  const std::vector<std::int64_t> hiddens =
+      quick ? std::vector<std::int64_t>{2048, 8192} : std::vector<std::int64_t>{1024, 2048, 4096, 8192, 12288};
+  const std::vector<std::int64_t> tokens =
+      quick ? std::vector<std::int64_t>{4096} : std::vector<std::int64_t>{2048, 4096, 8192, 16384};
   for (auto h : hiddens)
     for (auto t : tokens)
       for (auto& g : transformer_gemm_shapes(h, 4 * h, 32768, t)) s.gemm.push_back(g);
 
   const std::vector<std::int64_t> bhs = quick ? std::vector<std::int64_t>{32} : std::vector<std::int64_t>{16, 64};
-  const std::vector<std::int64_t> seqs = quick ? std::vector<std::int64_t>{512, 2048}
-                                               : std::vector<std::int64_t>{512, 1024, 2048, 4096, 8192};
+  const std::vector<std::int64_t> seqs =
+      quick ? std::vector<std::int64_t>{512, 2048} : std::vector<std::int64_t>{512, 1024, 2048, 4096, 8192};
   for (auto bh : bhs)
     for (auto seq : seqs)
       for (std::int64_t d : {64, 128})
@@ -74,14 +74,14 @@ Sweep gpu_sweep(bool quick) {
 
 Sweep cpu_sweep(bool quick) {
   Sweep s;
-  const std::vector<std::int64_t> hiddens = quick ? std::vector<std::int64_t>{32, 64}
-                                                  : std::vector<std::int64_t>{64, 128, 256};
+  const std::vector<std::int64_t> hiddens =
+      quick ? std::vector<std::int64_t>{32, 64} : std::vector<std::int64_t>{64, 128, 256};
   const std::vector<std::int64_t> tokens = quick ? std::vector<std::int64_t>{64} : std::vector<std::int64_t>{128, 512};
   for (auto h : hiddens)
     for (auto t : tokens)
       for (auto& g : transformer_gemm_shapes(h, 4 * h, quick ? 256 : 1024, t)) s.gemm.push_back(g);
-  const std::vector<std::int64_t> seqs = quick ? std::vector<std::int64_t>{32, 64}
-                                               : std::vector<std::int64_t>{64, 128, 256};
+  const std::vector<std::int64_t> seqs =
+      quick ? std::vector<std::int64_t>{32, 64} : std::vector<std::int64_t>{64, 128, 256};
   for (std::int64_t bh : quick ? std::vector<std::int64_t>{2} : std::vector<std::int64_t>{2, 4})
     for (auto seq : seqs)
       for (bool causal : {false, true}) s.attention.push_back({bh, seq, seq, quick ? 16 : 64, causal});

@@ -19,8 +19,8 @@ namespace {
 namespace fs = std::filesystem;
 
 [[noreturn]] void fail(const std::string& path, std::string_view what, int err) {
-  throw InputError(path, "", fmt::format("cannot write the output: {}{}{}", what, what.empty() ? "" : ": ",
-                                         std::strerror(err)));
+  throw InputError(path, "",
+                   fmt::format("cannot write the output: {}{}{}", what, what.empty() ? "" : ": ", std::strerror(err)));
 }
 
 // The file a path finally names: symlinks followed (up to the kernel's limit of 40 links),

@@ -1,7 +1,7 @@
 #include "hw/compute_cost.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 #include <stdexcept>
 
 namespace ptsim::hw {

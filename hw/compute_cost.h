@@ -19,8 +19,8 @@ enum class KernelClass { gemm, attention, memory };
 struct KernelDesc {
   KernelClass cls = KernelClass::memory;
   Flops flops = 0;
-  Bytes bytes = 0;            // HBM bytes read + written
-  std::string dtype = "bf16"; // math precision: fp32 | tf32 | fp16 | bf16 | fp8
+  Bytes bytes = 0;             // HBM bytes read + written
+  std::string dtype = "bf16";  // math precision: fp32 | tf32 | fp16 | bf16 | fp8
   bool backward = false;
   // GEMM shape (cls == gemm): count × (m×k · k×n)
   std::int64_t m = 0, n = 0, k = 0;

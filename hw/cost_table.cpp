@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -19,7 +20,6 @@
 #include <stdexcept>
 #include <tuple>
 #include <type_traits>
-#include <unistd.h>
 
 namespace ptsim::hw {
 namespace {
@@ -53,8 +53,7 @@ std::optional<double> interpolate_loglog(std::vector<std::pair<double, double>> 
   constexpr double kEps = 1e-12;
   if (lx < pts.front().first - kEps || lx > pts.back().first + kEps) return std::nullopt;
   if (pts.size() == 1) return std::exp(pts.front().second);
-  auto hi = std::lower_bound(pts.begin(), pts.end(), lx,
-                             [](const auto& p, double v) { return p.first < v; });
+  auto hi = std::lower_bound(pts.begin(), pts.end(), lx, [](const auto& p, double v) { return p.first < v; });
   if (hi == pts.end()) return std::exp(pts.back().second);
   if (hi == pts.begin()) return std::exp(hi->second);
   auto lo = std::prev(hi);
@@ -71,8 +70,7 @@ struct LogResidual {
 
 // Inverse-distance-weighted (Shepard, power 2) log-ratio at `query` when it lies inside the
 // bounding box of the points in log space; nullopt outside. Exact at a measured point.
-std::optional<double> interpolate_residual(const std::vector<LogResidual>& pts,
-                                           const std::vector<double>& query) {
+std::optional<double> interpolate_residual(const std::vector<LogResidual>& pts, const std::vector<double>& query) {
   if (pts.empty()) return std::nullopt;
   constexpr double kEps = 1e-9;
   for (std::size_t d = 0; d < query.size(); ++d) {
@@ -123,7 +121,7 @@ struct Field {
 
   template <class Row>
   static auto& in(Row& row) {
-    return (row .* ... .* Path);
+    return (row.*....*Path);
   }
 };
 
@@ -245,20 +243,22 @@ template <class Row, class Fields>
 Row read_row(const StrictReader& r, const YAML::Node& n, const std::string& path, const Fields& fields) {
   r.check_keys(n, path, keys_of(fields));
   Row row;
-  std::apply([&](const auto&... f) {
-    auto read = [&](const auto& field) {
-      auto& value = field.in(row);
-      using T = std::decay_t<decltype(value)>;
-      const YAML::Node v = n[field.key];
-      if (!v && (!field.required || std::is_same_v<T, std::optional<double>>)) {
-        if constexpr (std::is_same_v<T, std::string>)
-          if (field.fallback) value = field.fallback;
-        return;
-      }
-      read_value(r, v, key_path(path, field.key), field.check, value);
-    };
-    (read(f), ...);
-  }, fields);
+  std::apply(
+      [&](const auto&... f) {
+        auto read = [&](const auto& field) {
+          auto& value = field.in(row);
+          using T = std::decay_t<decltype(value)>;
+          const YAML::Node v = n[field.key];
+          if (!v && (!field.required || std::is_same_v<T, std::optional<double>>)) {
+            if constexpr (std::is_same_v<T, std::string>)
+              if (field.fallback) value = field.fallback;
+            return;
+          }
+          read_value(r, v, key_path(path, field.key), field.check, value);
+        };
+        (read(f), ...);
+      },
+      fields);
   if constexpr (std::is_same_v<Row, AttentionFit>)
     if (row.bwd_overhead_s.has_value() != row.bwd_seconds_per_flop.has_value())
       r.fail(key_path(path, row.bwd_overhead_s ? "bwd_seconds_per_flop" : "bwd_overhead_s"), "missing");
@@ -284,21 +284,23 @@ void read_rows(const StrictReader& r, const YAML::Node& n, const std::string& pa
 
 template <class Row, class Fields>
 void write_row(YAML::Emitter& out, const Row& row, const Fields& fields) {
-  std::apply([&](const auto&... f) {
-    auto write = [&](const auto& field) {
-      const auto& value = field.in(row);
-      if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::optional<double>>) {
-        if (value) out << YAML::Key << field.key << YAML::Value << *value;
-      } else if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::string>) {
-        out << YAML::Key << field.key << YAML::Value;
-        if (field.quoted) out << YAML::DoubleQuoted;
-        out << value;
-      } else {
-        out << YAML::Key << field.key << YAML::Value << value;
-      }
-    };
-    (write(f), ...);
-  }, fields);
+  std::apply(
+      [&](const auto&... f) {
+        auto write = [&](const auto& field) {
+          const auto& value = field.in(row);
+          if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::optional<double>>) {
+            if (value) out << YAML::Key << field.key << YAML::Value << *value;
+          } else if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::string>) {
+            out << YAML::Key << field.key << YAML::Value;
+            if (field.quoted) out << YAML::DoubleQuoted;
+            out << value;
+          } else {
+            out << YAML::Key << field.key << YAML::Value << value;
+          }
+        };
+        (write(f), ...);
+      },
+      fields);
 }
 
 template <class Row, class Fields>
@@ -338,16 +340,16 @@ bool is_valid_dtype(std::string_view dtype) {
 Flops attention_flops(const AttentionShape& s, bool backward) {
   // Dao 2023 (FlashAttention-2), §4.1: forward FLOPs = 4·seqlen²·head_dim·heads (per batch),
   // halved with the causal mask; backward = 2.5 × forward.
-  double f = 4.0 * static_cast<double>(s.batch_heads) * static_cast<double>(s.seq_q) *
-             static_cast<double>(s.seq_kv) * static_cast<double>(s.head_dim);
+  double f = 4.0 * static_cast<double>(s.batch_heads) * static_cast<double>(s.seq_q) * static_cast<double>(s.seq_kv) *
+             static_cast<double>(s.head_dim);
   if (s.causal) f *= 0.5;
   return backward ? 2.5 * f : f;
 }
 
 double wave_efficiency(std::int64_t m, std::int64_t n, int tile_m, int tile_n, int sm_count) {
   if (m <= 0 || n <= 0 || tile_m <= 0 || tile_n <= 0 || sm_count <= 0)
-    throw std::invalid_argument(fmt::format("wave_efficiency: bad arguments m={} n={} tile={}x{} sms={}", m, n,
-                                            tile_m, tile_n, sm_count));
+    throw std::invalid_argument(
+        fmt::format("wave_efficiency: bad arguments m={} n={} tile={}x{} sms={}", m, n, tile_m, tile_n, sm_count));
   const double tiles = static_cast<double>((m + tile_m - 1) / tile_m) * static_cast<double>((n + tile_n - 1) / tile_n);
   const double waves = std::ceil(tiles / sm_count);
   return tiles / (waves * sm_count);
@@ -355,8 +357,8 @@ double wave_efficiency(std::int64_t m, std::int64_t n, int tile_m, int tile_n, i
 
 Seconds GemmFit::predict(std::int64_t m, std::int64_t n, std::int64_t k) const {
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  const double bytes = (static_cast<double>(m) * k + static_cast<double>(k) * n + static_cast<double>(m) * n) *
-                       dtype_bytes(dtype);
+  const double bytes =
+      (static_cast<double>(m) * k + static_cast<double>(k) * n + static_cast<double>(m) * n) * dtype_bytes(dtype);
   return overhead_s + seconds_per_flop * flops / wave_efficiency(m, n, tile_m, tile_n, sm_count) +
          seconds_per_byte * bytes;
 }
@@ -420,9 +422,9 @@ std::optional<AttentionEstimate> CostTable::fastest_attention(const AttentionSha
       const std::optional<double> t = backward ? p.bwd_seconds : std::optional<double>(p.fwd_seconds);
       const auto b = base(p.shape);
       if (!t || !b) continue;
-      pts.push_back({{std::log(double(p.shape.batch_heads)), std::log(double(p.shape.seq_q)),
-                      std::log(double(p.shape.seq_kv))},
-                     std::log(*t / *b)});
+      pts.push_back(
+          {{std::log(double(p.shape.batch_heads)), std::log(double(p.shape.seq_q)), std::log(double(p.shape.seq_kv))},
+           std::log(*t / *b)});
     }
     std::optional<double> t;
     if (auto r = interpolate_residual(pts, {std::log(double(shape.batch_heads)), std::log(double(shape.seq_q)),
@@ -535,7 +537,8 @@ std::string cost_table_to_yaml(const CostTable& t) {
     out << YAML::EndMap;
   });
   out << YAML::EndMap;
-  if (!out.good()) throw std::runtime_error(fmt::format("cost table '{}': YAML emitter error: {}", t.name, out.GetLastError()));
+  if (!out.good())
+    throw std::runtime_error(fmt::format("cost table '{}': YAML emitter error: {}", t.name, out.GetLastError()));
   return std::string(out.c_str()) + "\n";
 }
 

@@ -98,7 +98,7 @@ struct MembwPoint {
 };
 
 struct CollectivePoint {
-  std::string op;         // all-reduce | all-gather | reduce-scatter | all-to-all | send-recv | broadcast | reduce
+  std::string op;  // all-reduce | all-gather | reduce-scatter | all-to-all | send-recv | broadcast | reduce
   int ranks = 0;
   std::string algorithm;  // "nccl" (NCCL's own choice), or ring / tree / ... when forced
   Bytes bytes = 0;        // nccl-tests' `size` convention, see the file comment
@@ -171,14 +171,12 @@ struct CostTable {
 
   // Seconds for C[m×n] = A[m×k]·B[k×n] in `dtype`; nullopt when the table has neither
   // points nor a fit for that dtype.
-  std::optional<Seconds> gemm_seconds(std::int64_t m, std::int64_t n, std::int64_t k,
-                                      std::string_view dtype) const;
+  std::optional<Seconds> gemm_seconds(std::int64_t m, std::int64_t n, std::int64_t k, std::string_view dtype) const;
   // Forward (backward = false) or backward attention time, the fastest implementation
   // measured for this (dtype, head_dim, causal) — what a real training stack would pick.
-  std::optional<Seconds> attention_seconds(const AttentionShape& shape, std::string_view dtype,
-                                           bool backward) const;
-  std::optional<AttentionEstimate> fastest_attention(const AttentionShape& shape,
-                                                     std::string_view dtype, bool backward) const;
+  std::optional<Seconds> attention_seconds(const AttentionShape& shape, std::string_view dtype, bool backward) const;
+  std::optional<AttentionEstimate> fastest_attention(const AttentionShape& shape, std::string_view dtype,
+                                                     bool backward) const;
   // A memory-bound kernel moving `bytes` (read + written).
   std::optional<Seconds> membw_seconds(Bytes bytes) const;
   // Collective over `ranks` ranks with `bytes` in nccl-tests' size convention; the

@@ -51,9 +51,9 @@ class InternalError : public std::logic_error {
 
 // Checks an invariant of ours (never the user's input: that is an InputError with file and
 // key). Throws InternalError naming the condition, the source line and the formatted detail.
-#define PTSIM_CHECK(cond, ...)                                                                           \
-  do {                                                                                                   \
-    if (!(cond))                                                                                         \
-      throw ::ptsim::InternalError(::fmt::format("{}:{}: check '{}' failed: {}", __FILE__, __LINE__, #cond, \
-                                                 ::fmt::format(__VA_ARGS__)));                           \
+#define PTSIM_CHECK(cond, ...)                                                                                   \
+  do {                                                                                                           \
+    if (!(cond))                                                                                                 \
+      throw ::ptsim::InternalError(                                                                              \
+          ::fmt::format("{}:{}: check '{}' failed: {}", __FILE__, __LINE__, #cond, ::fmt::format(__VA_ARGS__))); \
   } while (false)

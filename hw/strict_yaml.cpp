@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <stdexcept>
-#include <cmath>
 
 namespace ptsim::hw {
 namespace {

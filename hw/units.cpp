@@ -1,8 +1,8 @@
 #include "hw/units.h"
 
+#include <fmt/format.h>
 #include <cctype>
 #include <cmath>
-#include <fmt/format.h>
 #include <utility>
 
 namespace ptsim {
@@ -23,7 +23,9 @@ std::pair<double, std::string> split_quantity(std::string_view text, std::string
   while (!unit.empty() && std::isspace(static_cast<unsigned char>(unit.back()))) unit.pop_back();
   if (unit.empty())
     throw UnitError(fmt::format("'{}' has no unit: a {} needs one (e.g. {})", text, what,
-                                what == "size" ? "\"80 GiB\"" : what == "duration" ? "\"2 us\"" : "\"300 GB/s\""));
+                                what == "size"       ? "\"80 GiB\""
+                                : what == "duration" ? "\"2 us\""
+                                                     : "\"300 GB/s\""));
   if (!std::isfinite(value) || value < 0)
     throw UnitError(fmt::format("'{}' must be a finite, non-negative {}", text, what));
   return {value, unit};
@@ -106,8 +108,6 @@ std::string format_seconds(Seconds s) {
   return fmt::format("{:.0f} ns", s * 1e9);
 }
 
-std::string format_bandwidth(BytesPerSecond bw) {
-  return fmt::format("{:.1f} GB/s", bw / kGB);
-}
+std::string format_bandwidth(BytesPerSecond bw) { return fmt::format("{:.1f} GB/s", bw / kGB); }
 
 }  // namespace ptsim

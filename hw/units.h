@@ -24,9 +24,7 @@ inline constexpr Tick to_ticks(Seconds s) {
   // Round to nearest; durations are never negative.
   return static_cast<Tick>(s * static_cast<double>(kTicksPerSecond) + 0.5);
 }
-inline constexpr Seconds to_seconds(Tick t) {
-  return static_cast<double>(t) / static_cast<double>(kTicksPerSecond);
-}
+inline constexpr Seconds to_seconds(Tick t) { return static_cast<double>(t) / static_cast<double>(kTicksPerSecond); }
 
 inline constexpr double kKiB = 1024.0, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
 inline constexpr double kGB = 1e9, kTB = 1e12;

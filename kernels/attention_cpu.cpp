@@ -27,8 +27,8 @@ double dot(const float* a, const float* b, std::int64_t n) {
   return s;
 }
 
-void check_forward(const AttentionDims& d, std::span<const float> q, std::span<const float> k,
-                   std::span<const float> v, std::span<float> o, std::span<float> lse) {
+void check_forward(const AttentionDims& d, std::span<const float> q, std::span<const float> k, std::span<const float> v,
+                   std::span<float> o, std::span<float> lse) {
   d.validate();
   check_size(q, d.q_elements(), "Q");
   check_size(k, d.kv_elements(), "K");
@@ -38,8 +38,8 @@ void check_forward(const AttentionDims& d, std::span<const float> q, std::span<c
 }
 
 void check_backward(const AttentionDims& d, std::span<const float> q, std::span<const float> k,
-                    std::span<const float> v, std::span<const float> o, std::span<const float> d_o,
-                    std::span<float> dq, std::span<float> dk, std::span<float> dv) {
+                    std::span<const float> v, std::span<const float> o, std::span<const float> d_o, std::span<float> dq,
+                    std::span<float> dk, std::span<float> dv) {
   d.validate();
   check_size(q, d.q_elements(), "Q");
   check_size(k, d.kv_elements(), "K");
@@ -59,13 +59,15 @@ float AttentionDims::softmax_scale() const {
 
 void AttentionDims::validate() const {
   if (batch_heads <= 0 || seq_q <= 0 || seq_kv <= 0 || head_dim <= 0)
-    throw std::invalid_argument(fmt::format("attention: dimensions must be positive, got batch_heads={} seq_q={} "
-                                            "seq_kv={} head_dim={}",
-                                            batch_heads, seq_q, seq_kv, head_dim));
+    throw std::invalid_argument(
+        fmt::format("attention: dimensions must be positive, got batch_heads={} seq_q={} "
+                    "seq_kv={} head_dim={}",
+                    batch_heads, seq_q, seq_kv, head_dim));
   if (causal && seq_q > seq_kv)
-    throw std::invalid_argument(fmt::format("attention: causal needs seq_q <= seq_kv (bottom-right mask), got "
-                                            "seq_q={} seq_kv={}",
-                                            seq_q, seq_kv));
+    throw std::invalid_argument(
+        fmt::format("attention: causal needs seq_q <= seq_kv (bottom-right mask), got "
+                    "seq_q={} seq_kv={}",
+                    seq_q, seq_kv));
   if (!std::isfinite(scale) || scale < 0)
     throw std::invalid_argument(fmt::format("attention: bad softmax scale {}", scale));
 }
@@ -169,7 +171,7 @@ void flash_attention_forward_cpu(const AttentionDims& d, std::span<const float> 
     throw std::invalid_argument(fmt::format("flash attention: bad tiles {}x{}", tiles.q, tiles.kv));
   const double scale = d.softmax_scale();
   const auto D = d.head_dim, Br = tiles.q, Bc = tiles.kv;
-  std::vector<double> s(static_cast<std::size_t>(Br * Bc));  // [Br × Bc] one tile of scores
+  std::vector<double> s(static_cast<std::size_t>(Br * Bc));   // [Br × Bc] one tile of scores
   std::vector<double> acc(static_cast<std::size_t>(Br * D));  // [Br × D] unnormalised output
   std::vector<double> m(static_cast<std::size_t>(Br)), l(static_cast<std::size_t>(Br));  // running max, sum
   for (std::int64_t b = 0; b < d.batch_heads; ++b) {
@@ -182,8 +184,7 @@ void flash_attention_forward_cpu(const AttentionDims& d, std::span<const float> 
       std::fill(m.begin(), m.end(), kNegInf);
       std::fill(l.begin(), l.end(), 0.0);
       // With the causal mask, key tiles past the last row's diagonal are skipped entirely.
-      const std::int64_t kv_end =
-          d.causal ? std::min(d.seq_kv, i0 + br + (d.seq_kv - d.seq_q)) : d.seq_kv;
+      const std::int64_t kv_end = d.causal ? std::min(d.seq_kv, i0 + br + (d.seq_kv - d.seq_q)) : d.seq_kv;
       for (std::int64_t j0 = 0; j0 < kv_end; j0 += Bc) {
         const std::int64_t bc = std::min(Bc, d.seq_kv - j0);
         for (std::int64_t r = 0; r < br; ++r) {
@@ -230,9 +231,9 @@ void flash_attention_backward_cpu(const AttentionDims& d, std::span<const float>
     throw std::invalid_argument(fmt::format("flash attention: bad tiles {}x{}", tiles.q, tiles.kv));
   const double scale = d.softmax_scale();
   const auto D = d.head_dim, Br = tiles.q, Bc = tiles.kv, Sq = d.seq_q, Skv = d.seq_kv;
-  std::vector<double> delta(static_cast<std::size_t>(Sq));  // D_i = rowsum(dO∘O)
-  std::vector<double> p(static_cast<std::size_t>(Br * Bc));  // [Br × Bc] recomputed probabilities
-  std::vector<double> ds(static_cast<std::size_t>(Br * Bc)); // [Br × Bc] score gradients
+  std::vector<double> delta(static_cast<std::size_t>(Sq));    // D_i = rowsum(dO∘O)
+  std::vector<double> p(static_cast<std::size_t>(Br * Bc));   // [Br × Bc] recomputed probabilities
+  std::vector<double> ds(static_cast<std::size_t>(Br * Bc));  // [Br × Bc] score gradients
   std::vector<double> dk_acc(static_cast<std::size_t>(Bc * D)), dv_acc(static_cast<std::size_t>(Bc * D));
   std::vector<double> dq_acc(static_cast<std::size_t>(Sq * D));  // dQ of one head, accumulated over kv tiles
   for (std::int64_t b = 0; b < d.batch_heads; ++b) {

@@ -48,7 +48,8 @@ int device_count() noexcept;
 DeviceProperties device_properties(int device);
 
 // dtype: bf16 | fp16 | fp8 (sm_90 only: e4m3 inputs, bf16 output) | fp32 (TF32 tensor cores).
-TimingStats bench_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std::string& dtype, const BenchConfig& cfg);
+TimingStats bench_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std::string& dtype,
+                       const BenchConfig& cfg);
 CheckResult check_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std::string& dtype);
 
 // impl: "flash" (ours, kernels/cuda/flash_attention_*.cu), "naive" (materialised scores,
@@ -59,8 +60,8 @@ CheckResult check_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std
 // cudnn: backward, built without cuDNN, or no cuDNN engine accepts the graph).
 // check_attention throws std::invalid_argument for a cudnn backward and std::runtime_error
 // (cuDNN's reason) when cuDNN cannot build the graph.
-std::optional<TimingStats> bench_attention(const AttentionDims& dims, const std::string& dtype,
-                                           const std::string& impl, bool backward, const BenchConfig& cfg);
+std::optional<TimingStats> bench_attention(const AttentionDims& dims, const std::string& dtype, const std::string& impl,
+                                           bool backward, const BenchConfig& cfg);
 CheckResult check_attention(const AttentionDims& dims, const std::string& dtype, const std::string& impl,
                             bool backward);
 // Why cuDNN's fused attention cannot run this forward here ("" when it can): builds the

@@ -11,7 +11,7 @@ FlopsPerSecond DeviceProperties::peak_dense(const std::string& dtype) const {
   if (cc_major == 9 && cc_minor == 0) per_clock = 4096;
   double factor = 0;
   if (dtype == "bf16" || dtype == "fp16") factor = 1;
-  if (dtype == "fp32") factor = 0.5;            // TF32 runs at half the 16-bit rate (same sources)
+  if (dtype == "fp32") factor = 0.5;                   // TF32 runs at half the 16-bit rate (same sources)
   if (dtype == "fp8") factor = cc_major >= 9 ? 2 : 0;  // Hopper doubles it for FP8; none on A100
   // sm_clock_mhz is the maximum clock the driver reports: the roofline is an upper bound.
   return per_clock * factor * sm_count * sm_clock_mhz * 1e6;

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <string>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace ptsim::kernels {
@@ -45,7 +45,8 @@ TimingStats time_cpu(Fn&& fn, Before&& before_each, int warmup, int repeats) {
 
 template <typename Fn>
 TimingStats time_cpu(Fn&& fn, int warmup, int repeats) {
-  return time_cpu(std::forward<Fn>(fn), [] {}, warmup, repeats);
+  return time_cpu(
+      std::forward<Fn>(fn), [] {}, warmup, repeats);
 }
 
 }  // namespace ptsim::kernels

@@ -37,13 +37,12 @@ double layer_fwd(const ModelSpec& m, double batch, bool moe_layer) {
   const double d = static_cast<double>(m.head_dim());
   const double qdim = static_cast<double>(m.num_attention_heads) * d;
   const double kvdim = 2.0 * static_cast<double>(m.num_query_groups) * d;
-  double f = 2.0 * n * h * (qdim + kvdim)  // QKV
-             + attention_core_fwd(m, batch)
-             + 2.0 * n * qdim * h;  // output projection
+  double f = 2.0 * n * h * (qdim + kvdim)                          // QKV
+             + attention_core_fwd(m, batch) + 2.0 * n * qdim * h;  // output projection
   if (moe_layer) {
     const MoeSpec& moe = *m.moe;
     const double ffn = static_cast<double>(moe.ffn_hidden_size);
-    f += 2.0 * n * h * static_cast<double>(moe.num_experts);                            // router
+    f += 2.0 * n * h * static_cast<double>(moe.num_experts);                        // router
     f += static_cast<double>(moe.top_k + moe.shared_experts) * mlp_fwd(m, n, ffn);  // experts
   } else {
     f += mlp_fwd(m, n, static_cast<double>(m.ffn_hidden_size));
@@ -75,7 +74,8 @@ double hardware_flops_per_iteration(const ModelSpec& m, std::int64_t global_batc
   double f = model_flops_per_iteration(m, global_batch);
   const double b = static_cast<double>(global_batch);
   switch (r) {
-    case Recompute::none: break;
+    case Recompute::none:
+      break;
     case Recompute::selective:
       // Korthikanti et al. 2022 §5: selective recompute re-runs the attention
       // core (Q·Kᵀ, softmax, dropout, P·V) in backward: 4·B·s²·h per layer.

@@ -21,8 +21,8 @@ void check_stage(const Parallelism& p, int stage) {
 
 bool interleaved(const Parallelism& p) {
   if (p.vpp > 1 && p.schedule != Schedule::interleaved_1f1b) {
-    throw std::invalid_argument(fmt::format("virtual_pipeline_stages = {} needs pipeline_schedule interleaved-1f1b, got {}",
-                                            p.vpp, to_string(p.schedule)));
+    throw std::invalid_argument(fmt::format(
+        "virtual_pipeline_stages = {} needs pipeline_schedule interleaved-1f1b, got {}", p.vpp, to_string(p.schedule)));
   }
   // Megatron-LM runs the interleaved schedule only when virtual stages exist;
   // with vpp = 1 "interleaved-1f1b" is plain 1F1B.
@@ -84,23 +84,24 @@ std::vector<int> layers_per_stage(const ModelSpec& m, const Parallelism& p) {
   if (p.pp < 1) throw std::invalid_argument(fmt::format("pipeline_parallel must be >= 1, got {}", p.pp));
   if (!p.pipeline_layers.empty()) {
     if (static_cast<int>(p.pipeline_layers.size()) != p.pp) {
-      throw std::invalid_argument(fmt::format("pipeline_layers has {} entries, pipeline_parallel is {}",
-                                              p.pipeline_layers.size(), p.pp));
+      throw std::invalid_argument(
+          fmt::format("pipeline_layers has {} entries, pipeline_parallel is {}", p.pipeline_layers.size(), p.pp));
     }
     const int sum = std::accumulate(p.pipeline_layers.begin(), p.pipeline_layers.end(), 0);
     for (int n : p.pipeline_layers) {
       if (n < 1) throw std::invalid_argument(fmt::format("pipeline_layers entry {} must be >= 1", n));
     }
     if (sum != m.num_layers) {
-      throw std::invalid_argument(fmt::format("pipeline_layers sum to {}, model '{}' has {} layers", sum, m.name,
-                                              m.num_layers));
+      throw std::invalid_argument(
+          fmt::format("pipeline_layers sum to {}, model '{}' has {} layers", sum, m.name, m.num_layers));
     }
     return p.pipeline_layers;
   }
   if (m.num_layers % p.pp != 0) {
-    throw std::invalid_argument(fmt::format("num_layers {} of model '{}' is not divisible by pipeline_parallel {}; "
-                                            "give pipeline_layers",
-                                            m.num_layers, m.name, p.pp));
+    throw std::invalid_argument(
+        fmt::format("num_layers {} of model '{}' is not divisible by pipeline_parallel {}; "
+                    "give pipeline_layers",
+                    m.num_layers, m.name, p.pp));
   }
   return std::vector<int>(static_cast<std::size_t>(p.pp), m.num_layers / p.pp);
 }
@@ -113,8 +114,8 @@ LayerRange chunk_layers(const ModelSpec& m, const Parallelism& p, int stage, int
   const std::vector<int> per_stage = layers_per_stage(m, p);
   for (int r = 0; r < p.pp; ++r) {
     if (per_stage[r] % p.vpp != 0) {
-      throw std::invalid_argument(fmt::format("stage {} has {} layers, not divisible by virtual_pipeline_stages {}", r,
-                                              per_stage[r], p.vpp));
+      throw std::invalid_argument(
+          fmt::format("stage {} has {} layers, not divisible by virtual_pipeline_stages {}", r, per_stage[r], p.vpp));
     }
   }
   // Virtual stages in model order: (chunk 0: stages 0..pp−1), (chunk 1: ...), ...

@@ -34,7 +34,9 @@ LocalParams stage_params(const ModelSpec& m, const Parallelism& p, int stage);
 // Global layer indices [first, first + count) of model chunk `chunk` (0..vpp−1)
 // on pipeline stage `stage`. Megatron-LM interleaving: virtual stage
 // chunk·pp + stage holds the next layers_per_stage[stage]/vpp layers.
-struct LayerRange { int first = 0, count = 0; };
+struct LayerRange {
+  int first = 0, count = 0;
+};
 LayerRange chunk_layers(const ModelSpec& m, const Parallelism& p, int stage, int chunk);
 // Model chunk that the k-th forward on a stage runs (Megatron-LM
 // schedules.py get_model_chunk_id: (k / pp) % vpp; 0 without interleaving).

@@ -107,7 +107,6 @@ ModelSpec parse_preset(const Origin& o, const YAML::Node& node) {
   return m;
 }
 
-
 // ------------------------------------------------------- HuggingFace import ---
 
 using Json = nlohmann::json;
@@ -182,8 +181,7 @@ std::vector<ModelSpec> parse_presets_yaml(const std::string& text, const std::st
 
 const std::vector<ModelSpec>& presets() {
   // Parsed once on first use; immutable afterwards (thread-safe static init).
-  static const std::vector<ModelSpec> parsed =
-      parse_presets_yaml(ptsim::embedded::presets_yaml, "models/presets.yaml");
+  static const std::vector<ModelSpec> parsed = parse_presets_yaml(ptsim::embedded::presets_yaml, "models/presets.yaml");
   return parsed;
 }
 
@@ -217,8 +215,7 @@ ModelSpec from_hf_config(const std::string& path) {
   m.hidden_size = hf_int(j, path, {"hidden_size", "n_embd"});
   m.num_layers = static_cast<int>(hf_int(j, path, {"num_hidden_layers", "n_layer"}));
   m.num_attention_heads = static_cast<int>(hf_int(j, path, {"num_attention_heads", "n_head"}));
-  m.num_query_groups =
-      static_cast<int>(hf_opt_int(j, path, {"num_key_value_heads"}).value_or(m.num_attention_heads));
+  m.num_query_groups = static_cast<int>(hf_opt_int(j, path, {"num_key_value_heads"}).value_or(m.num_attention_heads));
   // GPT-2: n_inner = null means 4·n_embd (transformers GPT2MLP).
   m.ffn_hidden_size = hf_opt_int(j, path, {"intermediate_size", "n_inner"}).value_or(4 * m.hidden_size);
   m.vocab_size = hf_int(j, path, {"vocab_size"});
@@ -236,8 +233,7 @@ ModelSpec from_hf_config(const std::string& path) {
              fmt::format("{} differs from hidden_size/num_attention_heads = {}; not supported", *hd, m.head_dim()));
   }
 
-  const std::string act =
-      hf_string(j, path, gpt2 ? "activation_function" : "hidden_act", gpt2 ? "gelu_new" : "silu");
+  const std::string act = hf_string(j, path, gpt2 ? "activation_function" : "hidden_act", gpt2 ? "gelu_new" : "silu");
   if (act == "silu" || act == "swish") {
     m.mlp = Mlp::swiglu;  // Llama-style gated MLP: down(silu(gate(x)) * up(x))
   } else if (act.starts_with("gelu")) {

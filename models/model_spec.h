@@ -31,7 +31,7 @@ struct ModelSpec {
   Mlp mlp = Mlp::gelu;
   Norm norm = Norm::layernorm;
   bool untie_embeddings = false;
-  bool add_bias_linear = true;          // GPT: biases on linear layers; Llama: none
+  bool add_bias_linear = true;              // GPT: biases on linear layers; Llama: none
   bool learned_position_embeddings = true;  // GPT: s×h table; Llama: RoPE (no params)
   std::optional<MoeSpec> moe;
 

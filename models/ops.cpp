@@ -39,13 +39,13 @@ struct Dims {
   double s_local = 0;  // s / cp
   double s_full = 0;   // s (keys seen by ring attention)
   double h = 0;
-  double d = 0;        // head dim
-  double heads = 0;    // local query heads a/tp
-  double groups = 0;   // local kv groups g/tp
-  double tokens = 0;   // T = b·s/cp
+  double d = 0;          // head dim
+  double heads = 0;      // local query heads a/tp
+  double groups = 0;     // local kv groups g/tp
+  double tokens = 0;     // T = b·s/cp
   double sp_tokens = 0;  // tokens of replicated-region work: T/tp with SP, T otherwise
-  double ab = 0;       // activation element bytes
-  double cb = 0;       // GEMM operand element bytes
+  double ab = 0;         // activation element bytes
+  double cb = 0;         // GEMM operand element bytes
   int tp = 1;
 };
 
@@ -148,9 +148,9 @@ Op attention(const ModelSpec& /*m*/, const Parallelism& p, const Dims& x) {
   op.recomputed_selective = true;
   const double bh = x.b * x.heads;
   op.fwd_flops = 4.0 * bh * x.s_local * x.s_full * x.d;
-  const double q = x.tokens * x.heads * x.d;              // Q, O, dO, dQ elements
-  const double kv = x.b * x.groups * x.s_full * x.d;     // K (or V) elements over the full sequence
-  const double lse = 4.0 * bh * x.s_local;                // fp32 log-sum-exp per query row
+  const double q = x.tokens * x.heads * x.d;          // Q, O, dO, dQ elements
+  const double kv = x.b * x.groups * x.s_full * x.d;  // K (or V) elements over the full sequence
+  const double lse = 4.0 * bh * x.s_local;            // fp32 log-sum-exp per query row
   // Flash forward: read Q, K, V, write O and the LSE. Backward: read Q, K, V, O,
   // dO, LSE; write dQ, dK, dV. No s×s tensor touches HBM.
   op.fwd_bytes = (2.0 * q + 2.0 * kv) * x.ab + lse;
@@ -214,8 +214,8 @@ void check_sharding(const ModelSpec& m, const Parallelism& p) {
           fmt::format("model '{}': moe.top_k {} must be in 1..{}", m.name, m.moe->top_k, m.moe->num_experts));
     }
     if (m.moe->layer_freq < 1) {
-      throw std::invalid_argument(fmt::format("model '{}': moe.layer_freq must be >= 1, got {}", m.name,
-                                              m.moe->layer_freq));
+      throw std::invalid_argument(
+          fmt::format("model '{}': moe.layer_freq must be >= 1, got {}", m.name, m.moe->layer_freq));
     }
   } else if (p.ep != 1) {
     throw std::invalid_argument(fmt::format("expert_parallel = {} but model '{}' has no experts", p.ep, m.name));

@@ -26,21 +26,27 @@ enum class OpRole : std::uint8_t {
 
 // A GEMM C[m×n] = A[m×k]·B[k×n]; backward issues dgrad (m×k = m×n · n×k) and wgrad
 // (k×n = k×m · m×n). `count` identical GEMMs (e.g. local experts).
-struct GemmShape { std::int64_t m = 0, n = 0, k = 0; int count = 1; };
+struct GemmShape {
+  std::int64_t m = 0, n = 0, k = 0;
+  int count = 1;
+};
 // Attention over `batch_heads` (micro-batch × local heads) with local query length
 // `seq_q`, key length `seq_kv`, head dimension `head_dim`.
-struct AttentionShape { std::int64_t batch_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0; bool causal = true; };
+struct AttentionShape {
+  std::int64_t batch_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
+  bool causal = true;
+};
 
 struct Op {
-  std::string name;           // for display: "qkv", "attention", "proj", "mlp_up", "mlp_down", ...
+  std::string name;  // for display: "qkv", "attention", "proj", "mlp_up", "mlp_down", ...
   OpClass cls = OpClass::elementwise;
   OpRole role = OpRole::none;
-  double fwd_flops = 0;       // per GPU, per micro-batch
-  double bwd_flops = 0;       // dgrad + wgrad
-  double fwd_bytes = 0;       // HBM bytes read + written
+  double fwd_flops = 0;  // per GPU, per micro-batch
+  double bwd_flops = 0;  // dgrad + wgrad
+  double fwd_bytes = 0;  // HBM bytes read + written
   double bwd_bytes = 0;
-  GemmShape gemm;             // set for cls == gemm
-  AttentionShape attn;        // set for cls == attention
+  GemmShape gemm;                     // set for cls == gemm
+  AttentionShape attn;                // set for cls == attention
   bool recomputed_selective = false;  // re-run in backward under selective recompute
 };
 

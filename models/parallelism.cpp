@@ -24,10 +24,13 @@ std::string_view to_string(AttentionImpl a) { return name_in(kAttentionImplNames
 
 double compute_bytes(Precision p) {
   switch (p) {
-    case Precision::fp32: return 4.0;
+    case Precision::fp32:
+      return 4.0;
     case Precision::fp16:
-    case Precision::bf16: return 2.0;
-    case Precision::fp8: return 1.0;  // E4M3/E5M2 GEMM operands (Transformer Engine)
+    case Precision::bf16:
+      return 2.0;
+    case Precision::fp8:
+      return 1.0;  // E4M3/E5M2 GEMM operands (Transformer Engine)
   }
   throw std::invalid_argument("unknown Precision value " + std::to_string(static_cast<int>(p)));
 }

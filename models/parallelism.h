@@ -35,8 +35,8 @@ struct Parallelism {
   // The busiest GPU's experts process mean × min(moe_load_imbalance,
   // moe_capacity_factor) tokens each (tokens beyond capacity are dropped, GShard);
   // moe_capacity_factor <= 0 means dropless (no cap, Megatron-core's default).
-  double moe_capacity_factor = 0.0;   // tokens an expert accepts, × the mean (0 = dropless)
-  double moe_load_imbalance = 1.0;    // hottest expert's tokens, × the mean
+  double moe_capacity_factor = 0.0;  // tokens an expert accepts, × the mean (0 = dropless)
+  double moe_load_imbalance = 1.0;   // hottest expert's tokens, × the mean
 };
 
 // Each enum's spellings, in one place: as the scenario keys write them (CONTRACT §2),
@@ -52,8 +52,8 @@ inline constexpr Spelling<Recompute> kRecomputeNames[] = {
     {Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}};
 inline constexpr Spelling<Schedule> kScheduleNames[] = {
     {Schedule::gpipe, "gpipe"}, {Schedule::one_f_one_b, "1f1b"}, {Schedule::interleaved_1f1b, "interleaved-1f1b"}};
-inline constexpr Spelling<AttentionImpl> kAttentionImplNames[] = {
-    {AttentionImpl::flash, "flash"}, {AttentionImpl::naive, "naive"}};
+inline constexpr Spelling<AttentionImpl> kAttentionImplNames[] = {{AttentionImpl::flash, "flash"},
+                                                                  {AttentionImpl::naive, "naive"}};
 
 std::string_view to_string(Precision p);
 std::string_view to_string(Recompute r);

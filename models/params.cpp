@@ -72,8 +72,7 @@ LocalParams layer_params_per_gpu(const ModelSpec& m, int tp, int ep, bool moe_la
 ParamCounts count_params(const ModelSpec& m) {
   if (m.num_layers <= 0 || m.hidden_size <= 0 || m.num_attention_heads <= 0 || m.vocab_size <= 0) {
     throw std::invalid_argument(fmt::format("model '{}': num_layers {}, hidden_size {}, heads {}, vocab {} must be > 0",
-                                            m.name, m.num_layers, m.hidden_size, m.num_attention_heads,
-                                            m.vocab_size));
+                                            m.name, m.num_layers, m.hidden_size, m.num_attention_heads, m.vocab_size));
   }
   ParamCounts c;
   c.embedding = m.vocab_size * m.hidden_size;

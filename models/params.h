@@ -6,13 +6,13 @@
 namespace ptsim::models {
 
 struct ParamCounts {
-  std::int64_t total = 0;         // every parameter
-  std::int64_t active = 0;        // used per token (MoE: top_k + shared experts)
-  std::int64_t embedding = 0;     // word (+ learned position) embeddings
-  std::int64_t output = 0;        // untied output projection (0 when tied)
+  std::int64_t total = 0;      // every parameter
+  std::int64_t active = 0;     // used per token (MoE: top_k + shared experts)
+  std::int64_t embedding = 0;  // word (+ learned position) embeddings
+  std::int64_t output = 0;     // untied output projection (0 when tied)
   std::int64_t final_norm = 0;
-  std::int64_t dense_layer = 0;   // one non-MoE transformer layer
-  std::int64_t moe_layer = 0;     // one MoE layer (all experts); 0 without MoE
+  std::int64_t dense_layer = 0;       // one non-MoE transformer layer
+  std::int64_t moe_layer = 0;         // one MoE layer (all experts); 0 without MoE
   std::int64_t moe_layer_expert = 0;  // one routed expert's MLP in a MoE layer
 };
 

@@ -1,8 +1,8 @@
 #include "hw/net/bottleneck.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 
 namespace ptsim::hw::net {
 
@@ -29,7 +29,8 @@ std::vector<LinkUsage> busiest_links(const Topology& topo, const std::function<B
 
 std::vector<LinkUsage> busiest_links(const FlowNetwork& net, std::size_t top_n, Seconds elapsed) {
   if (elapsed <= 0) elapsed = net.now() - net.statistics_start();
-  auto out = busiest_links(net.topology(), [&](LinkId l) { return net.link_bytes(l); }, elapsed, top_n);
+  auto out = busiest_links(
+      net.topology(), [&](LinkId l) { return net.link_bytes(l); }, elapsed, top_n);
   for (auto& u : out) u.busy = net.link_busy_time(u.link);
   return out;
 }

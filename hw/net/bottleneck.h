@@ -16,8 +16,8 @@ struct LinkUsage {
   LinkId link = 0;
   std::string name;  // "node12.nic3->leaf1"
   Bytes bytes = 0;
-  Seconds busy = 0;         // time with at least one flow on the link
-  double utilisation = 0;   // bytes / (bandwidth × elapsed)
+  Seconds busy = 0;        // time with at least one flow on the link
+  double utilisation = 0;  // bytes / (bandwidth × elapsed)
 };
 
 // The `top_n` busiest of the links that carried bytes (link_bytes(l) > 0) and that

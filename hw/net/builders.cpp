@@ -1,8 +1,8 @@
 #include "hw/net/builders.h"
 
-#include <cmath>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <cmath>
 #include <stdexcept>
 
 namespace ptsim::hw::net {
@@ -33,10 +33,12 @@ int ceil_div(long a, long b) { return static_cast<int>((a + b - 1) / b); }
 }  // namespace
 
 void validate(const NodeParams& p) {
-  if (p.gpus_per_node < 1) throw std::invalid_argument(fmt::format("gpus_per_node must be >= 1, got {}", p.gpus_per_node));
+  if (p.gpus_per_node < 1)
+    throw std::invalid_argument(fmt::format("gpus_per_node must be >= 1, got {}", p.gpus_per_node));
   if (p.gpus_per_node > 1) check_positive(p.nvlink_bandwidth, "intra-node (NVLink) bandwidth");
   check_non_negative(p.nvlink_latency, "intra-node latency");
-  if (p.nics_per_node < 0) throw std::invalid_argument(fmt::format("nics_per_node must be >= 0, got {}", p.nics_per_node));
+  if (p.nics_per_node < 0)
+    throw std::invalid_argument(fmt::format("nics_per_node must be >= 0, got {}", p.nics_per_node));
   if (p.nics_per_node > 0) check_positive(p.nic_bandwidth, "nic_bandwidth");
   if (p.gpus_per_pcie_switch < 1 || p.gpus_per_node % p.gpus_per_pcie_switch != 0)
     throw std::invalid_argument(fmt::format("gpus_per_pcie_switch must divide gpus_per_node ({}), got {}",
@@ -54,7 +56,8 @@ void validate(const FabricParams& p) {
   if (p.switch_radix < 4 || p.switch_radix % 2 != 0)
     throw std::invalid_argument(fmt::format("switch_radix must be even and >= 4, got {}", p.switch_radix));
   if (!(p.oversubscription >= 1) || !std::isfinite(p.oversubscription))
-    throw std::invalid_argument(fmt::format("oversubscription must be >= 1 (1 = full bisection), got {}", p.oversubscription));
+    throw std::invalid_argument(
+        fmt::format("oversubscription must be >= 1 (1 = full bisection), got {}", p.oversubscription));
   if (p.tiers != 0 && p.tiers != 2 && p.tiers != 3)
     throw std::invalid_argument(fmt::format("fat-tree tiers must be 2 or 3 (0 = automatic), got {}", p.tiers));
   check_non_negative(p.link_bandwidth, "fabric link_bandwidth");
@@ -65,11 +68,13 @@ void validate(const FabricParams& p) {
 NodeVertices add_node(Topology& topo, int node, const NodeParams& p) {
   NodeVertices out;
   const int g = p.gpus_per_node;
-  for (int i = 0; i < g; ++i) out.gpus.push_back(topo.add_vertex(VertexKind::gpu, fmt::format("node{}.gpu{}", node, i), node));
+  for (int i = 0; i < g; ++i)
+    out.gpus.push_back(topo.add_vertex(VertexKind::gpu, fmt::format("node{}.gpu{}", node, i), node));
   if (g > 1) {
     out.nvswitch = topo.add_vertex(VertexKind::nvswitch, fmt::format("node{}.nvswitch", node), node);
     // One logical switch for the NVSwitch chips: each GPU's NVLinks summed (per direction).
-    for (VertexId gpu : out.gpus) topo.connect(gpu, out.nvswitch, p.nvlink_bandwidth, p.nvlink_latency / 2, kNvlinkCost);
+    for (VertexId gpu : out.gpus)
+      topo.connect(gpu, out.nvswitch, p.nvlink_bandwidth, p.nvlink_latency / 2, kNvlinkCost);
   }
   if (p.nics_per_node == 0) return out;
   const int switches = g / p.gpus_per_pcie_switch;
@@ -113,13 +118,13 @@ Topology build_fat_tree(int num_nodes, const NodeParams& node, const FabricParam
   if (tiers == 0) tiers = leaves <= k ? 2 : 3;
   if (tiers == 2 && leaves > k)
     throw std::invalid_argument(fmt::format(
-        "fat-tree: {} NICs need {} leaves but a 2-tier tree of radix {} holds at most {} leaves; use tiers: 3",
-        nics, leaves, k, k));
+        "fat-tree: {} NICs need {} leaves but a 2-tier tree of radix {} holds at most {} leaves; use tiers: 3", nics,
+        leaves, k, k));
   const int pods = tiers == 3 ? ceil_div(leaves, half) : 1;
   if (tiers == 3 && pods > k)
-    throw std::invalid_argument(fmt::format(
-        "fat-tree: {} NICs need {} pods but a 3-tier tree of radix {} holds at most {} pods ({} NICs)", nics, pods, k,
-        k, static_cast<long>(k) * half * half));
+    throw std::invalid_argument(
+        fmt::format("fat-tree: {} NICs need {} pods but a 3-tier tree of radix {} holds at most {} pods ({} NICs)",
+                    nics, pods, k, k, static_cast<long>(k) * half * half));
 
   Topology topo;
   std::vector<VertexId> all_nics;
@@ -143,7 +148,8 @@ Topology build_fat_tree(int num_nodes, const NodeParams& node, const FabricParam
     // Spine j of every pod connects to core group j (k/2 cores), so each core has one
     // cable to every pod (Al-Fares et al. 2008, Fig. 3).
     std::vector<VertexId> cores(static_cast<std::size_t>(up.count) * half);
-    for (std::size_t c = 0; c < cores.size(); ++c) cores[c] = topo.add_vertex(VertexKind::core, fmt::format("core{}", c));
+    for (std::size_t c = 0; c < cores.size(); ++c)
+      cores[c] = topo.add_vertex(VertexKind::core, fmt::format("core{}", c));
     for (int p = 0; p < pods; ++p) {
       for (int j = 0; j < up.count; ++j) {
         VertexId sp = topo.add_vertex(VertexKind::spine, fmt::format("pod{}.spine{}", p, j));
@@ -172,8 +178,8 @@ Topology build_rail_optimized(int num_nodes, const NodeParams& node, const Fabri
   const int leaves = rails * groups;
   if (leaves > k)
     throw std::invalid_argument(fmt::format(
-        "rail-optimized: {} rails x {} node groups = {} rail leaves exceed the spine radix {}; use fat-tree",
-        rails, groups, leaves, k));
+        "rail-optimized: {} rails x {} node groups = {} rail leaves exceed the spine radix {}; use fat-tree", rails,
+        groups, leaves, k));
   Topology topo;
   std::vector<NodeVertices> nodes;
   for (int n = 0; n < num_nodes; ++n) nodes.push_back(add_node(topo, n, node));
@@ -203,9 +209,12 @@ Topology build_torus(const NodeParams& node, const TorusParams& t) {
     throw std::invalid_argument(fmt::format("torus: dims must have 2 or 3 entries, got [{}]", fmt::join(t.dims, ",")));
   long count = 1;
   for (int d : t.dims) {
-    if (d < 2) throw std::invalid_argument(fmt::format("torus: every dimension must be >= 2, got {} in [{}]", d, fmt::join(t.dims, ",")));
+    if (d < 2)
+      throw std::invalid_argument(
+          fmt::format("torus: every dimension must be >= 2, got {} in [{}]", d, fmt::join(t.dims, ",")));
     count *= d;
-    if (count > (1L << 24)) throw std::invalid_argument(fmt::format("torus: [{}] is too large", fmt::join(t.dims, ",")));
+    if (count > (1L << 24))
+      throw std::invalid_argument(fmt::format("torus: [{}] is too large", fmt::join(t.dims, ",")));
   }
   if (node.nics_per_node < 1)
     throw std::invalid_argument(fmt::format("torus: nics_per_node must be >= 1, got {}", node.nics_per_node));

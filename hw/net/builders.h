@@ -42,9 +42,10 @@ struct FabricParams {
   int switch_radix = 64;          // ports per switch
   double oversubscription = 1.0;  // leaf downlink : uplink bandwidth (2 = 2:1)
   int tiers = 0;                  // 2 or 3; 0 = the fewest that fit
-  BytesPerSecond link_bandwidth = 0;  // spine<->core cable; 0 = the NIC bandwidth (leaf uplinks follow the oversubscription)
-  Seconds nic_latency = 1e-6;     // each NIC<->switch cable (NIC-to-NIC = 2x this + hop latencies)
-  Seconds hop_latency = 0;        // each switch<->switch cable
+  BytesPerSecond link_bandwidth =
+      0;                       // spine<->core cable; 0 = the NIC bandwidth (leaf uplinks follow the oversubscription)
+  Seconds nic_latency = 1e-6;  // each NIC<->switch cable (NIC-to-NIC = 2x this + hop latencies)
+  Seconds hop_latency = 0;     // each switch<->switch cable
 };
 
 struct TorusParams {

@@ -9,12 +9,15 @@ double busbw_factor(CollectiveKind kind, int n) {
   if (n < 1) throw std::invalid_argument(fmt::format("busbw: group size must be >= 1, got {}", n));
   const double nn = n;
   switch (kind) {
-    case CollectiveKind::all_reduce: return 2 * (nn - 1) / nn;
+    case CollectiveKind::all_reduce:
+      return 2 * (nn - 1) / nn;
     case CollectiveKind::reduce_scatter:
     case CollectiveKind::all_gather:
-    case CollectiveKind::all_to_all: return (nn - 1) / nn;
+    case CollectiveKind::all_to_all:
+      return (nn - 1) / nn;
     case CollectiveKind::broadcast:
-    case CollectiveKind::send_recv: return 1;
+    case CollectiveKind::send_recv:
+      return 1;
   }
   return 1;
 }

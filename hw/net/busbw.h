@@ -11,7 +11,7 @@
 
 namespace ptsim::hw::net {
 
-double busbw_factor(CollectiveKind kind, int n);  // throws on n < 1
+double busbw_factor(CollectiveKind kind, int n);     // throws on n < 1
 BytesPerSecond algbw(Bytes bytes, Seconds seconds);  // throws on seconds <= 0
 BytesPerSecond busbw(CollectiveKind kind, int n, Bytes bytes, Seconds seconds);
 // Bytes each rank sends on the wire in an optimal algorithm: factor × S

@@ -16,14 +16,14 @@ Topology build_cluster(const ClusterNetSpec& s) {
     if (s.graph_file.empty()) throw std::invalid_argument("cluster: topology 'graph' needs a graph file");
     Topology topo = build_graph_from_yaml_file(s.graph_file);
     if (topo.num_gpus() != s.num_gpus)
-      throw std::invalid_argument(fmt::format("cluster.num_gpus is {} but graph '{}' has {} GPUs", s.num_gpus,
-                                              s.graph_file, topo.num_gpus()));
+      throw std::invalid_argument(
+          fmt::format("cluster.num_gpus is {} but graph '{}' has {} GPUs", s.num_gpus, s.graph_file, topo.num_gpus()));
     if (s.nvls) topo.set_nvls(true);
     return topo;
   }
   if (s.gpus_per_node < 1 || s.num_gpus % s.gpus_per_node != 0)
-    throw std::invalid_argument(fmt::format("cluster.gpus_per_node must divide num_gpus ({}), got {}", s.num_gpus,
-                                            s.gpus_per_node));
+    throw std::invalid_argument(
+        fmt::format("cluster.gpus_per_node must divide num_gpus ({}), got {}", s.num_gpus, s.gpus_per_node));
   const int nodes = s.num_gpus / s.gpus_per_node;
   NodeParams node;
   node.gpus_per_node = s.gpus_per_node;
@@ -48,7 +48,8 @@ Topology build_cluster(const ClusterNetSpec& s) {
   Topology topo;
   if (s.topology == "single-node" || (nodes == 1 && s.topology != "torus")) {
     if (nodes != 1)
-      throw std::invalid_argument(fmt::format("cluster: topology 'single-node' needs num_gpus = gpus_per_node, got {} GPUs", s.num_gpus));
+      throw std::invalid_argument(
+          fmt::format("cluster: topology 'single-node' needs num_gpus = gpus_per_node, got {} GPUs", s.num_gpus));
     topo = build_dgx_node(node);
   } else if (s.topology == "fat-tree") {
     topo = build_fat_tree(nodes, node, fabric);
@@ -67,9 +68,10 @@ Topology build_cluster(const ClusterNetSpec& s) {
           fmt::format("cluster: torus dims multiply to {} but the cluster has {} nodes", product, nodes));
     topo = build_torus(node, t);
   } else {
-    throw std::invalid_argument(fmt::format(
-        "cluster.inter_node.topology: unknown topology '{}' (expected fat-tree, rail-optimized, torus, graph, single-node)",
-        s.topology));
+    throw std::invalid_argument(
+        fmt::format("cluster.inter_node.topology: unknown topology '{}' (expected fat-tree, rail-optimized, torus, "
+                    "graph, single-node)",
+                    s.topology));
   }
   topo.set_nvls(s.nvls);
   return topo;

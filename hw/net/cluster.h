@@ -23,15 +23,15 @@ struct ClusterNetSpec {
   Seconds inter_latency = 2e-6;         // NIC to NIC (split over the two NIC cables)
   double oversubscription = 1.0;        // leaf downlink : uplink
   int switch_radix = 64;
-  int tiers = 0;                        // fat-tree: 2 or 3; 0 = the fewest that fit
-  Seconds hop_latency = 0;              // each switch<->switch (or torus router) cable
-  int gpus_per_pcie_switch = 0;         // 0: 2 when that divides evenly (DGX), else all GPUs on one
-  BytesPerSecond pcie_bandwidth = 0;    // 0: never the bottleneck
+  int tiers = 0;                      // fat-tree: 2 or 3; 0 = the fewest that fit
+  Seconds hop_latency = 0;            // each switch<->switch (or torus router) cable
+  int gpus_per_pcie_switch = 0;       // 0: 2 when that divides evenly (DGX), else all GPUs on one
+  BytesPerSecond pcie_bandwidth = 0;  // 0: never the bottleneck
   Seconds pcie_latency = 0;
-  std::vector<int> torus_dims;          // torus: 2 or 3 sizes, product = num_gpus / gpus_per_node
+  std::vector<int> torus_dims;              // torus: 2 or 3 sizes, product = num_gpus / gpus_per_node
   BytesPerSecond torus_link_bandwidth = 0;  // 0 = nic_bandwidth
-  std::string graph_file;               // topology: graph (graph_yaml.h)
-  bool nvls = false;                    // NVLink SHARP in the NVSwitch domains (H100+)
+  std::string graph_file;                   // topology: graph (graph_yaml.h)
+  bool nvls = false;                        // NVLink SHARP in the NVSwitch domains (H100+)
 };
 
 // Throws std::invalid_argument naming the bad field and value.

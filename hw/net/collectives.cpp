@@ -1,8 +1,8 @@
 #include "hw/net/collectives.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <map>
 #include <stdexcept>
 #include <unordered_set>
@@ -121,7 +121,8 @@ void expand_tree(Expansion& e, const std::vector<VertexId>& v, Bytes S, const Ex
       for (const BinaryTree* t : trees)
         for (int p = 0; p < n; ++p) {
           if (phase == 0) {
-            if (t->parent[p] >= 0 && t->height[p] >= lo && t->height[p] <= hi) f.push_back({v[p], v[t->parent[p]], chunk});
+            if (t->parent[p] >= 0 && t->height[p] >= lo && t->height[p] <= hi)
+              f.push_back({v[p], v[t->parent[p]], chunk});
           } else {
             const int q = t->parent[p];  // q -> p
             if (q >= 0 && t->depth[q] >= lo && t->depth[q] <= hi) f.push_back({v[q], v[p], chunk});
@@ -188,10 +189,14 @@ std::string why_unsupported(CollectiveKind kind, Algorithm a, std::span<const in
     return a == Algorithm::direct ? "" : "send/recv only has the direct algorithm";
   }
   switch (a) {
-    case Algorithm::automatic: return "choose an algorithm first (selection.h)";
-    case Algorithm::ring: return "";
-    case Algorithm::tree: return kind == CollectiveKind::all_reduce ? "" : "tree only implements all-reduce (as NCCL)";
-    case Algorithm::direct: return kind == CollectiveKind::all_to_all ? "" : "direct only implements all-to-all and send/recv";
+    case Algorithm::automatic:
+      return "choose an algorithm first (selection.h)";
+    case Algorithm::ring:
+      return "";
+    case Algorithm::tree:
+      return kind == CollectiveKind::all_reduce ? "" : "tree only implements all-reduce (as NCCL)";
+    case Algorithm::direct:
+      return kind == CollectiveKind::all_to_all ? "" : "direct only implements all-to-all and send/recv";
     case Algorithm::nvls: {
       if (kind != CollectiveKind::all_reduce) return "nvls is only modelled for all-reduce";
       if (!topo.nvls()) return "nvls is off for this topology (needs NVSwitch gen 3, H100+, and cluster nvls: true)";
@@ -218,24 +223,36 @@ std::string why_unsupported(CollectiveKind kind, Algorithm a, std::span<const in
 
 std::string_view to_string(CollectiveKind k) {
   switch (k) {
-    case CollectiveKind::all_reduce: return "all-reduce";
-    case CollectiveKind::reduce_scatter: return "reduce-scatter";
-    case CollectiveKind::all_gather: return "all-gather";
-    case CollectiveKind::broadcast: return "broadcast";
-    case CollectiveKind::all_to_all: return "all-to-all";
-    case CollectiveKind::send_recv: return "send-recv";
+    case CollectiveKind::all_reduce:
+      return "all-reduce";
+    case CollectiveKind::reduce_scatter:
+      return "reduce-scatter";
+    case CollectiveKind::all_gather:
+      return "all-gather";
+    case CollectiveKind::broadcast:
+      return "broadcast";
+    case CollectiveKind::all_to_all:
+      return "all-to-all";
+    case CollectiveKind::send_recv:
+      return "send-recv";
   }
   return "?";
 }
 
 std::string_view to_string(Algorithm a) {
   switch (a) {
-    case Algorithm::automatic: return "auto";
-    case Algorithm::ring: return "ring";
-    case Algorithm::tree: return "tree";
-    case Algorithm::nvls: return "nvls";
-    case Algorithm::hierarchical: return "hierarchical";
-    case Algorithm::direct: return "direct";
+    case Algorithm::automatic:
+      return "auto";
+    case Algorithm::ring:
+      return "ring";
+    case Algorithm::tree:
+      return "tree";
+    case Algorithm::nvls:
+      return "nvls";
+    case Algorithm::hierarchical:
+      return "hierarchical";
+    case Algorithm::direct:
+      return "direct";
   }
   return "?";
 }
@@ -247,7 +264,8 @@ CollectiveKind parse_collective_kind(std::string_view text) {
   if (s == "alltoall" || s == "all2all") return CollectiveKind::all_to_all;
   if (s == "sendrecv" || s == "p2p") return CollectiveKind::send_recv;
   throw std::invalid_argument(fmt::format(
-      "unknown collective '{}' (expected all-reduce, reduce-scatter, all-gather, broadcast, all-to-all, send-recv)", text));
+      "unknown collective '{}' (expected all-reduce, reduce-scatter, all-gather, broadcast, all-to-all, send-recv)",
+      text));
 }
 
 Algorithm parse_algorithm(std::string_view text) {
@@ -280,18 +298,22 @@ Expansion expand(CollectiveKind kind, std::span<const int> ranks, Bytes bytes, A
   if (ranks.empty()) throw std::invalid_argument("collective: empty group");
   if (!(bytes >= 0) || !std::isfinite(bytes))
     throw std::invalid_argument(fmt::format("collective: bytes must be finite and >= 0, got {}", bytes));
-  if (!(opt.chunk_bytes > 0)) throw std::invalid_argument(fmt::format("collective: chunk_bytes must be > 0, got {}", opt.chunk_bytes));
+  if (!(opt.chunk_bytes > 0))
+    throw std::invalid_argument(fmt::format("collective: chunk_bytes must be > 0, got {}", opt.chunk_bytes));
   if (opt.max_broadcast_chunks < 1)
-    throw std::invalid_argument(fmt::format("collective: max_broadcast_chunks must be >= 1, got {}", opt.max_broadcast_chunks));
+    throw std::invalid_argument(
+        fmt::format("collective: max_broadcast_chunks must be >= 1, got {}", opt.max_broadcast_chunks));
   std::vector<VertexId> v;
   v.reserve(ranks.size());
   std::unordered_set<int> seen;
   for (int r : ranks) {
     v.push_back(topo.gpu(r));  // throws on an unknown rank
-    if (!seen.insert(r).second) throw std::invalid_argument(fmt::format("collective: rank {} appears twice in the group", r));
+    if (!seen.insert(r).second)
+      throw std::invalid_argument(fmt::format("collective: rank {} appears twice in the group", r));
   }
   if (opt.root < 0 || opt.root >= static_cast<int>(v.size()))
-    throw std::invalid_argument(fmt::format("collective: root position {} outside the group of {}", opt.root, v.size()));
+    throw std::invalid_argument(
+        fmt::format("collective: root position {} outside the group of {}", opt.root, v.size()));
   if (auto why = why_unsupported(kind, algorithm, ranks, topo); !why.empty())
     throw std::invalid_argument(fmt::format("{} with algorithm '{}': {}", to_string(kind), to_string(algorithm), why));
   Expansion e;
@@ -301,12 +323,23 @@ Expansion expand(CollectiveKind kind, std::span<const int> ranks, Bytes bytes, A
   e.bytes = bytes;
   if (v.size() == 1 && kind != CollectiveKind::send_recv) return e;  // nothing moves
   switch (algorithm) {
-    case Algorithm::ring: expand_ring(e, v, bytes, opt); break;
-    case Algorithm::tree: expand_tree(e, v, bytes, opt); break;
-    case Algorithm::nvls: expand_nvls(e, v, bytes, topo); break;
-    case Algorithm::hierarchical: expand_hierarchical(e, v, bytes, topo); break;
-    case Algorithm::direct: expand_direct(e, v, bytes); break;
-    case Algorithm::automatic: break;  // rejected above
+    case Algorithm::ring:
+      expand_ring(e, v, bytes, opt);
+      break;
+    case Algorithm::tree:
+      expand_tree(e, v, bytes, opt);
+      break;
+    case Algorithm::nvls:
+      expand_nvls(e, v, bytes, topo);
+      break;
+    case Algorithm::hierarchical:
+      expand_hierarchical(e, v, bytes, topo);
+      break;
+    case Algorithm::direct:
+      expand_direct(e, v, bytes);
+      break;
+    case Algorithm::automatic:
+      break;  // rejected above
   }
   return e;
 }

@@ -1,7 +1,7 @@
 #include "hw/net/double_binary_tree.h"
 
-#include <bit>
 #include <fmt/format.h>
+#include <bit>
 #include <functional>
 #include <stdexcept>
 

@@ -1,8 +1,8 @@
 #include "hw/net/flow_network.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 
 #include "hw/errors.h"
 #include "hw/slot_pool.h"

@@ -90,19 +90,19 @@ class FlowNetwork {
     std::vector<LinkId> path;
     std::vector<std::uint32_t> pos;  // index of this flow in each path link's flow list
     Bytes total = 0;
-    Bytes remaining = 0;   // at time `updated`
-    Seconds updated = 0;   // last time remaining was brought up to date
+    Bytes remaining = 0;  // at time `updated`
+    Seconds updated = 0;  // last time remaining was brought up to date
     Seconds activate_at = 0;
     Seconds finish_at = kNever;  // updated + remaining / rate (the completion heap key)
     double rate = 0;
-    double new_rate = 0;         // solver scratch
+    double new_rate = 0;  // solver scratch
     int tag = 0;
     std::uint32_t list_pos = 0;  // index in active_
     std::uint32_t version = 0;   // heap entries with another version are stale
     std::uint32_t mark = 0;      // component search stamp
     State state = State::pending;
-    bool linked = false;         // on its links' flow lists (active, non-empty path, bytes > 0)
-    bool fixed = false;          // solver scratch
+    bool linked = false;  // on its links' flow lists (active, non-empty path, bytes > 0)
+    bool fixed = false;   // solver scratch
   };
   struct LinkState {
     BytesPerSecond capacity = 0;
@@ -139,14 +139,14 @@ class FlowNetwork {
   std::vector<FlowId> active_;
   std::size_t num_pending_ = 0;
   std::vector<LinkState> link_;
-  std::vector<HeapEntry> heap_;         // solver: links by fair share
-  std::vector<HeapEntry> pending_heap_; // activations by time
-  std::vector<HeapEntry> finish_heap_;  // completions by time
-  std::vector<LinkId> dirty_links_;     // links whose flow set changed since the last solve
-  std::vector<LinkId> comp_links_;      // solver scratch: the affected component
+  std::vector<HeapEntry> heap_;          // solver: links by fair share
+  std::vector<HeapEntry> pending_heap_;  // activations by time
+  std::vector<HeapEntry> finish_heap_;   // completions by time
+  std::vector<LinkId> dirty_links_;      // links whose flow set changed since the last solve
+  std::vector<LinkId> comp_links_;       // solver scratch: the affected component
   std::vector<FlowId> comp_flows_;
   std::uint32_t stamp_ = 0;
-  std::vector<Bytes> tag_bytes_;        // settled bytes by tag
+  std::vector<Bytes> tag_bytes_;  // settled bytes by tag
   Seconds now_ = 0, stats_start_ = 0;
 };
 

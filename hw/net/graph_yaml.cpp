@@ -2,11 +2,11 @@
 
 #include "hw/strict_yaml.h"
 
-#include <boost/graph/breadth_first_search.hpp>
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+#include <boost/graph/breadth_first_search.hpp>
 #include <stdexcept>
 #include <unordered_map>
-#include <yaml-cpp/yaml.h>
 
 namespace ptsim::hw::net {
 namespace {
@@ -75,7 +75,8 @@ Topology build(const YAML::Node& root) {
     const BytesPerSecond bw = r.bandwidth(required(l, "bandwidth", where), key_path(where, "bandwidth"));
     const Seconds lat = r.seconds(required(l, "latency", where), key_path(where, "latency"));
     const int cost = l["cost"] ? r.integer(l["cost"], key_path(where, "cost"), 0) : 1;
-    if (cost < 1 || cost > 255) throw std::invalid_argument(fmt::format("topology graph: {}.cost must be 1..255, got {}", where, cost));
+    if (cost < 1 || cost > 255)
+      throw std::invalid_argument(fmt::format("topology graph: {}.cost must be 1..255, got {}", where, cost));
     try {
       topo.connect(a, b, bw, lat, static_cast<std::uint8_t>(cost));
     } catch (const std::invalid_argument& e) {
@@ -92,8 +93,9 @@ Topology build(const YAML::Node& root) {
       throw std::invalid_argument(
           fmt::format("topology graph: gpu '{}' cannot be reached from '{}'", topo.name(g), topo.name(topo.gpu(0))));
   if (root["nvls"]) topo.set_nvls(r.boolean(root["nvls"], "nvls"));
-  topo.set_description(root["description"] ? r.string(root["description"], "description")
-                                           : fmt::format("user graph: {} vertices, {} GPUs", topo.num_vertices(), topo.num_gpus()));
+  topo.set_description(root["description"]
+                           ? r.string(root["description"], "description")
+                           : fmt::format("user graph: {} vertices, {} GPUs", topo.num_vertices(), topo.num_gpus()));
   return topo;
 }
 

@@ -1,8 +1,8 @@
 #include "hw/net/layout.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cassert>
-#include <fmt/format.h>
 
 namespace ptsim::hw::net {
 
@@ -10,7 +10,6 @@ const char* to_string(Dim d) {
   static const char* names[] = {"tp", "pp", "dp", "cp", "ep", "mp"};
   return names[static_cast<int>(d)];
 }
-
 
 Layout::Layout(int tp, int cp, int dp, int pp, int ep, int gpus_per_node)
     : tp_(tp), cp_(cp), dp_(dp), pp_(pp), ep_(ep), gpus_per_node_(std::max(1, gpus_per_node)) {}
@@ -28,12 +27,18 @@ Coords Layout::coords(int rank) const {
 
 int Layout::group_size(Dim d) const {
   switch (d) {
-    case Dim::tp: return tp_;
-    case Dim::cp: return cp_;
-    case Dim::dp: return dp_ * cp_;
-    case Dim::ep: return ep_;
-    case Dim::mp: return tp_ * cp_ * pp_;
-    case Dim::pp: return 2;
+    case Dim::tp:
+      return tp_;
+    case Dim::cp:
+      return cp_;
+    case Dim::dp:
+      return dp_ * cp_;
+    case Dim::ep:
+      return ep_;
+    case Dim::mp:
+      return tp_ * cp_ * pp_;
+    case Dim::pp:
+      return 2;
   }
   return 1;
 }
@@ -47,12 +52,18 @@ int Layout::group_id(int rank, Dim d) const {
   const Coords c = coords(rank);
   const int j = c.cp + cp_ * c.dp;  // index in the dp × cp group
   switch (d) {
-    case Dim::tp: return rank / tp_;
-    case Dim::cp: return c.tp + tp_ * (c.dp + dp_ * c.pp);
-    case Dim::dp: return c.tp + tp_ * c.pp;
-    case Dim::ep: return (c.tp + tp_ * c.pp) * (dp_ * cp_ / ep_) + j / ep_;
-    case Dim::mp: return c.dp;
-    case Dim::pp: return rank;
+    case Dim::tp:
+      return rank / tp_;
+    case Dim::cp:
+      return c.tp + tp_ * (c.dp + dp_ * c.pp);
+    case Dim::dp:
+      return c.tp + tp_ * c.pp;
+    case Dim::ep:
+      return (c.tp + tp_ * c.pp) * (dp_ * cp_ / ep_) + j / ep_;
+    case Dim::mp:
+      return c.dp;
+    case Dim::pp:
+      return rank;
   }
   return 0;
 }
@@ -61,19 +72,26 @@ int Layout::member_index(int rank, Dim d) const {
   const Coords c = coords(rank);
   const int j = c.cp + cp_ * c.dp;
   switch (d) {
-    case Dim::tp: return c.tp;
-    case Dim::cp: return c.cp;
-    case Dim::dp: return j;
-    case Dim::ep: return j % ep_;
-    case Dim::mp: return c.tp + tp_ * (c.cp + cp_ * c.pp);
-    case Dim::pp: return 0;
+    case Dim::tp:
+      return c.tp;
+    case Dim::cp:
+      return c.cp;
+    case Dim::dp:
+      return j;
+    case Dim::ep:
+      return j % ep_;
+    case Dim::mp:
+      return c.tp + tp_ * (c.cp + cp_ * c.pp);
+    case Dim::pp:
+      return 0;
   }
   return 0;
 }
 
 int Layout::member_rank(Dim d, int g, int m) const {
   switch (d) {
-    case Dim::tp: return g * tp_ + m;
+    case Dim::tp:
+      return g * tp_ + m;
     case Dim::cp: {
       const int t = g % tp_, rest = g / tp_;
       const int dpi = rest % dp_, ppi = rest / dp_;
@@ -94,7 +112,8 @@ int Layout::member_rank(Dim d, int g, int m) const {
       const int t = m % tp_, rest = m / tp_;
       return rank_of({t, rest % cp_, g, rest / cp_});
     }
-    case Dim::pp: return m == 0 ? g : g + tp_ * cp_ * dp_;
+    case Dim::pp:
+      return m == 0 ? g : g + tp_ * cp_ * dp_;
   }
   return 0;
 }

@@ -23,9 +23,9 @@ const char* to_string(Dim d);  // "tp", "pp", "dp", "cp", "ep", "mp"
 // A group as the cost model sees it: its size and how it lies on the nodes.
 struct GroupShape {
   int size = 1;
-  int nodes = 1;           // distinct nodes spanned
-  int first_rank = 0;      // global rank of member 0
-  int stride = 1;          // rank distance between consecutive members
+  int nodes = 1;       // distinct nodes spanned
+  int first_rank = 0;  // global rank of member 0
+  int stride = 1;      // rank distance between consecutive members
 };
 
 struct Coords {

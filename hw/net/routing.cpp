@@ -1,7 +1,7 @@
 #include "hw/net/routing.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 
@@ -44,8 +44,8 @@ Router::Router(const Topology& topo, std::size_t cached_destinations) : topo_(to
     in_links_[in_fill[l.dst]++] = id;
   }
   const std::size_t per_table = std::max<std::size_t>(1, n) * sizeof(std::uint32_t);
-  capacity_ = cached_destinations > 0 ? cached_destinations
-                                      : std::clamp<std::size_t>((256u << 20) / per_table, 4, 8192);
+  capacity_ =
+      cached_destinations > 0 ? cached_destinations : std::clamp<std::size_t>((256u << 20) / per_table, 4, 8192);
   buckets_.resize(max_cost_ + 1);
   slot_of_dst_.assign(n, -1);
 
@@ -131,11 +131,11 @@ void Router::load_tables(const DstInfo& info, VertexId, std::vector<const std::u
   // Every entry table must stay cached while this route is walked.
   capacity_ = std::max(capacity_, info.entries.size() + 1);
   tables.clear();
-  for (const Entry& e : info.entries) tables.push_back(distances_to(e.u).data());  // buffers never move (same-size assign)
+  for (const Entry& e : info.entries)
+    tables.push_back(distances_to(e.u).data());  // buffers never move (same-size assign)
 }
 
-std::uint32_t Router::dist_via(VertexId w, const DstInfo& info,
-                               const std::vector<const std::uint32_t*>& tables) const {
+std::uint32_t Router::dist_via(VertexId w, const DstInfo& info, const std::vector<const std::uint32_t*>& tables) const {
   std::uint32_t d = kInf;
   if (info.node >= 0 && node_of_[w] == info.node) d = info.in_dist[local_index_[w]];
   for (std::size_t i = 0; i < info.entries.size(); ++i) {
@@ -268,7 +268,8 @@ std::uint64_t Router::count_paths(VertexId src, VertexId dst) {
     std::uint64_t sum = 0;
     for (std::uint32_t k = out_begin_[v]; k < out_begin_[v + 1]; ++k) {
       const Link& l = topo_.link(out_links_[k]);
-      if (dist[l.dst] != kInf && dist[l.dst] + l.cost == dist[v]) sum = std::min<std::uint64_t>(sum + paths[l.dst], 1ULL << 32);
+      if (dist[l.dst] != kInf && dist[l.dst] + l.cost == dist[v])
+        sum = std::min<std::uint64_t>(sum + paths[l.dst], 1ULL << 32);
     }
     paths[v] = sum;
   }

@@ -79,7 +79,8 @@ class Router {
   // Distance w -> dst using `info` and the entry tables in `tables` (parallel to info.entries).
   std::uint32_t dist_via(VertexId w, const DstInfo& info, const std::vector<const std::uint32_t*>& tables) const;
   void load_tables(const DstInfo& info, VertexId dst, std::vector<const std::uint32_t*>& tables);
-  int nic_affinity_pick(VertexId src, VertexId dst, VertexId v, std::uint32_t count, std::uint32_t first_candidate_vertex) const;
+  int nic_affinity_pick(VertexId src, VertexId dst, VertexId v, std::uint32_t count,
+                        std::uint32_t first_candidate_vertex) const;
 
   const Topology& topo_;
   std::vector<std::uint32_t> out_begin_, out_links_;  // CSR of outgoing links
@@ -97,11 +98,11 @@ class Router {
   std::size_t tables_computed_ = 0;
   std::vector<std::vector<VertexId>> buckets_;  // Dial's circular buckets, reused
   // Compute-node structure for the contraction.
-  std::vector<std::int32_t> node_of_;      // by vertex
-  std::vector<std::uint32_t> local_index_; // index of the vertex inside its node
+  std::vector<std::int32_t> node_of_;                      // by vertex
+  std::vector<std::uint32_t> local_index_;                 // index of the vertex inside its node
   std::vector<std::uint32_t> node_begin_, node_vertices_;  // CSR: vertices of each node
   std::vector<std::uint32_t> port_begin_, port_links_;     // CSR: links u -> p entering each node
-  std::vector<DstInfo> dst_info_;          // by vertex, built lazily
+  std::vector<DstInfo> dst_info_;                          // by vertex, built lazily
   std::vector<char> dst_info_ready_;
   std::vector<const std::uint32_t*> scratch_tables_;
   std::vector<LinkId> cand_;

@@ -10,11 +10,14 @@ Algorithm select_algorithm(CollectiveKind kind, std::span<const int> ranks, Byte
   const Topology& topo = router.topology();
   switch (kind) {
     case CollectiveKind::send_recv:
-    case CollectiveKind::all_to_all: return Algorithm::direct;
-    case CollectiveKind::broadcast: return Algorithm::ring;
+    case CollectiveKind::all_to_all:
+      return Algorithm::direct;
+    case CollectiveKind::broadcast:
+      return Algorithm::ring;
     case CollectiveKind::reduce_scatter:
     case CollectiveKind::all_gather:
-    case CollectiveKind::all_reduce: break;
+    case CollectiveKind::all_reduce:
+      break;
   }
   if (ranks.size() <= 1) return Algorithm::ring;
   if (kind == CollectiveKind::all_reduce && supports(kind, Algorithm::nvls, ranks, topo)) return Algorithm::nvls;

@@ -1,30 +1,39 @@
 #include "hw/net/topology.h"
 
-#include <cmath>
 #include <fmt/format.h>
+#include <cmath>
 #include <stdexcept>
 
 namespace ptsim::hw::net {
 
 std::string_view to_string(VertexKind kind) {
   switch (kind) {
-    case VertexKind::gpu: return "gpu";
-    case VertexKind::nvswitch: return "nvswitch";
-    case VertexKind::pcie_switch: return "pcie_switch";
-    case VertexKind::host: return "host";
-    case VertexKind::nic: return "nic";
-    case VertexKind::leaf: return "leaf";
-    case VertexKind::spine: return "spine";
-    case VertexKind::core: return "core";
-    case VertexKind::torus_node: return "torus_node";
+    case VertexKind::gpu:
+      return "gpu";
+    case VertexKind::nvswitch:
+      return "nvswitch";
+    case VertexKind::pcie_switch:
+      return "pcie_switch";
+    case VertexKind::host:
+      return "host";
+    case VertexKind::nic:
+      return "nic";
+    case VertexKind::leaf:
+      return "leaf";
+    case VertexKind::spine:
+      return "spine";
+    case VertexKind::core:
+      return "core";
+    case VertexKind::torus_node:
+      return "torus_node";
   }
   return "?";
 }
 
 VertexKind parse_vertex_kind(std::string_view text) {
-  static constexpr VertexKind kAll[] = {VertexKind::gpu,  VertexKind::nvswitch, VertexKind::pcie_switch,
-                                        VertexKind::host, VertexKind::nic,      VertexKind::leaf,
-                                        VertexKind::spine, VertexKind::core,    VertexKind::torus_node};
+  static constexpr VertexKind kAll[] = {VertexKind::gpu,   VertexKind::nvswitch, VertexKind::pcie_switch,
+                                        VertexKind::host,  VertexKind::nic,      VertexKind::leaf,
+                                        VertexKind::spine, VertexKind::core,     VertexKind::torus_node};
   for (VertexKind k : kAll)
     if (text == to_string(k)) return k;
   if (text == "pcie") return VertexKind::pcie_switch;
@@ -58,7 +67,8 @@ LinkId Topology::connect(VertexId a, VertexId b, BytesPerSecond bandwidth, Secon
   if (!(latency >= 0) || !std::isfinite(latency))
     throw std::invalid_argument(
         fmt::format("connect {}<->{}: latency must be non-negative, got {}", name(a), name(b), latency));
-  if (cost == 0) throw std::invalid_argument(fmt::format("connect {}<->{}: routing cost must be >= 1", name(a), name(b)));
+  if (cost == 0)
+    throw std::invalid_argument(fmt::format("connect {}<->{}: routing cost must be >= 1", name(a), name(b)));
   const LinkId id = static_cast<LinkId>(links_.size());
   links_.push_back(Link{a, b, bandwidth, latency, cost});
   links_.push_back(Link{b, a, bandwidth, latency, cost});

@@ -32,8 +32,15 @@ class CublasHandle {
 template <typename T>
 struct AttentionBuffers {
   explicit AttentionBuffers(const AttentionDims& d)
-      : q(d.q_elements()), k(d.kv_elements()), v(d.kv_elements()), o(d.q_elements()), d_o(d.q_elements()),
-        dq(d.q_elements()), dk(d.kv_elements()), dv(d.kv_elements()), lse(d.batch_heads * d.seq_q) {}
+      : q(d.q_elements()),
+        k(d.kv_elements()),
+        v(d.kv_elements()),
+        o(d.q_elements()),
+        d_o(d.q_elements()),
+        dq(d.q_elements()),
+        dk(d.kv_elements()),
+        dv(d.kv_elements()),
+        lse(d.batch_heads * d.seq_q) {}
   DeviceBuffer<T> q, k, v, o, d_o, dq, dk, dv;
   DeviceBuffer<float> lse;
 };
@@ -59,29 +66,35 @@ template <typename T>
 class Runner {
  public:
   // impl "cudnn" throws CudnnUnsupported when cuDNN cannot build the graph for `d`.
-  Runner(const AttentionDims& d, const std::string& impl, AttentionBuffers<T>& b) : d_(d), flash_(impl == "flash"), b_(b) {
+  Runner(const AttentionDims& d, const std::string& impl, AttentionBuffers<T>& b)
+      : d_(d), flash_(impl == "flash"), b_(b) {
     if (impl == "cudnn")
       cudnn_ = std::make_unique<CudnnAttentionFwd>(d, std::is_same_v<T, __nv_bfloat16>, b.q.get(), b.k.get(), b.v.get(),
                                                    b.o.get(), b.lse.get());
-    else if (flash_) workspace_ = DeviceBuffer<char>(flash_attention_bwd_workspace_bytes(d));
+    else if (flash_)
+      workspace_ = DeviceBuffer<char>(flash_attention_bwd_workspace_bytes(d));
     else {
       scores_ = DeviceBuffer<float>(static_cast<std::size_t>(d.batch_heads * d.seq_q * d.seq_kv));
       probs_ = DeviceBuffer<T>(static_cast<std::size_t>(d.batch_heads * d.seq_q * d.seq_kv));
     }
   }
   void forward() {
-    if (cudnn_) cudnn_->run();
-    else if (flash_) launch_flash_attention_fwd<T>(d_, b_.q.get(), b_.k.get(), b_.v.get(), b_.o.get(), b_.lse.get(), nullptr);
-    else launch_naive_attention_fwd<T>(cublas_.get(), d_, b_.q.get(), b_.k.get(), b_.v.get(), b_.o.get(), b_.lse.get(),
-                                       scores_.get(), probs_.get(), nullptr);
+    if (cudnn_)
+      cudnn_->run();
+    else if (flash_)
+      launch_flash_attention_fwd<T>(d_, b_.q.get(), b_.k.get(), b_.v.get(), b_.o.get(), b_.lse.get(), nullptr);
+    else
+      launch_naive_attention_fwd<T>(cublas_.get(), d_, b_.q.get(), b_.k.get(), b_.v.get(), b_.o.get(), b_.lse.get(),
+                                    scores_.get(), probs_.get(), nullptr);
   }
   void backward() {
     if (cudnn_) throw std::invalid_argument("attention: the cudnn implementation is forward only");
     if (flash_)
       launch_flash_attention_bwd<T>(d_, b_.q.get(), b_.k.get(), b_.v.get(), b_.o.get(), b_.lse.get(), b_.d_o.get(),
                                     b_.dq.get(), b_.dk.get(), b_.dv.get(), workspace_.get(), nullptr);
-    else launch_naive_attention_bwd<T>(cublas_.get(), d_, b_.q.get(), b_.k.get(), b_.v.get(), b_.d_o.get(),
-                                       probs_.get(), scores_.get(), b_.dq.get(), b_.dk.get(), b_.dv.get(), nullptr);
+    else
+      launch_naive_attention_bwd<T>(cublas_.get(), d_, b_.q.get(), b_.k.get(), b_.v.get(), b_.d_o.get(), probs_.get(),
+                                    scores_.get(), b_.dq.get(), b_.dk.get(), b_.dv.get(), nullptr);
   }
 
  private:
@@ -96,7 +109,8 @@ class Runner {
 };
 
 template <typename T>
-std::optional<TimingStats> bench(const AttentionDims& d, const std::string& impl, bool backward, const BenchConfig& cfg) {
+std::optional<TimingStats> bench(const AttentionDims& d, const std::string& impl, bool backward,
+                                 const BenchConfig& cfg) {
   if (impl == "flash" && !flash_supports(d)) return std::nullopt;
   if (impl == "naive" && !naive_fits(d, sizeof(T))) return std::nullopt;
   if (impl == "cudnn" && backward) return std::nullopt;  // forward only (see cuda_api.h)
@@ -189,7 +203,8 @@ template <typename T>
 std::string cudnn_reason(const AttentionDims& d) {
   AttentionBuffers<T> b(d);
   try {
-    CudnnAttentionFwd plan(d, std::is_same_v<T, __nv_bfloat16>, b.q.get(), b.k.get(), b.v.get(), b.o.get(), b.lse.get());
+    CudnnAttentionFwd plan(d, std::is_same_v<T, __nv_bfloat16>, b.q.get(), b.k.get(), b.v.get(), b.o.get(),
+                           b.lse.get());
   } catch (const CudnnUnsupported& ex) {
     return ex.what();
   }
@@ -198,8 +213,8 @@ std::string cudnn_reason(const AttentionDims& d) {
 
 }  // namespace
 
-std::optional<TimingStats> bench_attention(const AttentionDims& dims, const std::string& dtype,
-                                           const std::string& impl, bool backward, const BenchConfig& cfg) {
+std::optional<TimingStats> bench_attention(const AttentionDims& dims, const std::string& dtype, const std::string& impl,
+                                           bool backward, const BenchConfig& cfg) {
   check_impl(impl);
   dims.validate();
   if (dtype == "bf16") return bench<__nv_bfloat16>(dims, impl, backward, cfg);

@@ -28,20 +28,20 @@ std::string str(const Args&... args) {
 
 }  // namespace ptsim::kernels::cuda
 
-#define CUDA_CHECK(call)                                                                               \
-  do {                                                                                                 \
-    const cudaError_t ptsim_err_ = (call);                                                             \
-    if (ptsim_err_ != cudaSuccess)                                                                     \
+#define CUDA_CHECK(call)                                                                              \
+  do {                                                                                                \
+    const cudaError_t ptsim_err_ = (call);                                                            \
+    if (ptsim_err_ != cudaSuccess)                                                                    \
       ::ptsim::kernels::cuda::throw_error(#call, cudaGetErrorString(ptsim_err_), __FILE__, __LINE__); \
   } while (0)
 
 // After a <<<...>>> launch: configuration errors now, execution errors at the next sync.
 #define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
 
-#define CUBLAS_CHECK(call)                                                                                \
-  do {                                                                                                    \
-    const cublasStatus_t ptsim_st_ = (call);                                                              \
-    if (ptsim_st_ != CUBLAS_STATUS_SUCCESS)                                                               \
+#define CUBLAS_CHECK(call)                                                                              \
+  do {                                                                                                  \
+    const cublasStatus_t ptsim_st_ = (call);                                                            \
+    if (ptsim_st_ != CUBLAS_STATUS_SUCCESS)                                                             \
       ::ptsim::kernels::cuda::throw_error(#call, cublasGetStatusString(ptsim_st_), __FILE__, __LINE__); \
   } while (0)
 

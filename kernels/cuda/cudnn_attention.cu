@@ -3,8 +3,8 @@
 #include "kernels/cuda/cudnn_attention.cuh"
 
 #include <array>
-#include <deque>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <vector>
 
@@ -26,20 +26,21 @@ std::string cudnn_message(cudnnStatus_t st) {
 }  // namespace ptsim::kernels::cuda
 
 // Graph construction: any failure means this cuDNN/GPU cannot run the graph → CudnnUnsupported.
-#define CUDNN_BUILD_CHECK(call)                                                                      \
-  do {                                                                                               \
-    const cudnnStatus_t ptsim_cs_ = (call);                                                          \
-    if (ptsim_cs_ != CUDNN_STATUS_SUCCESS)                                                           \
-      throw ::ptsim::kernels::cuda::CudnnUnsupported(std::string(#call) + ": " +                     \
+#define CUDNN_BUILD_CHECK(call)                                                                         \
+  do {                                                                                                  \
+    const cudnnStatus_t ptsim_cs_ = (call);                                                             \
+    if (ptsim_cs_ != CUDNN_STATUS_SUCCESS)                                                              \
+      throw ::ptsim::kernels::cuda::CudnnUnsupported(std::string(#call) + ": " +                        \
                                                      ::ptsim::kernels::cuda::cudnn_message(ptsim_cs_)); \
   } while (0)
 
 // Execution: a failure after a plan finalised is a real error.
-#define CUDNN_CHECK(call)                                                                                           \
-  do {                                                                                                              \
-    const cudnnStatus_t ptsim_cs_ = (call);                                                                         \
-    if (ptsim_cs_ != CUDNN_STATUS_SUCCESS)                                                                          \
-      ::ptsim::kernels::cuda::throw_error(#call, ::ptsim::kernels::cuda::cudnn_message(ptsim_cs_), __FILE__, __LINE__); \
+#define CUDNN_CHECK(call)                                                                                    \
+  do {                                                                                                       \
+    const cudnnStatus_t ptsim_cs_ = (call);                                                                  \
+    if (ptsim_cs_ != CUDNN_STATUS_SUCCESS)                                                                   \
+      ::ptsim::kernels::cuda::throw_error(#call, ::ptsim::kernels::cuda::cudnn_message(ptsim_cs_), __FILE__, \
+                                          __LINE__);                                                         \
   } while (0)
 
 namespace ptsim::kernels::cuda {
@@ -261,7 +262,8 @@ CudnnAttentionFwd::CudnnAttentionFwd(const AttentionDims& d, bool bf16, const vo
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
   graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, &s.handle);
 #pragma GCC diagnostic pop
-  graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, ops.data(), static_cast<std::int64_t>(ops.size()));
+  graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, ops.data(),
+            static_cast<std::int64_t>(ops.size()));
   graph.finalize();
 
   // Heuristics mode A first, then the fallback list; the first configuration whose plan
@@ -272,7 +274,8 @@ CudnnAttentionFwd::CudnnAttentionFwd(const AttentionDims& d, bool bf16, const vo
     if (found) break;
     Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
     try {
-      heur.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph).set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, &mode);
+      heur.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph)
+          .set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, &mode);
       heur.finalize();
     } catch (const CudnnUnsupported& ex) {
       last_error = ex.what();
@@ -280,7 +283,8 @@ CudnnAttentionFwd::CudnnAttentionFwd(const AttentionDims& d, bool bf16, const vo
     }
     std::int64_t count = 0;
     if (cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
-                                 nullptr) != CUDNN_STATUS_SUCCESS || count == 0)
+                                 nullptr) != CUDNN_STATUS_SUCCESS ||
+        count == 0)
       continue;
     std::vector<Desc> cfgs;
     std::vector<cudnnBackendDescriptor_t> raw;

@@ -192,8 +192,8 @@ __global__ void __launch_bounds__(kFlashThreads)
 }
 
 template <typename T, int D>
-void launch_bwd(const AttentionDims& d, const T* q, const T* k, const T* v, const T* o, const float* lse,
-                const T* d_o, T* dq, T* dk, T* dv, void* workspace, cudaStream_t stream) {
+void launch_bwd(const AttentionDims& d, const T* q, const T* k, const T* v, const T* o, const float* lse, const T* d_o,
+                T* dq, T* dk, T* dv, void* workspace, cudaStream_t stream) {
   const std::size_t rows = static_cast<std::size_t>(d.batch_heads * d.seq_q);
   float* delta = static_cast<float*>(workspace);
   float* dq_acc = delta + rows;
@@ -205,9 +205,8 @@ void launch_bwd(const AttentionDims& d, const T* q, const T* k, const T* v, cons
                                   static_cast<int>(bytes)));
   const dim3 grid(static_cast<unsigned>(d.seq_kv / kFlashBc), static_cast<unsigned>(d.batch_heads));
   flash_bwd_kernel<T, D><<<grid, kFlashThreads, bytes, stream>>>(q, k, v, lse, delta, d_o, dq_acc, dk, dv,
-                                                                 static_cast<int>(d.seq_q),
-                                                                 static_cast<int>(d.seq_kv), d.softmax_scale(),
-                                                                 d.causal);
+                                                                 static_cast<int>(d.seq_q), static_cast<int>(d.seq_kv),
+                                                                 d.softmax_scale(), d.causal);
   CUDA_CHECK_LAUNCH();
   flash_bwd_convert_dq_kernel<T><<<1024, 256, 0, stream>>>(dq_acc, dq, d.softmax_scale(), rows * D);
   CUDA_CHECK_LAUNCH();
@@ -227,13 +226,15 @@ void launch_flash_attention_bwd(const AttentionDims& d, const T* q, const T* k, 
   check_flash_preconditions(d);
   if (!q || !k || !v || !o || !lse || !d_o || !dq || !dk || !dv || !workspace)
     throw std::invalid_argument("flash attention backward: null pointer");
-  if (d.head_dim == 64) launch_bwd<T, 64>(d, q, k, v, o, lse, d_o, dq, dk, dv, workspace, stream);
-  else launch_bwd<T, 128>(d, q, k, v, o, lse, d_o, dq, dk, dv, workspace, stream);
+  if (d.head_dim == 64)
+    launch_bwd<T, 64>(d, q, k, v, o, lse, d_o, dq, dk, dv, workspace, stream);
+  else
+    launch_bwd<T, 128>(d, q, k, v, o, lse, d_o, dq, dk, dv, workspace, stream);
 }
 
 template void launch_flash_attention_bwd<__half>(const AttentionDims&, const __half*, const __half*, const __half*,
-                                                 const __half*, const float*, const __half*, __half*, __half*,
-                                                 __half*, void*, cudaStream_t);
+                                                 const __half*, const float*, const __half*, __half*, __half*, __half*,
+                                                 void*, cudaStream_t);
 template void launch_flash_attention_bwd<__nv_bfloat16>(const AttentionDims&, const __nv_bfloat16*,
                                                         const __nv_bfloat16*, const __nv_bfloat16*,
                                                         const __nv_bfloat16*, const float*, const __nv_bfloat16*,

@@ -17,18 +17,18 @@ namespace wmma = nvcuda::wmma;
 
 template <typename T, int D>
 struct FwdLayout {
-  static constexpr int kLdT = D + 8;        // T tiles: +8 elements (16 B) against bank conflicts
+  static constexpr int kLdT = D + 8;         // T tiles: +8 elements (16 B) against bank conflicts
   static constexpr int kLdS = kFlashBc + 4;  // fp32 score tile
   static constexpr int kLdP = kFlashBc + 8;  // T probability tile
   static constexpr int kLdO = D + 4;         // fp32 output accumulator
-  static constexpr std::size_t kQ = 0;                                          // [Br × D]  T
-  static constexpr std::size_t kK = kQ + sizeof(T) * kFlashBr * kLdT;           // [Bc × D]  T
-  static constexpr std::size_t kV = kK + sizeof(T) * kFlashBc * kLdT;           // [Bc × D]  T
-  static constexpr std::size_t kS = kV + sizeof(T) * kFlashBc * kLdT;           // [Br × Bc] fp32
-  static constexpr std::size_t kP = kS + sizeof(float) * kFlashBr * kLdS;       // [Br × Bc] T
-  static constexpr std::size_t kO = kP + sizeof(T) * kFlashBr * kLdP;           // [Br × D]  fp32
-  static constexpr std::size_t kM = kO + sizeof(float) * kFlashBr * kLdO;       // [Br] running max
-  static constexpr std::size_t kL = kM + sizeof(float) * kFlashBr;              // [Br] running sum
+  static constexpr std::size_t kQ = 0;       // [Br × D]  T
+  static constexpr std::size_t kK = kQ + sizeof(T) * kFlashBr * kLdT;      // [Bc × D]  T
+  static constexpr std::size_t kV = kK + sizeof(T) * kFlashBc * kLdT;      // [Bc × D]  T
+  static constexpr std::size_t kS = kV + sizeof(T) * kFlashBc * kLdT;      // [Br × Bc] fp32
+  static constexpr std::size_t kP = kS + sizeof(float) * kFlashBr * kLdS;  // [Br × Bc] T
+  static constexpr std::size_t kO = kP + sizeof(T) * kFlashBr * kLdP;      // [Br × D]  fp32
+  static constexpr std::size_t kM = kO + sizeof(float) * kFlashBr * kLdO;  // [Br] running max
+  static constexpr std::size_t kL = kM + sizeof(float) * kFlashBr;         // [Br] running sum
   static constexpr std::size_t kBytes = kL + sizeof(float) * kFlashBr;
   // WMMA pointers must be 32-byte aligned: every section starts on a multiple of 32.
   static_assert(kK % 32 == 0 && kV % 32 == 0 && kS % 32 == 0 && kP % 32 == 0 && kO % 32 == 0);
@@ -52,8 +52,8 @@ __global__ void __launch_bounds__(kFlashThreads)
   const int bh = blockIdx.y;
   const int q0 = blockIdx.x * kFlashBr;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int r0 = warp * 16;              // this warp's first row in the tile
-  const int offset = seq_kv - seq_q;     // bottom-right causal alignment
+  const int r0 = warp * 16;           // this warp's first row in the tile
+  const int offset = seq_kv - seq_q;  // bottom-right causal alignment
 
   load_tile<T, D>(sQ, L::kLdT, q + (static_cast<std::size_t>(bh) * seq_q + q0) * D, kFlashBr);
   for (int i = threadIdx.x; i < kFlashBr * L::kLdO; i += blockDim.x) sO[i] = 0.0f;
@@ -145,9 +145,8 @@ void launch_fwd(const AttentionDims& d, const T* q, const T* k, const T* v, T* o
   CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(bytes)));
   const dim3 grid(static_cast<unsigned>(d.seq_q / kFlashBr), static_cast<unsigned>(d.batch_heads));
-  flash_fwd_kernel<T, D><<<grid, kFlashThreads, bytes, stream>>>(q, k, v, o, lse, static_cast<int>(d.seq_q),
-                                                                 static_cast<int>(d.seq_kv), d.softmax_scale(),
-                                                                 d.causal);
+  flash_fwd_kernel<T, D><<<grid, kFlashThreads, bytes, stream>>>(
+      q, k, v, o, lse, static_cast<int>(d.seq_q), static_cast<int>(d.seq_kv), d.softmax_scale(), d.causal);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -158,8 +157,8 @@ void check_flash_preconditions(const AttentionDims& d) {
   if (d.head_dim != 64 && d.head_dim != 128)
     throw std::invalid_argument(str("flash attention: head_dim must be 64 or 128, got ", d.head_dim));
   if (d.seq_q % kFlashBr != 0 || d.seq_kv % kFlashBc != 0)
-    throw std::invalid_argument(str("flash attention: seq_q (", d.seq_q, ") and seq_kv (", d.seq_kv,
-                                    ") must be multiples of 64"));
+    throw std::invalid_argument(
+        str("flash attention: seq_q (", d.seq_q, ") and seq_kv (", d.seq_kv, ") must be multiples of 64"));
   if (d.batch_heads > 65535)
     throw std::invalid_argument(str("flash attention: batch_heads ", d.batch_heads, " exceeds the grid's y limit"));
 }
@@ -169,8 +168,10 @@ void launch_flash_attention_fwd(const AttentionDims& d, const T* q, const T* k, 
                                 cudaStream_t stream) {
   check_flash_preconditions(d);
   if (!q || !k || !v || !o || !lse) throw std::invalid_argument("flash attention: null pointer");
-  if (d.head_dim == 64) launch_fwd<T, 64>(d, q, k, v, o, lse, stream);
-  else launch_fwd<T, 128>(d, q, k, v, o, lse, stream);
+  if (d.head_dim == 64)
+    launch_fwd<T, 64>(d, q, k, v, o, lse, stream);
+  else
+    launch_fwd<T, 128>(d, q, k, v, o, lse, stream);
 }
 
 template void launch_flash_attention_fwd<__half>(const AttentionDims&, const __half*, const __half*, const __half*,

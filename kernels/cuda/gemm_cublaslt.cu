@@ -64,7 +64,8 @@ class LtGemm {
     const auto st = cublasLtMatmulAlgoGetHeuristic(lt_, op_, a_, b_, c_, c_, pref, 1, &algo_, &found);
     cublasLtMatmulPreferenceDestroy(pref);
     CUBLAS_CHECK(st);
-    if (found == 0) throw std::runtime_error(str("gemm: cuBLASLt has no algorithm for ", m, "x", n, "x", k, " ", dtype));
+    if (found == 0)
+      throw std::runtime_error(str("gemm: cuBLASLt has no algorithm for ", m, "x", n, "x", k, " ", dtype));
   }
   ~LtGemm() {
     if (a_) cublasLtMatrixLayoutDestroy(a_);
@@ -98,13 +99,21 @@ class LtGemm {
 template <typename T>
 T convert_from(float x);
 template <>
-__nv_bfloat16 convert_from<__nv_bfloat16>(float x) { return __float2bfloat16(x); }
+__nv_bfloat16 convert_from<__nv_bfloat16>(float x) {
+  return __float2bfloat16(x);
+}
 template <>
-__half convert_from<__half>(float x) { return __float2half(x); }
+__half convert_from<__half>(float x) {
+  return __float2half(x);
+}
 template <>
-float convert_from<float>(float x) { return x; }
+float convert_from<float>(float x) {
+  return x;
+}
 template <>
-__nv_fp8_e4m3 convert_from<__nv_fp8_e4m3>(float x) { return __nv_fp8_e4m3(x); }
+__nv_fp8_e4m3 convert_from<__nv_fp8_e4m3>(float x) {
+  return __nv_fp8_e4m3(x);
+}
 
 template <typename T>
 std::vector<float> upload_random(char* dst, std::size_t n, unsigned seed) {
@@ -144,15 +153,27 @@ CheckResult check_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std
   std::vector<float> a, b, c;
   const auto mk = static_cast<std::size_t>(m * k), kn = static_cast<std::size_t>(k * n),
              mn = static_cast<std::size_t>(m * n);
-  if (dtype == "bf16") { a = upload_random<__nv_bfloat16>(g.a(), mk, 1); b = upload_random<__nv_bfloat16>(g.b(), kn, 2); }
-  else if (dtype == "fp16") { a = upload_random<__half>(g.a(), mk, 1); b = upload_random<__half>(g.b(), kn, 2); }
-  else if (dtype == "fp32") { a = upload_random<float>(g.a(), mk, 1); b = upload_random<float>(g.b(), kn, 2); }
-  else { a = upload_random<__nv_fp8_e4m3>(g.a(), mk, 1); b = upload_random<__nv_fp8_e4m3>(g.b(), kn, 2); }
+  if (dtype == "bf16") {
+    a = upload_random<__nv_bfloat16>(g.a(), mk, 1);
+    b = upload_random<__nv_bfloat16>(g.b(), kn, 2);
+  } else if (dtype == "fp16") {
+    a = upload_random<__half>(g.a(), mk, 1);
+    b = upload_random<__half>(g.b(), kn, 2);
+  } else if (dtype == "fp32") {
+    a = upload_random<float>(g.a(), mk, 1);
+    b = upload_random<float>(g.b(), kn, 2);
+  } else {
+    a = upload_random<__nv_fp8_e4m3>(g.a(), mk, 1);
+    b = upload_random<__nv_fp8_e4m3>(g.b(), kn, 2);
+  }
   g.run(nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
-  if (dtype == "fp16") c = download<__half>(g.c(), mn);
-  else if (dtype == "fp32") c = download<float>(g.c(), mn);
-  else c = download<__nv_bfloat16>(g.c(), mn);  // bf16, and fp8's bf16 output
+  if (dtype == "fp16")
+    c = download<__half>(g.c(), mn);
+  else if (dtype == "fp32")
+    c = download<float>(g.c(), mn);
+  else
+    c = download<__nv_bfloat16>(g.c(), mn);  // bf16, and fp8's bf16 output
   // Reference: D[i,j] (column-major, ld m) = Σ_l A[l,i]·B[l,j] with A k×m, B k×n column-major.
   CheckResult r;
   const double rtol = dtype == "fp32" ? 2e-3 : 1e-2, atol = 1e-2;

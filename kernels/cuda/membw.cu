@@ -28,7 +28,7 @@ void launch_copy(const float* src, float* dst, std::size_t n, cudaStream_t strea
   // Enough blocks to fill every SM several times, no more: the loop strides over the rest.
   const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((n4 + 255) / 256, std::size_t(sms) * 8));
   copy_kernel<<<std::max(1u, blocks), 256, 0, stream>>>(reinterpret_cast<const float4*>(src),
-                                                         reinterpret_cast<float4*>(dst), n4);
+                                                        reinterpret_cast<float4*>(dst), n4);
   CUDA_CHECK_LAUNCH();
 }
 

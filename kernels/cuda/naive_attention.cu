@@ -14,15 +14,19 @@ namespace {
 template <typename T>
 constexpr cudaDataType_t cuda_type();
 template <>
-constexpr cudaDataType_t cuda_type<__half>() { return CUDA_R_16F; }
+constexpr cudaDataType_t cuda_type<__half>() {
+  return CUDA_R_16F;
+}
 template <>
-constexpr cudaDataType_t cuda_type<__nv_bfloat16>() { return CUDA_R_16BF; }
+constexpr cudaDataType_t cuda_type<__nv_bfloat16>() {
+  return CUDA_R_16BF;
+}
 
 // Row-major C[M×N] = alpha·op(A)·op(B), batched with strides: column-major cuBLAS computes
 // Cᵀ = op(B)ᵀ·op(A)ᵀ, so the operands are passed swapped.
-void rm_gemm(cublasHandle_t h, bool ta, bool tb, int m, int n, int k, float alpha, const void* a,
-             cudaDataType_t at, int lda, long long sa, const void* b, cudaDataType_t bt, int ldb, long long sb,
-             void* c, cudaDataType_t ct, int ldc, long long sc, int batch) {
+void rm_gemm(cublasHandle_t h, bool ta, bool tb, int m, int n, int k, float alpha, const void* a, cudaDataType_t at,
+             int lda, long long sa, const void* b, cudaDataType_t bt, int ldb, long long sb, void* c, cudaDataType_t ct,
+             int ldc, long long sc, int batch) {
   const float beta = 0.0f;
   CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
                                           &alpha, b, bt, ldb, sb, a, at, lda, sa, &beta, c, ct, ldc, sc, batch,
@@ -48,8 +52,8 @@ __device__ float block_reduce(float v, bool is_max, float* shared) {
 
 // One block per score row: P = softmax(scale·S + mask), lse = log Σ exp.
 template <typename T>
-__global__ void softmax_rows_kernel(const float* __restrict__ s, T* __restrict__ p, float* __restrict__ lse,
-                                    int seq_q, int seq_kv, float scale, bool causal) {
+__global__ void softmax_rows_kernel(const float* __restrict__ s, T* __restrict__ p, float* __restrict__ lse, int seq_q,
+                                    int seq_kv, float scale, bool causal) {
   __shared__ float shared[32];
   const std::size_t row = blockIdx.x;
   const int i = static_cast<int>(row % seq_q);
@@ -120,12 +124,12 @@ void launch_naive_attention_bwd(cublasHandle_t h, const AttentionDims& d, const 
   const long long sq = 1LL * Sq * D, skv = 1LL * Skv * D, ss = 1LL * Sq * Skv;
   const auto t = cuda_type<T>();
   const float scale = d.softmax_scale();
-  rm_gemm(h, true, false, Skv, D, Sq, 1.0f, probs, t, Skv, ss, d_o, t, D, sq, dv, t, D, skv, B);        // dV = Pᵀ·dO
+  rm_gemm(h, true, false, Skv, D, Sq, 1.0f, probs, t, Skv, ss, d_o, t, D, sq, dv, t, D, skv, B);  // dV = Pᵀ·dO
   rm_gemm(h, false, true, Sq, Skv, D, 1.0f, d_o, t, D, sq, v, t, D, skv, scores, CUDA_R_32F, Skv, ss, B);  // dP = dO·Vᵀ
   softmax_bwd_rows_kernel<T><<<static_cast<unsigned>(1LL * B * Sq), 256, 0, stream>>>(probs, scores, Skv);
   CUDA_CHECK_LAUNCH();
   rm_gemm(h, false, false, Sq, D, Skv, scale, probs, t, Skv, ss, k, t, D, skv, dq, t, D, sq, B);  // dQ = scale·dS·K
-  rm_gemm(h, true, false, Skv, D, Sq, scale, probs, t, Skv, ss, q, t, D, sq, dk, t, D, skv, B);   // dK = scale·dSᵀ·Q
+  rm_gemm(h, true, false, Skv, D, Sq, scale, probs, t, Skv, ss, q, t, D, sq, dk, t, D, skv, B);  // dK = scale·dSᵀ·Q
 }
 
 template void launch_naive_attention_fwd<__half>(cublasHandle_t, const AttentionDims&, const __half*, const __half*,

@@ -38,8 +38,8 @@ Counts counts_for(const std::string& op, int ranks, Bytes bytes) {
   if (op == "all-gather") return {total / r, total};
   if (op == "reduce-scatter") return {total, total / r};
   if (op == "all-to-all") return {total, total};
-  throw std::invalid_argument(str("collective: unknown op '", op,
-                                  "' (all-reduce, all-gather, reduce-scatter, all-to-all, send-recv)"));
+  throw std::invalid_argument(
+      str("collective: unknown op '", op, "' (all-reduce, all-gather, reduce-scatter, all-to-all, send-recv)"));
 }
 
 class Communicator {
@@ -179,13 +179,17 @@ CheckResult check_collective(const std::string& op, int ranks) {
     for (std::size_t i = 0; i < h.size(); ++i) {
       double want = 0;
       auto sent = [](std::size_t rank, std::size_t idx) { return double(rank * 1000 + idx); };
-      if (op == "all-reduce") for (std::size_t p = 0; p < n; ++p) want += sent(p, i);
-      else if (op == "all-gather") want = sent(i / cnt.send, i % cnt.send);
-      else if (op == "reduce-scatter") for (std::size_t p = 0; p < n; ++p) want += sent(p, x.device * cnt.recv + i);
+      if (op == "all-reduce")
+        for (std::size_t p = 0; p < n; ++p) want += sent(p, i);
+      else if (op == "all-gather")
+        want = sent(i / cnt.send, i % cnt.send);
+      else if (op == "reduce-scatter")
+        for (std::size_t p = 0; p < n; ++p) want += sent(p, x.device * cnt.recv + i);
       else if (op == "all-to-all") {
         const std::size_t chunk = cnt.send / n;  // chunk p of the receive buffer came from rank p
         want = sent(i / chunk, static_cast<std::size_t>(x.device) * chunk + i % chunk);
-      } else want = sent(0, i);
+      } else
+        want = sent(0, i);
       const double e = std::abs(h[i] - want);
       r.max_abs_error = std::max(r.max_abs_error, e);
       r.max_violation = std::max(r.max_violation, e);  // integer-valued floats: must be exact

@@ -25,10 +25,14 @@ class L2Flusher {
     bytes_ = 2 * static_cast<std::size_t>(l2);
     if (bytes_ > 0) CUDA_CHECK(cudaMalloc(&buf_, bytes_));
   }
-  ~L2Flusher() { if (buf_) cudaFree(buf_); }
+  ~L2Flusher() {
+    if (buf_) cudaFree(buf_);
+  }
   L2Flusher(const L2Flusher&) = delete;
   L2Flusher& operator=(const L2Flusher&) = delete;
-  void flush(cudaStream_t s) const { if (buf_) CUDA_CHECK(cudaMemsetAsync(buf_, 0, bytes_, s)); }
+  void flush(cudaStream_t s) const {
+    if (buf_) CUDA_CHECK(cudaMemsetAsync(buf_, 0, bytes_, s));
+  }
 
  private:
   void* buf_ = nullptr;
@@ -66,11 +70,18 @@ TimingStats time_gpu(Fn&& fn, cudaStream_t stream, const BenchConfig& cfg) {
 template <typename T>
 class DeviceBuffer {
  public:
-  explicit DeviceBuffer(std::size_t n) : n_(n) { if (n) CUDA_CHECK(cudaMalloc(&p_, n * sizeof(T))); }
-  ~DeviceBuffer() { if (p_) cudaFree(p_); }
+  explicit DeviceBuffer(std::size_t n) : n_(n) {
+    if (n) CUDA_CHECK(cudaMalloc(&p_, n * sizeof(T)));
+  }
+  ~DeviceBuffer() {
+    if (p_) cudaFree(p_);
+  }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr; o.n_ = 0; }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(o.p_), n_(o.n_) {
+    o.p_ = nullptr;
+    o.n_ = 0;
+  }
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     if (this != &o) {
       if (p_) cudaFree(p_);

@@ -2,6 +2,9 @@
 
 namespace ptsim::cli {
 
-std::vector<Command> all_commands() { return {run_command(), memory_command(), list_command(), calibrate_command(), validate_command(), zero_report_command(), search_command()}; }
+std::vector<Command> all_commands() {
+  return {run_command(),      memory_command(),      list_command(),  calibrate_command(),
+          validate_command(), zero_report_command(), search_command()};
+}
 
 }  // namespace ptsim::cli

@@ -14,23 +14,26 @@ Command list_command() {
   Command c;
   c.add = [what](CLI::App& app) {
     auto* sub = app.add_subcommand("list", "the built-in catalogs: models | gpus | topologies");
-    sub->add_option("what", *what, "models | gpus | topologies")->required()->check(CLI::IsMember({"models", "gpus", "topologies"}));
+    sub->add_option("what", *what, "models | gpus | topologies")
+        ->required()
+        ->check(CLI::IsMember({"models", "gpus", "topologies"}));
     return sub;
   };
   c.execute = [what]() {
     if (*what == "models") {
-      fmt::print("{:<16} {:>7} {:>7} {:>6} {:>5} {:>7} {:>7} {:>6}  {}\n", "name", "params", "layers", "hidden", "heads",
-                 "groups", "ffn", "seq", "notes");
+      fmt::print("{:<16} {:>7} {:>7} {:>6} {:>5} {:>7} {:>7} {:>6}  {}\n", "name", "params", "layers", "hidden",
+                 "heads", "groups", "ffn", "seq", "notes");
       for (const auto& m : models::presets()) {
         const auto pc = models::count_params(m);
         std::string notes = m.mlp == models::Mlp::swiglu ? "swiglu" : "gelu";
-        if (m.moe) notes += fmt::format(", moe {}x top-{} ({:.1f}B active)", m.moe->num_experts, m.moe->top_k, pc.active / 1e9);
+        if (m.moe)
+          notes += fmt::format(", moe {}x top-{} ({:.1f}B active)", m.moe->num_experts, m.moe->top_k, pc.active / 1e9);
         fmt::print("{:<16} {:>6.1f}B {:>7} {:>6} {:>5} {:>7} {:>7} {:>6}  {}\n", m.name, pc.total / 1e9, m.num_layers,
                    m.hidden_size, m.num_attention_heads, m.num_query_groups, m.ffn_hidden_size, m.seq_length, notes);
       }
     } else if (*what == "gpus") {
-      fmt::print("{:<14} {:>10} {:>10} {:>10} {:>9} {:>10} {:>11}  {}\n", "name", "bf16", "fp8", "fp32", "HBM", "HBM bw",
-                 "NVLink/dir", "description");
+      fmt::print("{:<14} {:>10} {:>10} {:>10} {:>9} {:>10} {:>11}  {}\n", "name", "bf16", "fp8", "fp32", "HBM",
+                 "HBM bw", "NVLink/dir", "description");
       for (const auto& g : hw::gpu_catalog())
         fmt::print("{:<14} {:>7.0f} TF {:>7.0f} TF {:>7.1f} TF {:>9} {:>10} {:>11}  {}\n", g.name, g.peak_bf16 / 1e12,
                    g.peak_fp8 / 1e12, g.peak_fp32 / 1e12, format_bytes(g.hbm), format_bandwidth(g.hbm_bandwidth),

@@ -1,15 +1,15 @@
 // The `ptsim` command line (CONTRACT §1). Exit codes: 0 success, 1 internal
 // error, 2 bad input, 3 missing resource, 4 validation bound missed.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 
-#include "sim/cli/commands.h"
 #include "hw/errors.h"
+#include "sim/cli/commands.h"
 
 namespace {
 

@@ -37,8 +37,13 @@ Command memory_command() {
     text += "  stage      params       grads   optimizer activations     buffers        peak  fits\n";
     for (const auto& m : stages) {
       peak = std::max(peak, m.peak);
-      j["per_stage"].push_back({{"stage", m.stage}, {"params", m.params}, {"grads", m.grads}, {"optimizer", m.optimizer},
-                                {"activations", m.activations}, {"buffers", m.buffers}, {"peak", m.peak}});
+      j["per_stage"].push_back({{"stage", m.stage},
+                                {"params", m.params},
+                                {"grads", m.grads},
+                                {"optimizer", m.optimizer},
+                                {"activations", m.activations},
+                                {"buffers", m.buffers},
+                                {"peak", m.peak}});
       text += fmt::format("  {:>5} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}  {}\n", m.stage, format_bytes(m.params),
                           format_bytes(m.grads), format_bytes(m.optimizer), format_bytes(m.activations),
                           format_bytes(m.buffers), format_bytes(m.peak), m.peak <= cap ? "yes" : "NO");

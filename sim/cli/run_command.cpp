@@ -2,14 +2,14 @@
 #include <iostream>
 #include <memory>
 
-#include "sim/cli/commands.h"
-#include "sim/io/output_file.h"
 #include "hw/net/layout.h"
-#include "sim/io/report_html.h"
-#include "sim/io/scenario_file.h"
+#include "sim/cli/commands.h"
 #include "sim/core/simulate.h"
-#include "sim/io/trace.h"
+#include "sim/io/output_file.h"
+#include "sim/io/report_html.h"
 #include "sim/io/result_json.h"
+#include "sim/io/scenario_file.h"
+#include "sim/io/trace.h"
 
 namespace ptsim::cli {
 

@@ -56,14 +56,18 @@ class MpiSession {
   MpiSession& operator=(const MpiSession&) = delete;
   int rank() const { return rank_; }
   int size() const { return size_; }
-  [[noreturn]] void abort(int code) { MPI_Abort(MPI_COMM_WORLD, code); std::exit(code); }
+  [[noreturn]] void abort(int code) {
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::exit(code);
+  }
 
   std::vector<sim::CandidateOutcome> all_gather(const std::vector<sim::CandidateOutcome>& local) const {
     std::vector<double> send;
     for (const auto& o : local) {
       send.push_back(static_cast<double>(o.index));
       send.push_back(o.feasible ? 1.0 : 0.0);
-      for (double x : {o.tokens_per_s, o.model_tflops_per_gpu, o.mfu, o.bubble_fraction, o.peak_bytes, o.iteration_time_s})
+      for (double x :
+           {o.tokens_per_s, o.model_tflops_per_gpu, o.mfu, o.bubble_fraction, o.peak_bytes, o.iteration_time_s})
         send.push_back(x);
       for (double x : o.exposed_comm_s) send.push_back(x);
     }
@@ -76,7 +80,8 @@ class MpiSession {
       total += counts[static_cast<std::size_t>(r)];
     }
     std::vector<double> recv(static_cast<std::size_t>(total));
-    MPI_Allgatherv(send.data(), count, MPI_DOUBLE, recv.data(), counts.data(), displs.data(), MPI_DOUBLE, MPI_COMM_WORLD);
+    MPI_Allgatherv(send.data(), count, MPI_DOUBLE, recv.data(), counts.data(), displs.data(), MPI_DOUBLE,
+                   MPI_COMM_WORLD);
     std::vector<sim::CandidateOutcome> out;
     for (std::size_t i = 0; i + kOutcomeDoubles <= recv.size(); i += kOutcomeDoubles) {
       sim::CandidateOutcome o;
@@ -126,7 +131,8 @@ class ProgressPrinter {
     if (p.done >= p.total && finished_) return;
     finished_ = p.done >= p.total;
     last_line_s_ = p.elapsed_s;
-    std::fprintf(stderr, "search: %lld/%lld plans settled, %lld simulated, best %.0f tokens/s, %.1f s elapsed, ETA %s\n",
+    std::fprintf(stderr,
+                 "search: %lld/%lld plans settled, %lld simulated, best %.0f tokens/s, %.1f s elapsed, ETA %s\n",
                  static_cast<long long>(p.done), static_cast<long long>(p.total), static_cast<long long>(p.simulated),
                  p.best_tokens_per_s, p.elapsed_s, format_eta(eta).c_str());
   }
@@ -152,8 +158,9 @@ Command search_command() {
   c.add = [o](CLI::App& app) {
     auto* sub = app.add_subcommand("search", "rank every valid parallel plan of a scenario by simulated throughput");
     sub->add_option("scenario", o->scenario, "scenario YAML (its model, cluster and global batch)")->required();
-    sub->add_option("--fix", o->fix,
-                    "restrict a searched key to value(s), e.g. --fix parallel.tensor_parallel=8 --fix parallel.zero_stage=1,2")
+    sub->add_option(
+           "--fix", o->fix,
+           "restrict a searched key to value(s), e.g. --fix parallel.tensor_parallel=8 --fix parallel.zero_stage=1,2")
         ->take_all();
     sub->add_option("--gpus", o->gpus, "cluster sizes to sweep, e.g. --gpus 512,1024,2048")->delimiter(',');
     sub->add_option("--top", o->top, "plans to print (K)")->check(CLI::PositiveNumber);
@@ -163,8 +170,10 @@ Command search_command() {
     sub->add_flag("--full", o->full, "simulate every rank (default: one representative rank per stage)");
     sub->add_option("--set", o->sets, "override a scenario key before searching")->take_all();
     sub->add_option("--max-micro-batch", o->max_mbs, "largest micro-batch size tried")->check(CLI::PositiveNumber);
-    sub->add_option("--max-virtual-stages", o->max_vpp, "largest interleaving degree tried")->check(CLI::PositiveNumber);
-    sub->add_option("--max-context-parallel", o->max_cp, "largest context-parallel degree tried")->check(CLI::PositiveNumber);
+    sub->add_option("--max-virtual-stages", o->max_vpp, "largest interleaving degree tried")
+        ->check(CLI::PositiveNumber);
+    sub->add_option("--max-context-parallel", o->max_cp, "largest context-parallel degree tried")
+        ->check(CLI::PositiveNumber);
     sub->add_flag("--no-progress", o->no_progress, "no progress output on stderr");
     sub->add_flag("-q,--quiet", o->quiet, "no summary on stdout");
     return sub;

@@ -52,7 +52,8 @@ Command zero_report_command() {
   auto o = std::make_shared<Opts>();
   Command c;
   c.add = [o](CLI::App& app) {
-    auto* sub = app.add_subcommand("zero-report", "ZeRO communication volume and model-state memory per stage (CONTRACT §4)");
+    auto* sub =
+        app.add_subcommand("zero-report", "ZeRO communication volume and model-state memory per stage (CONTRACT §4)");
     sub->add_option("--model", o->model, "model preset (`ptsim list models`)");
     sub->add_option("--dp", o->dp, "data-parallel GPUs N");
     sub->add_option("--stages", o->stages, "ZeRO stages, comma separated (default 0,1,2,3)");
@@ -74,13 +75,15 @@ Command zero_report_command() {
       const sim::Scenario s = sim::load_scenario(o->scenario, o->sets);
       in.model = s.model;
       if (!o->model.empty() && o->model != s.model.name)
-        throw std::invalid_argument(fmt::format("--model '{}' conflicts with the scenario's model '{}'", o->model, s.model.name));
+        throw std::invalid_argument(
+            fmt::format("--model '{}' conflicts with the scenario's model '{}'", o->model, s.model.name));
       const auto& par = s.plan.par;
       if (par.cp != 1 || par.ep != 1)
         throw std::invalid_argument("zero-report: scenarios with context or expert parallelism are not supported");
       in.dp = o->dp > 0 ? o->dp : par.dp;
       if (in.dp != par.dp)
-        throw std::invalid_argument(fmt::format("--dp {} conflicts with the scenario's data_parallel {}", o->dp, par.dp));
+        throw std::invalid_argument(
+            fmt::format("--dp {} conflicts with the scenario's data_parallel {}", o->dp, par.dp));
       in.tp = par.tp;
       in.pp = par.pp;
       in.precision = par.precision == models::Precision::fp8 ? models::Precision::bf16 : par.precision;

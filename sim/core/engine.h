@@ -91,9 +91,7 @@ class Engine {
     bool cancelled = false;
   };
 
-  static bool before(const Event& a, const Event& b) {
-    return a.at != b.at ? a.at < b.at : a.seq < b.seq;
-  }
+  static bool before(const Event& a, const Event& b) { return a.at != b.at ? a.at < b.at : a.seq < b.seq; }
   void sift_up(std::size_t i) {
     Event e = heap_[i];
     while (i > 0) {

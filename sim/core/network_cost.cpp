@@ -1,8 +1,8 @@
 #include "sim/core/network_cost.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <set>
 #include <stdexcept>
 
@@ -91,11 +91,13 @@ hw::net::AlgorithmOverrides algorithm_overrides(const ClusterConfig& c) {
 }
 
 NetworkModel::NetworkModel(const ClusterConfig& cluster, const Layout& layout)
-    : cluster_(cluster), layout_(layout), topo_(hw::net::build_cluster(cluster_net_spec(cluster))),
+    : cluster_(cluster),
+      layout_(layout),
+      topo_(hw::net::build_cluster(cluster_net_spec(cluster))),
       overrides_(algorithm_overrides(cluster)) {
   if (topo_.num_gpus() < layout_.world())
-    throw std::invalid_argument(fmt::format("network: the plan needs {} GPUs but the cluster graph has {}",
-                                            layout_.world(), topo_.num_gpus()));
+    throw std::invalid_argument(
+        fmt::format("network: the plan needs {} GPUs but the cluster graph has {}", layout_.world(), topo_.num_gpus()));
   router_ = std::make_unique<hw::net::Router>(topo_);
 }
 
@@ -155,8 +157,7 @@ Seconds NetworkModel::stage_seconds(CollectiveKind c, Dim d, const GroupShape& g
       merged = false;
       break;
     }
-    for (std::size_t i = 0; i < se.steps.size() && merged; ++i)
-      merged = se.steps[i].repeat == e.steps[i].repeat;
+    for (std::size_t i = 0; i < se.steps.size() && merged; ++i) merged = se.steps[i].repeat == e.steps[i].repeat;
     if (!merged) break;
     for (std::size_t i = 0; i < se.steps.size(); ++i)
       e.steps[i].flows.insert(e.steps[i].flows.end(), se.steps[i].flows.begin(), se.steps[i].flows.end());

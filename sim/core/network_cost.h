@@ -27,11 +27,11 @@
 
 #include "hw/net/cluster.h"
 #include "hw/net/collectives.h"
+#include "hw/net/layout.h"
 #include "hw/net/routing.h"
 #include "hw/net/selection.h"
 #include "hw/net/topology.h"
 #include "sim/core/collective_cost.h"
-#include "hw/net/layout.h"
 #include "sim/core/scenario.h"
 
 namespace ptsim::sim {
@@ -90,7 +90,8 @@ class NetworkCost : public CollectiveCost {
     int stage, size, stride, offset;  // offset: first rank within its stage (p2p: 0)
     Bytes S;
     bool operator<(const Key& o) const {
-      return std::tie(c, d, stage, size, stride, offset, S) < std::tie(o.c, o.d, o.stage, o.size, o.stride, o.offset, o.S);
+      return std::tie(c, d, stage, size, stride, offset, S) <
+             std::tie(o.c, o.d, o.stage, o.size, o.stride, o.offset, o.S);
     }
   };
   std::shared_ptr<NetworkModel> model_;

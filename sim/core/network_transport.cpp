@@ -1,9 +1,9 @@
 #include "sim/core/network_transport.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fmt/format.h>
 #include <limits>
 
 #include "hw/slot_pool.h"
@@ -64,7 +64,8 @@ const NetworkTransport::Template& NetworkTransport::get_template(CollectiveKind 
       while (slots_[j].t) j = (j + 1) & mask;
       slots_[j] = s;
     }
-    for (pos = hash(key) & mask; slots_[pos].t; pos = (pos + 1) & mask) {}
+    for (pos = hash(key) & mask; slots_[pos].t; pos = (pos + 1) & mask) {
+    }
   }
   templates_.push_back(std::make_unique<Template>());
   Template& t = *templates_.back();
@@ -355,8 +356,9 @@ std::vector<hw::net::LinkUsage> NetworkTransport::busiest_links(std::size_t n, b
 
 std::vector<std::string> NetworkTransport::report() const {
   std::vector<std::string> out;
-  out.push_back(fmt::format("network: {}; link sharing on ({} transfers, {} phases shared links with overlapping traffic)",
-                            model_.topology().description(), transfers_started_, shared_phases_));
+  out.push_back(
+      fmt::format("network: {}; link sharing on ({} transfers, {} phases shared links with overlapping traffic)",
+                  model_.topology().description(), transfers_started_, shared_phases_));
   auto line = [](const std::vector<hw::net::LinkUsage>& v) {
     std::string s;
     for (const auto& x : v)
@@ -366,7 +368,8 @@ std::vector<std::string> NetworkTransport::report() const {
   // Fabric links first: they are where plans and fabrics differ (NVSwitch ports are
   // busy with TP traffic by design).
   if (const auto f = busiest_links(3, true); !f.empty()) out.push_back("busiest links: " + line(f));
-  if (const auto a = busiest_links(3, false); !a.empty()) out.push_back("busiest links (any, incl. NVLink/PCIe): " + line(a));
+  if (const auto a = busiest_links(3, false); !a.empty())
+    out.push_back("busiest links (any, incl. NVLink/PCIe): " + line(a));
   std::string dims;
   for (int d = 0; d < kNumDims; ++d)
     if (const Bytes b = dim_bytes(static_cast<Dim>(d)); b > 0)

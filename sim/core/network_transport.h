@@ -69,8 +69,8 @@ class NetworkTransport : public Transport {
   struct FlowT {
     std::vector<hw::net::LinkId> path;
     Seconds latency = 0;
-    Bytes bytes = 0;     // per repeat
-    double rate = 0;     // isolated rate (equal share of its most loaded link)
+    Bytes bytes = 0;  // per repeat
+    double rate = 0;  // isolated rate (equal share of its most loaded link)
   };
   struct PhaseT {
     std::int64_t repeat = 1;
@@ -138,7 +138,7 @@ class NetworkTransport : public Transport {
   std::vector<Slot> slots_;  // size a power of two, at most half full
   std::vector<Transfer> transfers_;
   std::vector<std::uint32_t> free_transfers_;
-  std::vector<LinkUse> use_;                // by link
+  std::vector<LinkUse> use_;               // by link
   std::vector<std::uint32_t> flow_owner_;  // by FlowId
   std::array<Bytes, kNumDims> dim_bytes_{};
   std::vector<std::uint32_t> scratch_owners_;

@@ -32,15 +32,15 @@ inline constexpr int kGatherChannel = kNumDims;
 inline constexpr int kNumChannels = kNumDims + 1;
 
 enum class InstrKind : std::uint8_t {
-  compute,      // occupies the compute stream for `duration`
-  collective,   // a collective of `dim`'s group on the compute stream (blocking)
-  recv,         // wait for the pipeline input/gradient of the current step
-  send,         // send the pipeline output/gradient of the current step (async)
-  launch,       // enqueue a collective of `dim`'s group on the rank's async stream `channel`
-  wait,         // block until stream `channel` has at most `count` ops outstanding
-                // (kAbsoluteWait: until it has completed `count` ops this iteration)
-  alloc,        // memory: `bytes` of `mem` category
-  release,      // memory: free
+  compute,     // occupies the compute stream for `duration`
+  collective,  // a collective of `dim`'s group on the compute stream (blocking)
+  recv,        // wait for the pipeline input/gradient of the current step
+  send,        // send the pipeline output/gradient of the current step (async)
+  launch,      // enqueue a collective of `dim`'s group on the rank's async stream `channel`
+  wait,        // block until stream `channel` has at most `count` ops outstanding
+               // (kAbsoluteWait: until it has completed `count` ops this iteration)
+  alloc,       // memory: `bytes` of `mem` category
+  release,     // memory: free
 };
 
 enum class MemCat : std::uint8_t { activations, buffers, params, grads, optimizer };
@@ -60,10 +60,10 @@ struct Instr {
   MemCat mem = MemCat::activations;
   std::uint8_t flags = kNoFlags;
   std::uint8_t channel = 0;  // launch / wait: async stream index (< kNumChannels)
-  std::uint16_t label = 0;  // index into Program::labels (trace names)
-  std::int32_t count = 0;   // wait: ops to have completed
-  Tick duration = 0;        // compute
-  Bytes bytes = 0;          // collective buffer size S, p2p message, or memory
+  std::uint16_t label = 0;   // index into Program::labels (trace names)
+  std::int32_t count = 0;    // wait: ops to have completed
+  Tick duration = 0;         // compute
+  Bytes bytes = 0;           // collective buffer size S, p2p message, or memory
 };
 
 struct ChunkProgram {

@@ -1,7 +1,7 @@
 #include "sim/core/program_builder.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 
 #include "models/memory.h"
 #include "models/ops.h"
@@ -25,10 +25,14 @@ using models::OpRole;
 
 std::string gemm_dtype(models::Precision p) {
   switch (p) {
-    case models::Precision::fp32: return "fp32";
-    case models::Precision::fp16: return "fp16";
-    case models::Precision::bf16: return "bf16";
-    case models::Precision::fp8: return "fp8";
+    case models::Precision::fp32:
+      return "fp32";
+    case models::Precision::fp16:
+      return "fp16";
+    case models::Precision::bf16:
+      return "bf16";
+    case models::Precision::fp8:
+      return "fp8";
   }
   return "bf16";
 }
@@ -163,12 +167,18 @@ class Builder {
 
   int group_size(Dim d) const {
     switch (d) {
-      case Dim::tp: return par_.tp;
-      case Dim::cp: return par_.cp;
-      case Dim::dp: return par_.dp * par_.cp;
-      case Dim::ep: return par_.ep;
-      case Dim::pp: return par_.pp;
-      case Dim::mp: return par_.tp * par_.cp * par_.pp;
+      case Dim::tp:
+        return par_.tp;
+      case Dim::cp:
+        return par_.cp;
+      case Dim::dp:
+        return par_.dp * par_.cp;
+      case Dim::ep:
+        return par_.ep;
+      case Dim::pp:
+        return par_.pp;
+      case Dim::mp:
+        return par_.tp * par_.cp * par_.pp;
     }
     return 1;
   }
@@ -277,8 +287,10 @@ class Builder {
     if (!zero3()) return;
     if (i == 0) gather_layer(out, order[0], backward);
     const bool prefetch = s_.plan.overlap_param_gather && i + 1 < order.size();
-    if (prefetch) gather_layer(out, order[i + 1], backward);
-    else if (!s_.plan.overlap_param_gather && i > 0) gather_layer(out, order[i], backward);
+    if (prefetch)
+      gather_layer(out, order[i + 1], backward);
+    else if (!s_.plan.overlap_param_gather && i > 0)
+      gather_layer(out, order[i], backward);
     wait(out, Dim::dp, kGatherChannel, prefetch ? 1 : 0);
     if (par_.offload_params) {
       // ZeRO-Infinity: the shard comes from host memory over PCIe first.
@@ -371,7 +383,8 @@ class Builder {
       }
       zero3_after(f, l);
     }
-    if (pipeline_destination(Phase::forward, stage, chunk, p, v).stage >= 0) f.push_back(p2p(InstrKind::send, "pp send act"));
+    if (pipeline_destination(Phase::forward, stage, chunk, p, v).stage >= 0)
+      f.push_back(p2p(InstrKind::send, "pp send act"));
     return f;
   }
 
@@ -401,7 +414,8 @@ class Builder {
     // The last chunk to finish backward on this stage flushes the partial bucket.
     if (chunk == 0) dp_launch(b, 0, true);
     b.push_back(mem(InstrKind::release, MemCat::activations, blocks.activations, "activations"));
-    if (pipeline_destination(Phase::backward, stage, chunk, p, v).stage >= 0) b.push_back(p2p(InstrKind::send, "pp send grad"));
+    if (pipeline_destination(Phase::backward, stage, chunk, p, v).stage >= 0)
+      b.push_back(p2p(InstrKind::send, "pp send grad"));
     return b;
   }
 
@@ -434,7 +448,8 @@ class Builder {
     double total = 0;
     for (int c = 0; c < par_.vpp; ++c) {
       const auto r = models::chunk_layers(s_.model, par_, stage, c);
-      for (int l = r.first; l < r.first + r.count; ++l) total += s_.model.is_moe_layer(l) ? moe_layer_local_ : dense_layer_local_;
+      for (int l = r.first; l < r.first + r.count; ++l)
+        total += s_.model.is_moe_layer(l) ? moe_layer_local_ : dense_layer_local_;
     }
     return total;
   }

@@ -1,7 +1,7 @@
 #include "sim/core/replay.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 #include <stdexcept>
 
 #include "hw/errors.h"
@@ -132,7 +132,8 @@ bool Replay::next_instr(RankState& r) {
 }
 
 void Replay::record(const RankState& r, std::uint8_t stream, std::uint16_t label, Tick start, Tick end) {
-  if (opt_.trace && traced_[static_cast<std::size_t>(r.rank)] && end > start) spans_.push_back({r.rank, stream, label, start, end});
+  if (opt_.trace && traced_[static_cast<std::size_t>(r.rank)] && end > start)
+    spans_.push_back({r.rank, stream, label, start, end});
 }
 
 void Replay::note_memory(RankState& r, const Instr& in, bool alloc) {
@@ -167,8 +168,9 @@ void Replay::run() {
     for (const auto& r : ranks_) {
       if (r.block == Block::finished) continue;
       static const char* what[] = {"nothing", "a collective", "a pipeline message", "an async stream"};
-      throw InternalError(fmt::format("deadlock: rank {} (stage {}) at step {} instruction {} waits for {} ({} of {} ranks finished)",
-                                         r.rank, r.stage, r.step, r.pc, what[static_cast<int>(r.block)], finished_, ranks_.size()));
+      throw InternalError(
+          fmt::format("deadlock: rank {} (stage {}) at step {} instruction {} waits for {} ({} of {} ranks finished)",
+                      r.rank, r.stage, r.step, r.pc, what[static_cast<int>(r.block)], finished_, ranks_.size()));
     }
   }
   iteration_ = 0;
@@ -407,7 +409,8 @@ void Replay::send(RankState& r, const Instr& in) {
     engine_.schedule(r.t, &Replay::on_send_start, this, idx);
     return;
   }
-  transport_.start_p2p(engine_, r.rank, dst_rank, pair_shape(r.rank, dst_rank), in.bytes, &Replay::on_deliver, this, idx);
+  transport_.start_p2p(engine_, r.rank, dst_rank, pair_shape(r.rank, dst_rank), in.bytes, &Replay::on_deliver, this,
+                       idx);
 }
 
 void Replay::on_send_start(void* ctx, std::uint64_t arg) {

@@ -12,9 +12,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "hw/net/layout.h"
 #include "sim/core/collective_cost.h"
 #include "sim/core/engine.h"
-#include "hw/net/layout.h"
 #include "sim/core/program.h"
 #include "sim/core/transport.h"
 
@@ -23,11 +23,11 @@ namespace ptsim::sim {
 struct RankStats {
   int rank = 0;
   int stage = 0;
-  Tick end = 0;          // when the rank finished its iteration
-  Tick busy = 0;         // compute stream busy with compute ops
-  Tick bubble = 0;       // compute stream waiting on pipeline dependencies
-  std::array<Tick, kNumDims> exposed{};   // compute stream waiting on communication
-  std::array<Bytes, kNumDims> wire{};     // bytes sent on the wire
+  Tick end = 0;                          // when the rank finished its iteration
+  Tick busy = 0;                         // compute stream busy with compute ops
+  Tick bubble = 0;                       // compute stream waiting on pipeline dependencies
+  std::array<Tick, kNumDims> exposed{};  // compute stream waiting on communication
+  std::array<Bytes, kNumDims> wire{};    // bytes sent on the wire
   Bytes mem_now = 0, mem_peak = 0;
   Bytes activations_now = 0, activations_at_peak = 0;
   Bytes buffers_now = 0, buffers_at_peak = 0;
@@ -51,8 +51,7 @@ struct ReplayOptions {
 
 class Replay {
  public:
-  Replay(const Program& program, const Layout& layout, int num_microbatches, Transport& transport,
-         ReplayOptions opt);
+  Replay(const Program& program, const Layout& layout, int num_microbatches, Transport& transport, ReplayOptions opt);
   // Runs the iteration to completion. Throws std::logic_error on a deadlock (a
   // schedule bug), naming a blocked rank and what it waits for.
   void run();
@@ -147,7 +146,7 @@ class Replay {
   Transport& transport_;
   ReplayOptions opt_;
   Engine engine_;
-  std::vector<RankState> ranks_;          // simulated ranks
+  std::vector<RankState> ranks_;            // simulated ranks
   std::vector<std::int32_t> slot_of_rank_;  // global rank -> index in ranks_ (-1 if folded away)
   std::vector<RankStats> stats_;
   std::array<std::vector<GroupState>, kNumDims> sync_groups_;

@@ -21,17 +21,17 @@ struct ClusterConfig {
   Seconds intra_latency = 1e-6;
   std::string topology = "fat-tree";
   int nics_per_node = 8;
-  BytesPerSecond nic_bandwidth = 0;    // per NIC, per direction
+  BytesPerSecond nic_bandwidth = 0;  // per NIC, per direction
   Seconds inter_latency = 2e-6;
   double oversubscription = 1.0;
-  std::string calibration;             // optional cost table path
+  std::string calibration;  // optional cost table path
   // Network model (README "Network model"; hw/net/cluster.h).
-  int switch_radix = 64;               // inter_node.switch_radix: ports per fabric switch
-  int tiers = 0;                       // inter_node.tiers: fat-tree 2 or 3; 0 = fewest that fit
-  std::vector<int> torus_dims;         // inter_node.torus_dims: nodes per torus dimension
-  std::string graph_file;              // inter_node.graph_file: topology `user`
-  bool nvls = false;                   // intra_node.nvls: NVLink SHARP all-reduce (H100+)
-  bool link_sharing = true;            // cluster.link_sharing: overlapping transfers share links
+  int switch_radix = 64;        // inter_node.switch_radix: ports per fabric switch
+  int tiers = 0;                // inter_node.tiers: fat-tree 2 or 3; 0 = fewest that fit
+  std::vector<int> torus_dims;  // inter_node.torus_dims: nodes per torus dimension
+  std::string graph_file;       // inter_node.graph_file: topology `user`
+  bool nvls = false;            // intra_node.nvls: NVLink SHARP all-reduce (H100+)
+  bool link_sharing = true;     // cluster.link_sharing: overlapping transfers share links
   // cluster.collectives: per-kind algorithm override, e.g. {"all_reduce", "ring"}.
   std::vector<std::pair<std::string, std::string>> collective_algorithms;
 

@@ -1,14 +1,14 @@
 #include "sim/core/simulate.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <chrono>
-#include <fmt/format.h>
 
 #include "models/flops.h"
 #include "models/memory.h"
+#include "sim/core/errors.h"
 #include "sim/core/network_cost.h"
 #include "sim/core/network_transport.h"
-#include "sim/core/errors.h"
 #include "sim/core/program_builder.h"
 
 namespace ptsim::sim {
@@ -38,7 +38,8 @@ hw::ComputeCostModel make_compute_cost(const Scenario& s) {
 std::unique_ptr<CollectiveCost> make_collective_cost(const Scenario& s) {
   const auto& par = s.plan.par;
   Layout layout(par.tp, par.cp, par.dp, par.pp, par.ep, s.cluster.gpus_per_node);
-  std::unique_ptr<CollectiveCost> net = std::make_unique<NetworkCost>(std::make_shared<NetworkModel>(s.cluster, layout));
+  std::unique_ptr<CollectiveCost> net =
+      std::make_unique<NetworkCost>(std::make_shared<NetworkModel>(s.cluster, layout));
   auto table = load_table(s);
   if (table && (!table->collectives.empty() || !table->collective_fits.empty()))
     return std::make_unique<TableCollectiveCost>(std::move(net), std::move(table));
@@ -55,9 +56,11 @@ std::string precision_name(models::Precision p) { return std::string(models::to_
 std::unique_ptr<NetworkTransport> shared_network(const Scenario& s, const SimulateOptions& opt,
                                                  const CollectiveCost& coll, Result& r) {
   if (opt.transport || !s.cluster.link_sharing || opt.fold) return nullptr;
-  if (const auto* nc = dynamic_cast<const NetworkCost*>(&coll)) return std::make_unique<NetworkTransport>(nc->model(), coll);
+  if (const auto* nc = dynamic_cast<const NetworkCost*>(&coll))
+    return std::make_unique<NetworkTransport>(nc->model(), coll);
   if (dynamic_cast<const TableCollectiveCost*>(&coll))
-    r.warnings.push_back("measured collective times from the calibration table are used as they are: link sharing is off");
+    r.warnings.push_back(
+        "measured collective times from the calibration table are used as they are: link sharing is off");
   return nullptr;
 }
 
@@ -69,14 +72,16 @@ void fill_headline(Result& r, const Scenario& s, const hw::ComputeCostModel& com
   r.world_size = s.plan.world_size();
   r.plan = s.plan;
   r.cost_source = compute.source();
-  if (const auto* t = dynamic_cast<const TableCollectiveCost*>(&coll); t && t->used_table()) r.cost_source = t->table_name();
+  if (const auto* t = dynamic_cast<const TableCollectiveCost*>(&coll); t && t->used_table())
+    r.cost_source = t->table_name();
   r.folded = folded;
   r.events = replay.events();
   r.iteration_time_s = to_seconds(replay.iteration_ticks());
   const double tokens = static_cast<double>(s.plan.global_batch_size) * static_cast<double>(s.model.seq_length);
   r.tokens_per_s = r.iteration_time_s > 0 ? tokens / r.iteration_time_s : 0;
   r.model_flops_per_iteration = models::model_flops_per_iteration(s.model, s.plan.global_batch_size);
-  r.hardware_flops_per_iteration = models::hardware_flops_per_iteration(s.model, s.plan.global_batch_size, par.recompute);
+  r.hardware_flops_per_iteration =
+      models::hardware_flops_per_iteration(s.model, s.plan.global_batch_size, par.recompute);
   const double peak = s.cluster.gpu.peak(precision_name(par.precision));
   const double denom = r.iteration_time_s * r.world_size;
   if (denom > 0) {
@@ -122,8 +127,8 @@ void fill_stages(Result& r, const Scenario& s, const Replay& replay) {
     bubble += t.bubble_s;
     const auto& pr = peak_rank[static_cast<std::size_t>(st)];
     const auto states = models::model_states(s.model, s.plan.par, st);
-    r.per_stage.push_back({st, states.params, states.grads, states.optimizer, pr.activations_at_peak,
-                           pr.buffers_at_peak, pr.mem_peak});
+    r.per_stage.push_back(
+        {st, states.params, states.grads, states.optimizer, pr.activations_at_peak, pr.buffers_at_peak, pr.mem_peak});
     r.peak_bytes = std::max(r.peak_bytes, pr.mem_peak);
   }
   r.bubble_time_s = bubble / p;
@@ -142,8 +147,9 @@ void add_verdicts(Result& r, const Scenario& s) {
                                                format_bytes(r.peak_bytes), format_bytes(r.capacity_bytes)));
   }
   if (s.plan.par.tp > s.cluster.gpus_per_node)
-    r.warnings.push_back(fmt::format("tensor_parallel {} spans nodes (gpus_per_node {}): TP all-reduces cross the network",
-                                     s.plan.par.tp, s.cluster.gpus_per_node));
+    r.warnings.push_back(
+        fmt::format("tensor_parallel {} spans nodes (gpus_per_node {}): TP all-reduces cross the network",
+                    s.plan.par.tp, s.cluster.gpus_per_node));
   if (r.cost_source == "datasheet")
     r.warnings.push_back("costs from the GPU datasheet roofline (no calibration table; see `ptsim calibrate`)");
 }

@@ -13,8 +13,8 @@
 namespace ptsim::sim {
 
 struct SimulateOptions {
-  bool fold = false;          // one representative rank per stage
-  bool trace = false;         // keep spans for --trace / --report
+  bool fold = false;   // one representative rank per stage
+  bool trace = false;  // keep spans for --trace / --report
   int trace_max_ranks = 16;
   BuildOptions build;
   // Optional overrides (tests inject synthetic cost models); null = from the scenario.
@@ -25,7 +25,7 @@ struct SimulateOptions {
 
 struct Simulation {
   Result result;
-  Program program;                  // kept for the trace writer (labels)
+  Program program;  // kept for the trace writer (labels)
   std::vector<Span> spans;
 };
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "hw/net/layout.h"
 #include "sim/core/collective_cost.h"
 #include "sim/core/engine.h"
-#include "hw/net/layout.h"
 
 namespace ptsim::sim {
 

@@ -12,11 +12,16 @@ namespace {
 std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
   }
   return out;
 }
@@ -41,10 +46,10 @@ std::string timeline_svg(const Simulation& sim, const Layout& layout, int stages
     const Coords c = layout.coords(sp.rank);
     if (c.tp == 0 && c.cp == 0 && c.dp == 0) row_of_rank.emplace(sp.rank, c.pp);
   }
-  std::string svg = fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="11">)",
-                                width + left + 10, row * (stages + 1) + 20);
-  for (int st = 0; st < stages; ++st)
-    svg += fmt::format(R"(<text x="4" y="{}">stage {}</text>)", row * st + 15, st);
+  std::string svg = fmt::format(
+      R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="11">)",
+      width + left + 10, row * (stages + 1) + 20);
+  for (int st = 0; st < stages; ++st) svg += fmt::format(R"(<text x="4" y="{}">stage {}</text>)", row * st + 15, st);
   // Each pixel column of a row shows what occupied most of its time (idle when
   // less than half of it was busy), so the file stays small at any scale.
   const int px = static_cast<int>(width);
@@ -93,11 +98,13 @@ std::string memory_svg(const Result& r) {
   const double cap = std::max(r.capacity_bytes, r.peak_bytes);
   const char* names[] = {"params", "grads", "optimizer", "activations", "buffers"};
   const char* colours[] = {"#1f77b4", "#2ca02c", "#ff7f0e", "#d62728", "#9467bd"};
-  std::string svg = fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="11">)",
-                                left + (bar + 8) * r.per_stage.size() + 160, height + 40);
+  std::string svg = fmt::format(
+      R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="11">)",
+      left + (bar + 8) * r.per_stage.size() + 160, height + 40);
   const double cap_y = height - height * r.capacity_bytes / cap + 10;
-  svg += fmt::format(R"(<line x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" stroke="black" stroke-dasharray="4"/><text x="2" y="{:.1f}">{}</text>)",
-                     left, left + (bar + 8) * r.per_stage.size(), cap_y, cap_y, cap_y + 4, escape(format_bytes(r.capacity_bytes)));
+  svg += fmt::format(
+      R"(<line x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" stroke="black" stroke-dasharray="4"/><text x="2" y="{:.1f}">{}</text>)",
+      left, left + (bar + 8) * r.per_stage.size(), cap_y, cap_y, cap_y + 4, escape(format_bytes(r.capacity_bytes)));
   for (std::size_t i = 0; i < r.per_stage.size(); ++i) {
     const auto& m = r.per_stage[i];
     const double parts[] = {m.params, m.grads, m.optimizer, m.activations, m.buffers};
@@ -105,10 +112,12 @@ std::string memory_svg(const Result& r) {
     for (int k = 0; k < 5; ++k) {
       const double h = height * parts[k] / cap;
       y -= h;
-      svg += fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="{}" height="{:.1f}" fill="{}"><title>stage {} {}: {}</title></rect>)",
-                         left + i * (bar + 8), y, bar, h, colours[k], m.stage, names[k], escape(format_bytes(parts[k])));
+      svg += fmt::format(
+          R"(<rect x="{:.1f}" y="{:.1f}" width="{}" height="{:.1f}" fill="{}"><title>stage {} {}: {}</title></rect>)",
+          left + i * (bar + 8), y, bar, h, colours[k], m.stage, names[k], escape(format_bytes(parts[k])));
     }
-    svg += fmt::format(R"(<text x="{:.1f}" y="{}" text-anchor="middle">{}</text>)", left + i * (bar + 8) + bar / 2, height + 25, m.stage);
+    svg += fmt::format(R"(<text x="{:.1f}" y="{}" text-anchor="middle">{}</text>)", left + i * (bar + 8) + bar / 2,
+                       height + 25, m.stage);
   }
   for (int k = 0; k < 5; ++k)
     svg += fmt::format(R"(<rect x="{}" y="{}" width="10" height="10" fill="{}"/><text x="{}" y="{}">{}</text>)",
@@ -121,13 +130,15 @@ std::string comm_svg(const Result& r) {
   const double width = 500, row = 24, left = 40;
   double most = 1;
   for (double b : r.comm_bytes_per_gpu) most = std::max(most, b);
-  std::string svg = fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="11">)",
-                                width + left + 120, row * kNumDims + 10);
+  std::string svg = fmt::format(
+      R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="11">)",
+      width + left + 120, row * kNumDims + 10);
   for (int d = 0; d < kNumDims; ++d) {
     const double w = width * r.comm_bytes_per_gpu[d] / most;
-    svg += fmt::format(R"(<text x="4" y="{}">{}</text><rect x="{}" y="{}" width="{:.1f}" height="{}" fill="#17becf"/><text x="{:.1f}" y="{}">{}</text>)",
-                       row * d + 16, to_string(static_cast<Dim>(d)), left, row * d + 4, w, row - 8, left + w + 4, row * d + 16,
-                       escape(format_bytes(r.comm_bytes_per_gpu[d])));
+    svg += fmt::format(
+        R"(<text x="4" y="{}">{}</text><rect x="{}" y="{}" width="{:.1f}" height="{}" fill="#17becf"/><text x="{:.1f}" y="{}">{}</text>)",
+        row * d + 16, to_string(static_cast<Dim>(d)), left, row * d + 4, w, row - 8, left + w + 4, row * d + 16,
+        escape(format_bytes(r.comm_bytes_per_gpu[d])));
   }
   return svg + "</svg>";
 }
@@ -141,12 +152,15 @@ std::string report_html(const Scenario& s, const Simulation& sim, const Layout& 
                      "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
                      "pre{background:#f6f6f6;padding:1em}</style></head><body>";
   html += "<h1>" + escape(r.scenario) + "</h1>";
-  html += fmt::format("<p>{} on {} × {}. Iteration {}, {:.1f} TFLOP/s per GPU, MFU {:.1f} %, bubble {:.1f} %, peak memory {} of {} — {}.</p>",
-                      escape(s.model.name), r.world_size, escape(s.cluster.gpu.name), escape(format_seconds(r.iteration_time_s)),
-                      r.model_tflops_per_gpu, 100 * r.mfu, 100 * r.bubble_fraction, escape(format_bytes(r.peak_bytes)),
-                      escape(format_bytes(r.capacity_bytes)), r.feasible ? "fits" : "does NOT fit");
-  html += "<h2>Pipeline timeline</h2><p>Compute stream of the first rank of each stage: blue compute, orange TP, red EP, "
-          "brown CP, olive recompute; gaps are bubbles and exposed communication.</p>";
+  html += fmt::format(
+      "<p>{} on {} × {}. Iteration {}, {:.1f} TFLOP/s per GPU, MFU {:.1f} %, bubble {:.1f} %, peak memory {} of {} — "
+      "{}.</p>",
+      escape(s.model.name), r.world_size, escape(s.cluster.gpu.name), escape(format_seconds(r.iteration_time_s)),
+      r.model_tflops_per_gpu, 100 * r.mfu, 100 * r.bubble_fraction, escape(format_bytes(r.peak_bytes)),
+      escape(format_bytes(r.capacity_bytes)), r.feasible ? "fits" : "does NOT fit");
+  html +=
+      "<h2>Pipeline timeline</h2><p>Compute stream of the first rank of each stage: blue compute, orange TP, red EP, "
+      "brown CP, olive recompute; gaps are bubbles and exposed communication.</p>";
   html += timeline_svg(sim, layout, r.plan.par.pp);
   html += "<h2>Memory per stage</h2>" + memory_svg(r);
   html += "<h2>Bytes sent per GPU per iteration</h2>" + comm_svg(r);

@@ -63,12 +63,20 @@ nlohmann::json to_json(const Result& r) {
   mem["peak_bytes"] = r.peak_bytes;
   mem["per_stage"] = nlohmann::json::array();
   for (const auto& s : r.per_stage)
-    mem["per_stage"].push_back({{"stage", s.stage}, {"params", s.params}, {"grads", s.grads}, {"optimizer", s.optimizer},
-                                {"activations", s.activations}, {"buffers", s.buffers}, {"peak", s.peak}});
+    mem["per_stage"].push_back({{"stage", s.stage},
+                                {"params", s.params},
+                                {"grads", s.grads},
+                                {"optimizer", s.optimizer},
+                                {"activations", s.activations},
+                                {"buffers", s.buffers},
+                                {"peak", s.peak}});
   j["memory"] = mem;
   j["stages"] = nlohmann::json::array();
   for (const auto& t : r.stage_timing)
-    j["stages"].push_back({{"stage", t.stage}, {"busy_s", t.busy_s}, {"bubble_s", t.bubble_s}, {"end_s", t.end_s},
+    j["stages"].push_back({{"stage", t.stage},
+                           {"busy_s", t.busy_s},
+                           {"bubble_s", t.bubble_s},
+                           {"end_s", t.end_s},
                            {"exposed_comm_s", per_dim(t.exposed_s)}});
   j["cost_source"] = r.cost_source;
   j["sim_wall_time_s"] = r.sim_wall_time_s;
@@ -98,8 +106,10 @@ std::string summary_text(const Result& r) {
   line("bubble          {} ({:.1f} % of the iteration)", format_seconds(r.bubble_time_s), 100 * r.bubble_fraction);
   std::string exposed, bytes;
   for (int d = 0; d < kNumDims; ++d) {
-    if (r.exposed_comm_s[d] > 0) exposed += fmt::format("  {} {}", to_string(static_cast<Dim>(d)), format_seconds(r.exposed_comm_s[d]));
-    if (r.comm_bytes_per_gpu[d] > 0) bytes += fmt::format("  {} {}", to_string(static_cast<Dim>(d)), format_bytes(r.comm_bytes_per_gpu[d]));
+    if (r.exposed_comm_s[d] > 0)
+      exposed += fmt::format("  {} {}", to_string(static_cast<Dim>(d)), format_seconds(r.exposed_comm_s[d]));
+    if (r.comm_bytes_per_gpu[d] > 0)
+      bytes += fmt::format("  {} {}", to_string(static_cast<Dim>(d)), format_bytes(r.comm_bytes_per_gpu[d]));
   }
   line("exposed comm   {}", exposed.empty() ? " none" : exposed);
   line("sent per GPU   {}", bytes.empty() ? " none" : bytes);
@@ -110,7 +120,8 @@ std::string summary_text(const Result& r) {
          format_bytes(s.optimizer), format_bytes(s.activations), format_bytes(s.buffers), format_bytes(s.peak));
   for (const auto& n : r.notes) line("{}", n);
   line("cost source     {}", r.cost_source);
-  line("simulated       {} events in {}{}", r.events, format_seconds(r.sim_wall_time_s), r.folded ? " (folded ranks)" : "");
+  line("simulated       {} events in {}{}", r.events, format_seconds(r.sim_wall_time_s),
+       r.folded ? " (folded ranks)" : "");
   for (const auto& w : r.warnings) line("warning: {}", w);
   return out;
 }

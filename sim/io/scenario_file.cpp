@@ -16,23 +16,35 @@ namespace {
 
 // The schema: allowed keys per section (CONTRACT §2). Unknown keys are errors.
 const std::vector<std::string> kTopKeys = {"name", "model", "cluster", "parallel", "training"};
-const std::vector<std::string> kModelKeys = {
-    "preset", "num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "ffn_hidden_size",
-    "vocab_size", "seq_length", "mlp", "norm", "untie_embeddings", "add_bias_linear",
-    "position_embedding", "moe", "hf_config"};
-const std::vector<std::string> kMoeKeys = {"num_experts", "top_k", "ffn_hidden_size", "layer_freq",
+const std::vector<std::string> kModelKeys = {"preset",
+                                             "num_layers",
+                                             "hidden_size",
+                                             "num_attention_heads",
+                                             "num_query_groups",
+                                             "ffn_hidden_size",
+                                             "vocab_size",
+                                             "seq_length",
+                                             "mlp",
+                                             "norm",
+                                             "untie_embeddings",
+                                             "add_bias_linear",
+                                             "position_embedding",
+                                             "moe",
+                                             "hf_config"};
+const std::vector<std::string> kMoeKeys = {"num_experts",    "top_k",           "ffn_hidden_size", "layer_freq",
                                            "shared_experts", "capacity_factor", "load_imbalance"};
-const std::vector<std::string> kClusterKeys = {"gpu", "num_gpus", "gpus_per_node", "intra_node", "inter_node",
-                                               "calibration", "link_sharing", "collectives"};
+const std::vector<std::string> kClusterKeys = {"gpu",        "num_gpus",    "gpus_per_node", "intra_node",
+                                               "inter_node", "calibration", "link_sharing",  "collectives"};
 const std::vector<std::string> kIntraKeys = {"fabric", "bandwidth", "latency", "nvls"};
-const std::vector<std::string> kInterKeys = {"topology", "nics_per_node", "nic_bandwidth", "latency",
-                                             "oversubscription", "switch_radix", "tiers", "torus_dims", "graph_file"};
-const std::vector<std::string> kCollectiveKindKeys = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
-                                                      "all_to_all", "send_recv"};
+const std::vector<std::string> kInterKeys = {"topology", "nics_per_node",    "nic_bandwidth",
+                                             "latency",  "oversubscription", "switch_radix",
+                                             "tiers",    "torus_dims",       "graph_file"};
+const std::vector<std::string> kCollectiveKindKeys = {"all_reduce", "reduce_scatter", "all_gather",
+                                                      "broadcast",  "all_to_all",     "send_recv"};
 const std::vector<std::string> kParallelKeys = {
-    "tensor_parallel", "pipeline_parallel", "data_parallel", "context_parallel", "expert_parallel",
-    "virtual_pipeline_stages", "pipeline_schedule", "sequence_parallel", "zero_stage", "recompute",
-    "offload_optimizer", "offload_params", "overlap_grad_reduce", "overlap_param_gather", "overlap_p2p",
+    "tensor_parallel",         "pipeline_parallel", "data_parallel",       "context_parallel",     "expert_parallel",
+    "virtual_pipeline_stages", "pipeline_schedule", "sequence_parallel",   "zero_stage",           "recompute",
+    "offload_optimizer",       "offload_params",    "overlap_grad_reduce", "overlap_param_gather", "overlap_p2p",
     "pipeline_layers"};
 const std::vector<std::string> kTrainingKeys = {"global_batch_size", "micro_batch_size", "precision", "optimizer",
                                                 "attention"};
@@ -119,13 +131,16 @@ models::ModelSpec read_model(const hw::StrictReader& r, const YAML::Node& m) {
   set_int64("ffn_hidden_size", spec.ffn_hidden_size);
   set_int64("vocab_size", spec.vocab_size);
   set_int64("seq_length", spec.seq_length);
-  if (m["mlp"]) spec.mlp = r.choice(m["mlp"], "model.mlp", {"gelu", "swiglu"}) == "gelu" ? models::Mlp::gelu : models::Mlp::swiglu;
-  if (m["norm"]) spec.norm = r.choice(m["norm"], "model.norm", {"layernorm", "rmsnorm"}) == "layernorm" ? models::Norm::layernorm : models::Norm::rmsnorm;
+  if (m["mlp"])
+    spec.mlp = r.choice(m["mlp"], "model.mlp", {"gelu", "swiglu"}) == "gelu" ? models::Mlp::gelu : models::Mlp::swiglu;
+  if (m["norm"])
+    spec.norm = r.choice(m["norm"], "model.norm", {"layernorm", "rmsnorm"}) == "layernorm" ? models::Norm::layernorm
+                                                                                           : models::Norm::rmsnorm;
   if (m["untie_embeddings"]) spec.untie_embeddings = r.boolean(m["untie_embeddings"], "model.untie_embeddings");
   if (m["add_bias_linear"]) spec.add_bias_linear = r.boolean(m["add_bias_linear"], "model.add_bias_linear");
   if (m["position_embedding"])
-    spec.learned_position_embeddings =
-        r.choice(m["position_embedding"], "model.position_embedding", {"learned_absolute", "rope"}) == "learned_absolute";
+    spec.learned_position_embeddings = r.choice(m["position_embedding"], "model.position_embedding",
+                                                {"learned_absolute", "rope"}) == "learned_absolute";
   if (const auto moe = m["moe"]) {
     r.check_keys(moe, "model.moe", kMoeKeys);
     models::MoeSpec ms = spec.moe.value_or(models::MoeSpec{});
@@ -136,14 +151,16 @@ models::ModelSpec read_model(const hw::StrictReader& r, const YAML::Node& m) {
     if (moe["shared_experts"]) ms.shared_experts = r.integer(moe["shared_experts"], "model.moe.shared_experts", 0);
     if (ms.num_experts < 1) r.fail("model.moe.num_experts", "a MoE block needs num_experts >= 1");
     if (ms.top_k < 1 || ms.top_k > ms.num_experts)
-      r.fail("model.moe.top_k", fmt::format("{} must be between 1 and model.moe.num_experts ({})", ms.top_k, ms.num_experts));
+      r.fail("model.moe.top_k",
+             fmt::format("{} must be between 1 and model.moe.num_experts ({})", ms.top_k, ms.num_experts));
     if (ms.ffn_hidden_size == 0) ms.ffn_hidden_size = spec.ffn_hidden_size;
     spec.moe = ms;
   }
   if (spec.num_layers <= 0 || spec.hidden_size <= 0)
     r.fail("model", "no architecture: give model.preset, model.hf_config, or every model key",
            "`ptsim list models` lists the presets");
-  if (spec.name.empty() || m["num_layers"] || m["hidden_size"]) spec.name = spec.name.empty() ? "custom" : spec.name + "-custom";
+  if (spec.name.empty() || m["num_layers"] || m["hidden_size"])
+    spec.name = spec.name.empty() ? "custom" : spec.name + "-custom";
   return spec;
 }
 
@@ -170,7 +187,8 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c) {
   cc.intra_bandwidth = cc.gpu.nvlink_bandwidth;
   if (const auto in = c["intra_node"]) {
     r.check_keys(in, "cluster.intra_node", kIntraKeys);
-    if (in["fabric"]) cc.intra_fabric = r.choice(in["fabric"], "cluster.intra_node.fabric", {"nvswitch", "nvlink", "pcie"});
+    if (in["fabric"])
+      cc.intra_fabric = r.choice(in["fabric"], "cluster.intra_node.fabric", {"nvswitch", "nvlink", "pcie"});
     if (in["bandwidth"]) cc.intra_bandwidth = r.bandwidth(in["bandwidth"], "cluster.intra_node.bandwidth");
     if (in["latency"]) cc.intra_latency = r.seconds(in["latency"], "cluster.intra_node.latency");
     if (in["nvls"]) cc.nvls = r.boolean(in["nvls"], "cluster.intra_node.nvls");
@@ -186,11 +204,14 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c) {
     if (ex["latency"]) cc.inter_latency = r.seconds(ex["latency"], "cluster.inter_node.latency");
     if (ex["oversubscription"]) {
       cc.oversubscription = r.positive(ex["oversubscription"], "cluster.inter_node.oversubscription");
-      if (cc.oversubscription < 1) r.fail("cluster.inter_node.oversubscription", fmt::format("{} must be >= 1 (1 = full bisection)", cc.oversubscription));
+      if (cc.oversubscription < 1)
+        r.fail("cluster.inter_node.oversubscription",
+               fmt::format("{} must be >= 1 (1 = full bisection)", cc.oversubscription));
     }
     if (ex["switch_radix"]) {
       cc.switch_radix = r.integer(ex["switch_radix"], "cluster.inter_node.switch_radix", 4);
-      if (cc.switch_radix % 2 != 0) r.fail("cluster.inter_node.switch_radix", fmt::format("{} must be even", cc.switch_radix));
+      if (cc.switch_radix % 2 != 0)
+        r.fail("cluster.inter_node.switch_radix", fmt::format("{} must be even", cc.switch_radix));
     }
     if (ex["tiers"]) {
       cc.tiers = r.integer(ex["tiers"], "cluster.inter_node.tiers", 2);
@@ -201,7 +222,8 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c) {
       for (std::size_t i = 0; i < dims.size(); ++i)
         cc.torus_dims.push_back(r.integer(dims[i], hw::item_path("cluster.inter_node.torus_dims", i), 2));
       if (cc.torus_dims.size() != 2 && cc.torus_dims.size() != 3)
-        r.fail("cluster.inter_node.torus_dims", fmt::format("has {} entries; a torus has 2 or 3 dimensions", cc.torus_dims.size()));
+        r.fail("cluster.inter_node.torus_dims",
+               fmt::format("has {} entries; a torus has 2 or 3 dimensions", cc.torus_dims.size()));
     }
     if (ex["graph_file"]) cc.graph_file = r.string(ex["graph_file"], "cluster.inter_node.graph_file");
     if (cc.topology == "user" && cc.graph_file.empty())
@@ -213,7 +235,8 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c) {
     for (const auto& kv : co) {
       const std::string kind = kv.first.as<std::string>();
       const std::string key = "cluster.collectives." + kind;
-      cc.collective_algorithms.emplace_back(kind, r.choice(kv.second, key, {"auto", "ring", "tree", "nvls", "hierarchical", "direct"}));
+      cc.collective_algorithms.emplace_back(
+          kind, r.choice(kv.second, key, {"auto", "ring", "tree", "nvls", "hierarchical", "direct"}));
     }
   }
   if (c["calibration"]) cc.calibration = r.string(c["calibration"], "cluster.calibration");
@@ -230,14 +253,16 @@ void read_parallel_sizes(const hw::StrictReader& r, const YAML::Node& p, Scenari
   if (p["pipeline_parallel"]) par.pp = r.integer(p["pipeline_parallel"], "parallel.pipeline_parallel");
   if (p["context_parallel"]) par.cp = r.integer(p["context_parallel"], "parallel.context_parallel");
   if (p["expert_parallel"]) par.ep = r.integer(p["expert_parallel"], "parallel.expert_parallel");
-  if (p["virtual_pipeline_stages"]) par.vpp = r.integer(p["virtual_pipeline_stages"], "parallel.virtual_pipeline_stages");
+  if (p["virtual_pipeline_stages"])
+    par.vpp = r.integer(p["virtual_pipeline_stages"], "parallel.virtual_pipeline_stages");
   const int model_parallel = par.tp * par.pp * par.cp;
   if (p["data_parallel"]) {
     par.dp = r.integer(p["data_parallel"], "parallel.data_parallel");
   } else {
     if (s.cluster.num_gpus % model_parallel != 0)
-      r.fail("cluster.num_gpus", fmt::format("{} is not divisible by tensor_parallel × pipeline_parallel × context_parallel = {}",
-                                             s.cluster.num_gpus, model_parallel));
+      r.fail("cluster.num_gpus",
+             fmt::format("{} is not divisible by tensor_parallel × pipeline_parallel × context_parallel = {}",
+                         s.cluster.num_gpus, model_parallel));
     par.dp = s.cluster.num_gpus / model_parallel;
   }
 }
@@ -258,8 +283,10 @@ void read_parallel(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
   if (p["recompute"]) par.recompute = r.choice(p["recompute"], "parallel.recompute", models::kRecomputeNames);
   if (p["offload_optimizer"]) par.offload_optimizer = r.boolean(p["offload_optimizer"], "parallel.offload_optimizer");
   if (p["offload_params"]) par.offload_params = r.boolean(p["offload_params"], "parallel.offload_params");
-  if (p["overlap_grad_reduce"]) s.plan.overlap_grad_reduce = r.boolean(p["overlap_grad_reduce"], "parallel.overlap_grad_reduce");
-  if (p["overlap_param_gather"]) s.plan.overlap_param_gather = r.boolean(p["overlap_param_gather"], "parallel.overlap_param_gather");
+  if (p["overlap_grad_reduce"])
+    s.plan.overlap_grad_reduce = r.boolean(p["overlap_grad_reduce"], "parallel.overlap_grad_reduce");
+  if (p["overlap_param_gather"])
+    s.plan.overlap_param_gather = r.boolean(p["overlap_param_gather"], "parallel.overlap_param_gather");
   if (p["overlap_p2p"]) s.plan.overlap_p2p = r.boolean(p["overlap_p2p"], "parallel.overlap_p2p");
   if (const auto pl = p["pipeline_layers"]) {
     if (!pl.IsSequence()) r.fail("parallel.pipeline_layers", "expected a list of layer counts, one per pipeline stage");
@@ -273,7 +300,8 @@ void read_moe_plan(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
   if (!s.model.moe) return;
   auto& par = s.plan.par;
   const auto moe = root["model"]["moe"];
-  if (moe && moe["capacity_factor"]) par.moe_capacity_factor = r.positive(moe["capacity_factor"], "model.moe.capacity_factor");
+  if (moe && moe["capacity_factor"])
+    par.moe_capacity_factor = r.positive(moe["capacity_factor"], "model.moe.capacity_factor");
   if (moe && moe["load_imbalance"]) {
     par.moe_load_imbalance = r.positive(moe["load_imbalance"], "model.moe.load_imbalance");
     if (par.moe_load_imbalance < 1) r.fail("model.moe.load_imbalance", "must be >= 1 (1 = perfectly balanced)");
@@ -294,7 +322,8 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
 
 }  // namespace
 
-Scenario parse_scenario(const std::string& yaml_text, const std::string& file, const std::vector<std::string>& overrides) {
+Scenario parse_scenario(const std::string& yaml_text, const std::string& file,
+                        const std::vector<std::string>& overrides) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
@@ -343,9 +372,11 @@ namespace {
 
 void validate_model(const hw::StrictReader& r, const models::ModelSpec& m) {
   if (m.hidden_size % m.num_attention_heads != 0)
-    r.fail("model.hidden_size", fmt::format("{} is not divisible by model.num_attention_heads ({})", m.hidden_size, m.num_attention_heads));
+    r.fail("model.hidden_size",
+           fmt::format("{} is not divisible by model.num_attention_heads ({})", m.hidden_size, m.num_attention_heads));
   if (m.num_query_groups <= 0 || m.num_attention_heads % m.num_query_groups != 0)
-    r.fail("model.num_query_groups", fmt::format("{} must divide model.num_attention_heads ({})", m.num_query_groups, m.num_attention_heads));
+    r.fail("model.num_query_groups",
+           fmt::format("{} must divide model.num_attention_heads ({})", m.num_query_groups, m.num_attention_heads));
   if (m.ffn_hidden_size <= 0 || m.vocab_size <= 0 || m.seq_length <= 0)
     r.fail("model", "ffn_hidden_size, vocab_size and seq_length must be positive");
 }
@@ -356,45 +387,55 @@ void validate_layout(const hw::StrictReader& r, const Scenario& s) {
   const auto& par = s.plan.par;
   const auto& c = s.cluster;
   if (c.num_gpus % c.gpus_per_node != 0)
-    r.fail("cluster.num_gpus", fmt::format("{} is not a multiple of cluster.gpus_per_node ({})", c.num_gpus, c.gpus_per_node),
+    r.fail("cluster.num_gpus",
+           fmt::format("{} is not a multiple of cluster.gpus_per_node ({})", c.num_gpus, c.gpus_per_node),
            "a cluster is made of whole nodes; for a single partial node set gpus_per_node to num_gpus");
   if (par.tp * par.pp * par.cp * par.dp != c.num_gpus)
     r.fail("parallel.data_parallel",
-           fmt::format("data_parallel × tensor_parallel × pipeline_parallel × context_parallel = {}×{}×{}×{} = {} but cluster.num_gpus = {}",
+           fmt::format("data_parallel × tensor_parallel × pipeline_parallel × context_parallel = {}×{}×{}×{} = {} but "
+                       "cluster.num_gpus = {}",
                        par.dp, par.tp, par.pp, par.cp, par.dp * par.tp * par.pp * par.cp, c.num_gpus),
            "leave parallel.data_parallel out to derive it");
   if (m.num_attention_heads % par.tp != 0)
-    r.fail("parallel.tensor_parallel", fmt::format("{} does not divide model.num_attention_heads ({})", par.tp, m.num_attention_heads),
+    r.fail("parallel.tensor_parallel",
+           fmt::format("{} does not divide model.num_attention_heads ({})", par.tp, m.num_attention_heads),
            "divisors: " + join_divisors(m.num_attention_heads));
   if (m.num_query_groups % par.tp != 0)
-    r.fail("parallel.tensor_parallel", fmt::format("{} does not divide model.num_query_groups ({})", par.tp, m.num_query_groups),
+    r.fail("parallel.tensor_parallel",
+           fmt::format("{} does not divide model.num_query_groups ({})", par.tp, m.num_query_groups),
            "divisors: " + join_divisors(m.num_query_groups));
   if (m.ffn_hidden_size % par.tp != 0)
-    r.fail("parallel.tensor_parallel", fmt::format("{} does not divide model.ffn_hidden_size ({})", par.tp, m.ffn_hidden_size));
+    r.fail("parallel.tensor_parallel",
+           fmt::format("{} does not divide model.ffn_hidden_size ({})", par.tp, m.ffn_hidden_size));
 }
 
 void validate_pipeline(const hw::StrictReader& r, const Scenario& s) {
   const auto& m = s.model;
   const auto& par = s.plan.par;
   if (par.vpp > 1 && par.schedule != models::Schedule::interleaved_1f1b)
-    r.fail("parallel.virtual_pipeline_stages", fmt::format("{} needs parallel.pipeline_schedule: interleaved-1f1b", par.vpp));
+    r.fail("parallel.virtual_pipeline_stages",
+           fmt::format("{} needs parallel.pipeline_schedule: interleaved-1f1b", par.vpp));
   if (par.schedule == models::Schedule::interleaved_1f1b && par.pp < 2)
     r.fail("parallel.pipeline_schedule", "interleaved-1f1b needs parallel.pipeline_parallel >= 2");
   if (par.pipeline_layers.empty()) {
     if (m.num_layers % (par.pp * par.vpp) != 0)
       r.fail("parallel.pipeline_parallel",
-             fmt::format("model.num_layers ({}) is not divisible by pipeline_parallel × virtual_pipeline_stages = {}", m.num_layers, par.pp * par.vpp),
+             fmt::format("model.num_layers ({}) is not divisible by pipeline_parallel × virtual_pipeline_stages = {}",
+                         m.num_layers, par.pp * par.vpp),
              "or give parallel.pipeline_layers");
   } else {
     if (static_cast<int>(par.pipeline_layers.size()) != par.pp)
-      r.fail("parallel.pipeline_layers", fmt::format("has {} entries but parallel.pipeline_parallel is {}", par.pipeline_layers.size(), par.pp));
+      r.fail("parallel.pipeline_layers",
+             fmt::format("has {} entries but parallel.pipeline_parallel is {}", par.pipeline_layers.size(), par.pp));
     int sum = 0;
     for (std::size_t i = 0; i < par.pipeline_layers.size(); ++i) {
       sum += par.pipeline_layers[i];
       if (par.pipeline_layers[i] % par.vpp != 0)
-        r.fail(fmt::format("parallel.pipeline_layers[{}]", i), fmt::format("{} is not divisible by virtual_pipeline_stages ({})", par.pipeline_layers[i], par.vpp));
+        r.fail(fmt::format("parallel.pipeline_layers[{}]", i),
+               fmt::format("{} is not divisible by virtual_pipeline_stages ({})", par.pipeline_layers[i], par.vpp));
     }
-    if (sum != m.num_layers) r.fail("parallel.pipeline_layers", fmt::format("sums to {} but model.num_layers is {}", sum, m.num_layers));
+    if (sum != m.num_layers)
+      r.fail("parallel.pipeline_layers", fmt::format("sums to {} but model.num_layers is {}", sum, m.num_layers));
   }
 }
 
@@ -407,11 +448,14 @@ void validate_batches(const hw::StrictReader& r, const Scenario& s) {
                        par.micro_batch_size, par.dp, per_step));
   const std::int64_t m_count = s.plan.global_batch_size / per_step;
   if (par.num_microbatches != m_count)
-    r.fail("training.global_batch_size", fmt::format("implies {} micro-batches but the plan says {}", m_count, par.num_microbatches),
+    r.fail("training.global_batch_size",
+           fmt::format("implies {} micro-batches but the plan says {}", m_count, par.num_microbatches),
            "call derive_microbatches() after changing batch sizes");
   if (par.schedule == models::Schedule::interleaved_1f1b && m_count % par.pp != 0)
     r.fail("training.global_batch_size",
-           fmt::format("interleaved-1f1b needs the number of micro-batches ({}) to be a multiple of pipeline_parallel ({})", m_count, par.pp),
+           fmt::format(
+               "interleaved-1f1b needs the number of micro-batches ({}) to be a multiple of pipeline_parallel ({})",
+               m_count, par.pp),
            "Megatron-LM requires it too");
 }
 
@@ -419,12 +463,16 @@ void validate_batches(const hw::StrictReader& r, const Scenario& s) {
 void validate_sequence(const hw::StrictReader& r, const Scenario& s) {
   const auto& m = s.model;
   const auto& par = s.plan.par;
-  if (par.sequence_parallel && par.tp == 1)
-    r.fail("parallel.sequence_parallel", "needs parallel.tensor_parallel > 1");
+  if (par.sequence_parallel && par.tp == 1) r.fail("parallel.sequence_parallel", "needs parallel.tensor_parallel > 1");
   if (par.sequence_parallel && (m.seq_length / par.cp) % par.tp != 0)
-    r.fail("parallel.sequence_parallel", fmt::format("model.seq_length / context_parallel ({}) is not divisible by tensor_parallel ({})", m.seq_length / par.cp, par.tp));
+    r.fail("parallel.sequence_parallel",
+           fmt::format("model.seq_length / context_parallel ({}) is not divisible by tensor_parallel ({})",
+                       m.seq_length / par.cp, par.tp));
   if (par.cp > 1 && m.seq_length % (2 * par.cp) != 0)
-    r.fail("parallel.context_parallel", fmt::format("model.seq_length ({}) must be divisible by 2 × context_parallel = {} (load-balanced causal chunks)", m.seq_length, 2 * par.cp));
+    r.fail("parallel.context_parallel",
+           fmt::format(
+               "model.seq_length ({}) must be divisible by 2 × context_parallel = {} (load-balanced causal chunks)",
+               m.seq_length, 2 * par.cp));
 }
 
 void validate_experts(const hw::StrictReader& r, const Scenario& s) {
@@ -433,20 +481,24 @@ void validate_experts(const hw::StrictReader& r, const Scenario& s) {
   if (par.ep > 1) {
     if (!m.moe) r.fail("parallel.expert_parallel", fmt::format("{} needs a MoE model (model.moe)", par.ep));
     if (m.moe->num_experts % par.ep != 0)
-      r.fail("parallel.expert_parallel", fmt::format("{} does not divide model.moe.num_experts ({})", par.ep, m.moe->num_experts));
+      r.fail("parallel.expert_parallel",
+             fmt::format("{} does not divide model.moe.num_experts ({})", par.ep, m.moe->num_experts));
     if ((par.dp * par.cp) % par.ep != 0)
-      r.fail("parallel.expert_parallel", fmt::format("{} must divide data_parallel × context_parallel ({})", par.ep, par.dp * par.cp),
+      r.fail("parallel.expert_parallel",
+             fmt::format("{} must divide data_parallel × context_parallel ({})", par.ep, par.dp * par.cp),
              "experts are sharded across the data-parallel ranks, as in Megatron-LM");
   }
   if (m.moe && m.moe->ffn_hidden_size % par.tp != 0)
-    r.fail("parallel.tensor_parallel", fmt::format("{} does not divide model.moe.ffn_hidden_size ({})", par.tp, m.moe->ffn_hidden_size));
+    r.fail("parallel.tensor_parallel",
+           fmt::format("{} does not divide model.moe.ffn_hidden_size ({})", par.tp, m.moe->ffn_hidden_size));
 }
 
 // Precision and offload, which need the hardware or ZeRO to support them.
 void validate_features(const hw::StrictReader& r, const Scenario& s) {
   const auto& par = s.plan.par;
   if (par.precision == models::Precision::fp8 && s.cluster.gpu.peak_fp8 <= 0)
-    r.fail("training.precision", fmt::format("fp8 needs a GPU with FP8 tensor cores; {} has none", s.cluster.gpu.name), "use bf16, or an h100/h200/b200");
+    r.fail("training.precision", fmt::format("fp8 needs a GPU with FP8 tensor cores; {} has none", s.cluster.gpu.name),
+           "use bf16, or an h100/h200/b200");
   if (par.offload_params && par.zero_stage != 3)
     r.fail("parallel.offload_params", "parameter offload needs parallel.zero_stage: 3 (as in ZeRO-Infinity)");
 }

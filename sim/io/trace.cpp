@@ -35,20 +35,22 @@ std::string trace_json(const Simulation& sim, const Layout& layout) {
   for (int rank : processes) {
     const Coords c = layout.coords(rank);
     sep();
-    fmt::format_to(std::back_inserter(out),
-                   R"x({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"rank {} (pp {}, dp {}, cp {}, tp {})"}}}})x",
-                   rank, rank, c.pp, c.dp, c.cp, c.tp);
+    fmt::format_to(
+        std::back_inserter(out),
+        R"x({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"rank {} (pp {}, dp {}, cp {}, tp {})"}}}})x",
+        rank, rank, c.pp, c.dp, c.cp, c.tp);
     sep();
-    fmt::format_to(std::back_inserter(out), R"({{"name":"process_sort_index","ph":"M","pid":{},"args":{{"sort_index":{}}}}})",
-                   rank, rank);
+    fmt::format_to(std::back_inserter(out),
+                   R"({{"name":"process_sort_index","ph":"M","pid":{},"args":{{"sort_index":{}}}}})", rank, rank);
   }
   for (const auto& [rank, stream] : threads) {
-    const std::string name = stream == 0                    ? "compute"
-                             : stream - 1 == kGatherChannel ? "dp param gather"
-                                                            : std::string(to_string(static_cast<Dim>(stream - 1))) + " comm";
+    const std::string name = stream == 0 ? "compute"
+                             : stream - 1 == kGatherChannel
+                                 ? "dp param gather"
+                                 : std::string(to_string(static_cast<Dim>(stream - 1))) + " comm";
     sep();
-    fmt::format_to(std::back_inserter(out), R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"{}"}}}})",
-                   rank, stream, name);
+    fmt::format_to(std::back_inserter(out),
+                   R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"{}"}}}})", rank, stream, name);
   }
   // Network summary lines (busiest links and their utilisation) travel with the
   // trace, shown by ui.perfetto.dev under "Info and stats" → metadata.

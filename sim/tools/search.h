@@ -27,8 +27,8 @@ namespace ptsim::sim {
 
 // Progress of a running search (for a progress bar).
 struct SearchProgress {
-  std::int64_t done = 0;       // candidates settled (simulated or pruned by the bound)
-  std::int64_t total = 0;      // candidates that survived the memory / validity pruning
+  std::int64_t done = 0;   // candidates settled (simulated or pruned by the bound)
+  std::int64_t total = 0;  // candidates that survived the memory / validity pruning
   std::int64_t simulated = 0;
   double elapsed_s = 0;
   double best_tokens_per_s = 0;
@@ -38,8 +38,7 @@ struct SearchProgress {
 struct CandidateOutcome {
   std::int64_t index = 0;  // position in the survivor list (best bound first)
   bool feasible = false;   // false: the simulated peak exceeds the GPU memory
-  double tokens_per_s = 0, model_tflops_per_gpu = 0, mfu = 0, bubble_fraction = 0, peak_bytes = 0,
-         iteration_time_s = 0;
+  double tokens_per_s = 0, model_tflops_per_gpu = 0, mfu = 0, bubble_fraction = 0, peak_bytes = 0, iteration_time_s = 0;
   std::array<double, kNumDims> exposed_comm_s{};
 };
 
@@ -49,15 +48,15 @@ struct SearchOptions {
   // expert_parallel, virtual_pipeline_stages, pipeline_schedule, sequence_parallel,
   // zero_stage, recompute}, training.micro_batch_size, cluster.num_gpus.
   std::vector<std::string> fix;
-  std::vector<int> gpus;           // cluster sizes to sweep; empty = the scenario's
+  std::vector<int> gpus;  // cluster sizes to sweep; empty = the scenario's
   int top_k = 10;
-  int threads = 0;                 // 0 = every hardware thread
-  bool full = false;               // simulate every rank instead of one per stage
-  int max_micro_batch_size = 8;    // micro-batch sizes 1..this that divide gbs / dp
-  int max_virtual_stages = 8;      // interleaved 1F1B: v in 2..this dividing layers / pp
+  int threads = 0;               // 0 = every hardware thread
+  bool full = false;             // simulate every rank instead of one per stage
+  int max_micro_batch_size = 8;  // micro-batch sizes 1..this that divide gbs / dp
+  int max_virtual_stages = 8;    // interleaved 1F1B: v in 2..this dividing layers / pp
   int max_context_parallel = 8;
-  bool prune_by_bound = true;      // false: simulate every plan that fits (tests)
-  int wave_size = 32;              // candidates simulated between bound updates
+  bool prune_by_bound = true;  // false: simulate every plan that fits (tests)
+  int wave_size = 32;          // candidates simulated between bound updates
   // Analytical peak above capacity × this is pruned as OOM without simulating;
   // the simulated peak agrees with the analytical one within 1 %
   // (tests/sim/replay_test.cpp), so plans in the margin are left to the simulator.
@@ -77,8 +76,7 @@ struct RankedPlan {
   int rank = 0;
   int num_gpus = 0;
   Plan plan;
-  double tokens_per_s = 0, model_tflops_per_gpu = 0, mfu = 0, bubble_fraction = 0, peak_bytes = 0,
-         iteration_time_s = 0;
+  double tokens_per_s = 0, model_tflops_per_gpu = 0, mfu = 0, bubble_fraction = 0, peak_bytes = 0, iteration_time_s = 0;
   std::array<double, kNumDims> exposed_comm_s{};
   double bound_tokens_per_s = 0;  // the analytical upper bound it had
 };
@@ -90,7 +88,7 @@ struct FamilyVerdict {
 };
 
 struct SearchResult {
-  std::vector<RankedPlan> plans;           // top K, best first
+  std::vector<RankedPlan> plans;               // top K, best first
   std::map<std::string, std::int64_t> pruned;  // reason → count
   std::int64_t candidates = 0, simulated = 0;
   std::vector<FamilyVerdict> losers;

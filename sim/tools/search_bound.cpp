@@ -8,9 +8,9 @@
 #include <stdexcept>
 #include <utility>
 
+#include "hw/net/layout.h"
 #include "models/memory.h"
 #include "sim/core/errors.h"
-#include "hw/net/layout.h"
 #include "sim/core/program_builder.h"
 #include "sim/core/simulate.h"
 #include "sim/tools/search_internal.h"
@@ -64,10 +64,10 @@ class BusyMeter {
 
 // One stage of one pipeline replica, as the bound sees it.
 struct StageBusy {
-  Tick f0 = 0, b0 = 0;                // chunk 0's forward and backward of one micro-batch
-  Tick busy = 0;                      // the compute stream over every chunk and micro-batch
-  Tick pro = 0, epi = 0;              // prologue and epilogue
-  Tick channels = 0;                  // the busiest async stream
+  Tick f0 = 0, b0 = 0;    // chunk 0's forward and backward of one micro-batch
+  Tick busy = 0;          // the compute stream over every chunk and micro-batch
+  Tick pro = 0, epi = 0;  // prologue and epilogue
+  Tick channels = 0;      // the busiest async stream
   bool starts_fwd0 = false, ends_bwd0 = false;
 };
 
@@ -220,21 +220,23 @@ namespace plan_search {
 void pre_pass(SearchRun& run) {
   const auto families = family_ranges(run.cands);
   run.pre.assign(run.cands.size(), PrePass{});
-  parallel_for(
-      static_cast<std::int64_t>(families.size()), run.threads,
-      [&](std::int64_t fi) {
-        const auto& [begin, end] = families[static_cast<std::size_t>(fi)];
-        pre_pass_family(run, begin, end, run.pre);
-      },
-      {});
+  parallel_for(static_cast<std::int64_t>(families.size()), run.threads,
+               [&](std::int64_t fi) {
+                 const auto& [begin, end] = families[static_cast<std::size_t>(fi)];
+                 pre_pass_family(run, begin, end, run.pre);
+               },
+               {});
 }
 
 void rank_survivors(SearchRun& run) {
   for (std::int64_t i = 0; i < static_cast<std::int64_t>(run.pre.size()); ++i) {
     const auto& p = run.pre[static_cast<std::size_t>(i)];
-    if (p.verdict == Verdict::invalid) ++run.res.pruned["invalid: " + p.reason];
-    else if (p.verdict == Verdict::oom) ++run.res.pruned["oom (analytical)"];
-    else run.survivors.push_back(i);
+    if (p.verdict == Verdict::invalid)
+      ++run.res.pruned["invalid: " + p.reason];
+    else if (p.verdict == Verdict::oom)
+      ++run.res.pruned["oom (analytical)"];
+    else
+      run.survivors.push_back(i);
   }
   // Best bound first; ties by enumeration order (deterministic).
   auto bound = [&](std::int64_t i) { return run.pre[static_cast<std::size_t>(i)].bound_tokens_per_s; };

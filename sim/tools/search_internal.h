@@ -21,9 +21,7 @@ namespace ptsim::sim::plan_search {
 
 using Clock = std::chrono::steady_clock;
 
-inline double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // A small thread pool for one batch: `threads` workers pull indices from an atomic
 // counter; the calling thread reports progress every 100 ms. No shared mutable
@@ -64,9 +62,9 @@ struct Ranked {
 
 // What the waves leave behind.
 struct Waves {
-  std::vector<Ranked> feasible;            // every feasible simulated plan, best first
-  std::vector<CandidateOutcome> outcomes;  // by survivor position
-  std::vector<bool> simulated;             // by survivor position
+  std::vector<Ranked> feasible;                           // every feasible simulated plan, best first
+  std::vector<CandidateOutcome> outcomes;                 // by survivor position
+  std::vector<bool> simulated;                            // by survivor position
   double kth = -std::numeric_limits<double>::infinity();  // the K-th best throughput: the bound that prunes
 };
 

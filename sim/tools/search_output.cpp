@@ -178,7 +178,10 @@ nlohmann::json search_to_json(const SearchResult& r) {
   for (const auto& [k, v] : r.pruned) pruned[k] = v;
   nlohmann::json losers = nlohmann::json::array();
   for (const auto& l : r.losers) losers.push_back({{"family", l.family}, {"reason", l.reason}});
-  return {{"plans", plans}, {"pruned", pruned}, {"candidates", r.candidates}, {"simulated", r.simulated},
+  return {{"plans", plans},
+          {"pruned", pruned},
+          {"candidates", r.candidates},
+          {"simulated", r.simulated},
           {"families_lost", losers}};
 }
 

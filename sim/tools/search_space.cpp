@@ -17,10 +17,10 @@ namespace {
 // --fix restrictions
 
 const std::vector<std::string> kFixKeys = {
-    "parallel.tensor_parallel",   "parallel.pipeline_parallel",       "parallel.data_parallel",
-    "parallel.context_parallel",  "parallel.expert_parallel",         "parallel.virtual_pipeline_stages",
-    "parallel.pipeline_schedule", "parallel.sequence_parallel",       "parallel.zero_stage",
-    "parallel.recompute",         "training.micro_batch_size",        "cluster.num_gpus"};
+    "parallel.tensor_parallel",   "parallel.pipeline_parallel", "parallel.data_parallel",
+    "parallel.context_parallel",  "parallel.expert_parallel",   "parallel.virtual_pipeline_stages",
+    "parallel.pipeline_schedule", "parallel.sequence_parallel", "parallel.zero_stage",
+    "parallel.recompute",         "training.micro_batch_size",  "cluster.num_gpus"};
 
 int parse_positive(const std::string& key, const std::string& v) {
   std::size_t used = 0;
@@ -98,10 +98,14 @@ Restrictions parse_fix(const std::vector<std::string>& fix) {
   // Parse every value once now so that a typo fails before the search starts.
   for (const auto& [k, vs] : r.values)
     for (const auto& v : vs) {
-      if (k == "parallel.pipeline_schedule") parse_schedule(v);
-      else if (k == "parallel.recompute") parse_recompute(v);
-      else if (k == "parallel.sequence_parallel") parse_bool(k, v);
-      else parse_positive(k, v);
+      if (k == "parallel.pipeline_schedule")
+        parse_schedule(v);
+      else if (k == "parallel.recompute")
+        parse_recompute(v);
+      else if (k == "parallel.sequence_parallel")
+        parse_bool(k, v);
+      else
+        parse_positive(k, v);
     }
   return r;
 }
@@ -311,24 +315,34 @@ std::vector<PlanCandidate> enumerate_candidates(const Scenario& base, const Sear
     level.back().par.pipeline_layers.clear();  // even split: a given split only fits the scenario's own pp
   }
   using C = PlanCandidate;
-  level = branch(level, [&](const C& c) { return space.tensor(c); }, [](C& c, int tp) { c.par.tp = tp; });
-  level = branch(level, [&](const C& c) { return space.pipeline(c); }, [](C& c, int pp) { c.par.pp = pp; });
-  level = branch(level, [&](const C& c) { return space.context(c); }, [](C& c, int cp) {
-    c.par.dp = SearchSpace::data_parallel(c, cp);
-    c.par.cp = cp;
-  });
-  level = branch(level, [&](const C& c) { return space.expert(c); }, [](C& c, int ep) { c.par.ep = ep; });
-  level = branch(level, [&](const C& c) { return space.schedules(c); }, [](C& c, const ScheduleChoice& s) {
-    c.par.schedule = s.first;
-    c.par.vpp = s.second;
-  });
-  level = branch(level, [&](const C& c) { return space.micro_batch_sizes(c); },
-                 [](C& c, int mbs) { c.par.micro_batch_size = mbs; });
-  level = branch(level, [&](const C&) { return space.zero_stages(); }, [](C& c, int z) { c.par.zero_stage = z; });
-  level = branch(level, [&](const C&) { return space.recomputes(); },
-                 [](C& c, models::Recompute rc) { c.par.recompute = rc; });
-  return branch(level, [&](const C& c) { return space.sequence_parallel(c); },
-                [](C& c, bool sp) { c.par.sequence_parallel = sp; });
+  level = branch(
+      level, [&](const C& c) { return space.tensor(c); }, [](C& c, int tp) { c.par.tp = tp; });
+  level = branch(
+      level, [&](const C& c) { return space.pipeline(c); }, [](C& c, int pp) { c.par.pp = pp; });
+  level = branch(
+      level, [&](const C& c) { return space.context(c); },
+      [](C& c, int cp) {
+        c.par.dp = SearchSpace::data_parallel(c, cp);
+        c.par.cp = cp;
+      });
+  level = branch(
+      level, [&](const C& c) { return space.expert(c); }, [](C& c, int ep) { c.par.ep = ep; });
+  level = branch(
+      level, [&](const C& c) { return space.schedules(c); },
+      [](C& c, const ScheduleChoice& s) {
+        c.par.schedule = s.first;
+        c.par.vpp = s.second;
+      });
+  level = branch(
+      level, [&](const C& c) { return space.micro_batch_sizes(c); },
+      [](C& c, int mbs) { c.par.micro_batch_size = mbs; });
+  level = branch(
+      level, [&](const C&) { return space.zero_stages(); }, [](C& c, int z) { c.par.zero_stage = z; });
+  level = branch(
+      level, [&](const C&) { return space.recomputes(); }, [](C& c, models::Recompute rc) { c.par.recompute = rc; });
+  return branch(
+      level, [&](const C& c) { return space.sequence_parallel(c); },
+      [](C& c, bool sp) { c.par.sequence_parallel = sp; });
 }
 
 Scenario candidate_scenario(const Scenario& base, const PlanCandidate& c) {

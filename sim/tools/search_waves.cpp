@@ -84,8 +84,10 @@ void record_wave(SearchRun& run, Waves& waves, const std::vector<CandidateOutcom
     waves.simulated[static_cast<std::size_t>(o.index)] = true;
     waves.outcomes[static_cast<std::size_t>(o.index)] = o;
     ++run.res.simulated;
-    if (o.feasible) waves.feasible.push_back({run.survivors[static_cast<std::size_t>(o.index)], o});
-    else ++run.res.pruned["oom (simulated)"];
+    if (o.feasible)
+      waves.feasible.push_back({run.survivors[static_cast<std::size_t>(o.index)], o});
+    else
+      ++run.res.pruned["oom (simulated)"];
   }
   std::sort(waves.feasible.begin(), waves.feasible.end(), [](const Ranked& a, const Ranked& b) {
     if (a.o.tokens_per_s != b.o.tokens_per_s) return a.o.tokens_per_s > b.o.tokens_per_s;

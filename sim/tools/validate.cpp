@@ -12,8 +12,8 @@
 #include <set>
 
 #include "sim/core/errors.h"
-#include "sim/io/scenario_file.h"
 #include "sim/core/simulate.h"
+#include "sim/io/scenario_file.h"
 
 namespace ptsim::sim {
 
@@ -136,7 +136,8 @@ ValidationReport evaluate_all(const std::vector<Loaded>& all, const ValidateOpti
   rep.all = error_stats(rep.rows);
   rep.fitted = error_stats(fitted);
   rep.held_out = error_stats(held);
-  rep.bound_holds = rep.all.count > 0 && rep.all.mae_pct <= rep.bound.mae_pct && rep.all.worst_pct <= rep.bound.worst_pct;
+  rep.bound_holds =
+      rep.all.count > 0 && rep.all.mae_pct <= rep.bound.mae_pct && rep.all.worst_pct <= rep.bound.worst_pct;
   return rep;
 }
 
@@ -209,9 +210,10 @@ FitResult fit_efficiency(const std::string& dir, const ValidateOptions& base) {
   const hw::GpuSpec gpu = fit_set.front().scenario.cluster.gpu;
   for (const auto& l : fit_set) {
     if (l.scenario.cluster.gpu.name != gpu.name) {
-      throw std::invalid_argument(fmt::format("fit: fitted runs use more than one GPU type ({} and {}); "
-                                              "efficiencies are fitted per GPU type",
-                                              gpu.name, l.scenario.cluster.gpu.name));
+      throw std::invalid_argument(
+          fmt::format("fit: fitted runs use more than one GPU type ({} and {}); "
+                      "efficiencies are fitted per GPU type",
+                      gpu.name, l.scenario.cluster.gpu.name));
     }
   }
   FitResult fr;
@@ -292,8 +294,8 @@ std::string validation_text(const ValidationReport& r) {
 
 nlohmann::json validation_json(const ValidationReport& r) {
   auto stats = [](const ErrorStats& st) {
-    return nlohmann::json{{"count", st.count}, {"mae_pct", st.mae_pct}, {"worst_pct", st.worst_pct},
-                          {"worst_run", st.worst_run}};
+    return nlohmann::json{
+        {"count", st.count}, {"mae_pct", st.mae_pct}, {"worst_pct", st.worst_pct}, {"worst_run", st.worst_run}};
   };
   nlohmann::json runs = nlohmann::json::array();
   for (const auto& row : r.rows) {

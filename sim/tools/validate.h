@@ -28,9 +28,9 @@ enum class FlopsFormula {
 struct ReferenceRun {
   std::string scenario;  // file name, relative to the reference folder
   RefMetric metric = RefMetric::tflops_per_gpu;
-  double value = 0;      // TFLOP/s per GPU or seconds, as the source states it
+  double value = 0;  // TFLOP/s per GPU or seconds, as the source states it
   FlopsFormula flops_formula = FlopsFormula::megatron_eq3;
-  bool fitted = false;   // used to fit the GPU efficiency constants
+  bool fitted = false;  // used to fit the GPU efficiency constants
   std::string source;
 };
 
@@ -49,12 +49,12 @@ std::vector<ReferenceRun> load_published(const std::string& dir);
 double megatron_eq3_flops(const models::ModelSpec& m, double global_batch);
 
 struct ValidationRow {
-  std::string run;        // scenario file
-  std::string scenario;   // scenario name
-  std::string metric;     // "tflops_per_gpu" | "iteration_time_s"
+  std::string run;       // scenario file
+  std::string scenario;  // scenario name
+  std::string metric;    // "tflops_per_gpu" | "iteration_time_s"
   double published = 0;
   double predicted = 0;
-  double error_pct = 0;   // signed: (predicted − published) / published · 100
+  double error_pct = 0;  // signed: (predicted − published) / published · 100
   bool fitted = false;
   double iteration_time_s = 0;
   std::string source;
@@ -62,8 +62,8 @@ struct ValidationRow {
 
 struct ErrorStats {
   int count = 0;
-  double mae_pct = 0;     // mean of |error_pct|
-  double worst_pct = 0;   // max of |error_pct|
+  double mae_pct = 0;    // mean of |error_pct|
+  double worst_pct = 0;  // max of |error_pct|
   std::string worst_run;
 };
 

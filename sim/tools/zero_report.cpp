@@ -1,14 +1,14 @@
 #include "sim/tools/zero_report.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <stdexcept>
 
 #include "hw/gpu_catalog.h"
-#include "models/params.h"
 #include "hw/net/layout.h"
+#include "models/params.h"
 #include "sim/core/network_cost.h"
 
 namespace ptsim::sim {
@@ -36,10 +36,14 @@ std::string human_seconds(double s) {
 
 const char* stage_name(int s) {
   switch (s) {
-    case 0: return "0 (DP)";
-    case 1: return "1 (P_os)";
-    case 2: return "2 (P_os+g)";
-    default: return "3 (P_os+g+p)";
+    case 0:
+      return "0 (DP)";
+    case 1:
+      return "1 (P_os)";
+    case 2:
+      return "2 (P_os+g)";
+    default:
+      return "3 (P_os+g+p)";
   }
 }
 
@@ -50,8 +54,8 @@ ClusterConfig default_cluster(const std::string& gpu, int num_gpus) {
   if (!g) {
     std::vector<std::string> names;
     for (const auto& x : hw::gpu_catalog()) names.push_back(x.name);
-    throw std::invalid_argument(
-        fmt::format("--gpu: unknown GPU '{}' (did you mean '{}'? `ptsim list gpus` lists them)", gpu, closest_match(gpu, names)));
+    throw std::invalid_argument(fmt::format("--gpu: unknown GPU '{}' (did you mean '{}'? `ptsim list gpus` lists them)",
+                                            gpu, closest_match(gpu, names)));
   }
   if (num_gpus < 1) throw std::invalid_argument(fmt::format("number of GPUs must be >= 1, got {}", num_gpus));
   ClusterConfig c;
@@ -124,10 +128,11 @@ ZeroReport zero_report(const ZeroReportInput& in) {
 std::string zero_report_markdown(const ZeroReport& r) {
   std::string o;
   o += fmt::format("## ZeRO communication volume: {}\n\n", r.model);
-  o += fmt::format("Ψ = {} parameters × {} bytes per element ({}) = {}; N = {} data-parallel GPUs; "
-                   "per GPU, per iteration. Times on: {}.\n\n",
-                   human_count(r.params), r.bytes_per_element, r.precision,
-                   human_bytes(r.params * r.bytes_per_element), r.dp, r.cluster);
+  o += fmt::format(
+      "Ψ = {} parameters × {} bytes per element ({}) = {}; N = {} data-parallel GPUs; "
+      "per GPU, per iteration. Times on: {}.\n\n",
+      human_count(r.params), r.bytes_per_element, r.precision, human_bytes(r.params * r.bytes_per_element), r.dp,
+      r.cluster);
   o += "| ZeRO stage | collectives per iteration | sent / GPU | received / GPU | volume | params | grads | "
        "optimizer | model states / GPU | comm time |\n";
   o += "|---|---|---|---|---:|---:|---:|---:|---:|---:|\n";
@@ -159,9 +164,10 @@ std::string zero_report_csv(const ZeroReport& r) {
       "grads_bytes,optimizer_bytes,total_bytes,time_s\n";
   for (const auto& s : r.stages) {
     std::string colls;
-    for (const auto& c : s.collectives) colls += fmt::format("{}{} x{} of {:.0f} B", colls.empty() ? "" : "; ", c.kind, c.count, c.bytes_each);
-    o += fmt::format("{},{:.0f},{},{},{},\"{}\",{:.0f},{:.0f},{:.6f},{:.0f},{:.0f},{:.0f},{:.0f},{:.6g}\n", r.model, r.params,
-                     r.dp, r.bytes_per_element, s.stage, colls, s.sent_bytes, s.received_bytes, s.volume_psi,
+    for (const auto& c : s.collectives)
+      colls += fmt::format("{}{} x{} of {:.0f} B", colls.empty() ? "" : "; ", c.kind, c.count, c.bytes_each);
+    o += fmt::format("{},{:.0f},{},{},{},\"{}\",{:.0f},{:.0f},{:.6f},{:.0f},{:.0f},{:.0f},{:.0f},{:.6g}\n", r.model,
+                     r.params, r.dp, r.bytes_per_element, s.stage, colls, s.sent_bytes, s.received_bytes, s.volume_psi,
                      s.memory.params, s.memory.grads, s.memory.optimizer, s.memory.total(), s.time_s);
   }
   return o;
@@ -181,7 +187,8 @@ std::string zero_report_json(const ZeroReport& r) {
     st["stage"] = s.stage;
     st["collectives"] = nlohmann::json::array();
     for (const auto& c : s.collectives)
-      st["collectives"].push_back({{"kind", c.kind}, {"count", c.count}, {"bytes_each", c.bytes_each}, {"time_s", c.time_each}});
+      st["collectives"].push_back(
+          {{"kind", c.kind}, {"count", c.count}, {"bytes_each", c.bytes_each}, {"time_s", c.time_each}});
     st["sent_bytes"] = s.sent_bytes;
     st["received_bytes"] = s.received_bytes;
     st["volume_psi"] = s.volume_psi;

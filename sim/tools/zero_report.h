@@ -27,8 +27,8 @@
 namespace ptsim::sim {
 
 struct ZeroCollective {
-  std::string kind;  // "all-reduce", "reduce-scatter", "all-gather"
-  int count = 0;     // per iteration
+  std::string kind;      // "all-reduce", "reduce-scatter", "all-gather"
+  int count = 0;         // per iteration
   Bytes bytes_each = 0;  // buffer size S (nccl-tests convention)
   Seconds time_each = 0;
 };
@@ -54,7 +54,7 @@ struct ZeroReport {
 
 struct ZeroReportInput {
   models::ModelSpec model;
-  double params = 0;   // 0: the model's total parameter count
+  double params = 0;  // 0: the model's total parameter count
   int dp = 1;
   std::vector<int> stages = {0, 1, 2, 3};
   models::Precision precision = models::Precision::bf16;

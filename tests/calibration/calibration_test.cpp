@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -257,7 +257,8 @@ TEST(RunCalibrate, FailedRunLeavesPreviousTableIntact) {
   const auto bad = dir / "all_reduce_perf.log";
   {
     std::ofstream f(bad);
-    f << "#  Rank  0 Group  0 Pid 1 on n device 0 [0x18] X\n        1024  256  float  sum  -1  abc  0  0  0  1  0  0  0\n";
+    f << "#  Rank  0 Group  0 Pid 1 on n device 0 [0x18] X\n        1024  256  float  sum  -1  abc  0  0  0  1  0  0  "
+         "0\n";
   }
   CalibrateOptions o;
   o.out = out.string();

@@ -90,8 +90,10 @@ TEST(CostTableMembw, LogLogInterpolationThenFit) {
 
 TEST(CostTableCollective, FastestAlgorithmAndFitOutsideRange) {
   CostTable t;
-  t.collectives = {{"all-reduce", 8, "ring", 1e6, 40e-6}, {"all-reduce", 8, "ring", 1e8, 1e-3},
-                   {"all-reduce", 8, "tree", 1e6, 30e-6}, {"all-reduce", 8, "tree", 1e8, 2e-3}};
+  t.collectives = {{"all-reduce", 8, "ring", 1e6, 40e-6},
+                   {"all-reduce", 8, "ring", 1e8, 1e-3},
+                   {"all-reduce", 8, "tree", 1e6, 30e-6},
+                   {"all-reduce", 8, "tree", 1e8, 2e-3}};
   t.collective_fits = {{"all-reduce", 8, "ring", 10e-6, 1e-11}, {"all-reduce", 8, "tree", 5e-6, 2e-11}};
   // At 1 MB tree (30 us) beats ring (40 us); at 100 MB ring (1 ms) beats tree (2 ms).
   EXPECT_NEAR(*t.collective_seconds("all-reduce", 8, 1e6), 30e-6, 1e-18);

@@ -11,8 +11,8 @@ namespace ptsim::kernels {
 namespace {
 
 #if PTSIM_HAVE_CUDA
-#define PTSIM_REQUIRE_GPU(n)                                                               \
-  do {                                                                                     \
+#define PTSIM_REQUIRE_GPU(n)                                                              \
+  do {                                                                                    \
     if (cuda::device_count() < (n)) GTEST_SKIP() << "needs " << (n) << " CUDA device(s)"; \
   } while (0)
 #else
@@ -38,21 +38,20 @@ TEST_P(CudaAttention, ForwardAndBackwardMatchCpuReference) {
 #endif
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, CudaAttention,
-    ::testing::Values(AttentionCase{{2, 128, 128, 64, false, 0}, "bf16", "flash"},
-                      AttentionCase{{2, 128, 128, 64, true, 0}, "bf16", "flash"},
-                      AttentionCase{{2, 64, 192, 128, true, 0}, "fp16", "flash"},
-                      AttentionCase{{1, 128, 256, 128, false, 0}, "fp16", "flash"},
-                      AttentionCase{{2, 96, 80, 32, false, 0}, "bf16", "naive"},
-                      AttentionCase{{2, 64, 128, 64, true, 0}, "fp16", "naive"}),
-    // Readable test names, e.g. flash_bf16_bh2_q128_kv128_d64_causal.
-    [](const ::testing::TestParamInfo<AttentionCase>& info) {
-      const auto& c = info.param;
-      return std::string(c.impl) + "_" + c.dtype + "_bh" + std::to_string(c.dims.batch_heads) + "_q" +
-             std::to_string(c.dims.seq_q) + "_kv" + std::to_string(c.dims.seq_kv) + "_d" +
-             std::to_string(c.dims.head_dim) + (c.dims.causal ? "_causal" : "");
-    });
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,
+                         ::testing::Values(AttentionCase{{2, 128, 128, 64, false, 0}, "bf16", "flash"},
+                                           AttentionCase{{2, 128, 128, 64, true, 0}, "bf16", "flash"},
+                                           AttentionCase{{2, 64, 192, 128, true, 0}, "fp16", "flash"},
+                                           AttentionCase{{1, 128, 256, 128, false, 0}, "fp16", "flash"},
+                                           AttentionCase{{2, 96, 80, 32, false, 0}, "bf16", "naive"},
+                                           AttentionCase{{2, 64, 128, 64, true, 0}, "fp16", "naive"}),
+                         // Readable test names, e.g. flash_bf16_bh2_q128_kv128_d64_causal.
+                         [](const ::testing::TestParamInfo<AttentionCase>& info) {
+                           const auto& c = info.param;
+                           return std::string(c.impl) + "_" + c.dtype + "_bh" + std::to_string(c.dims.batch_heads) +
+                                  "_q" + std::to_string(c.dims.seq_q) + "_kv" + std::to_string(c.dims.seq_kv) + "_d" +
+                                  std::to_string(c.dims.head_dim) + (c.dims.causal ? "_causal" : "");
+                         });
 
 TEST(CudaFlashAttention, RejectsUnsupportedShapes) {
   PTSIM_REQUIRE_GPU(1);

@@ -77,9 +77,9 @@ TEST(Ops, Gpt175bLayerUnsharded) {
   // The op order of a Megatron layer.
   std::vector<std::string> names;
   for (const auto& op : ops) names.push_back(op.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"input_norm", "qkv", "attention", "proj", "attn_bias_dropout_add",
-                                             "post_attn_norm", "mlp_up", "mlp_act", "mlp_down",
-                                             "mlp_bias_dropout_add"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"input_norm", "qkv", "attention", "proj", "attn_bias_dropout_add",
+                                      "post_attn_norm", "mlp_up", "mlp_act", "mlp_down", "mlp_bias_dropout_add"}));
 }
 
 // Sum of fwd + bwd matmul FLOPs of the whole model for one sequence at tp = cp = 1

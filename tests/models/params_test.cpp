@@ -62,10 +62,10 @@ TEST(Params, MegatronEq2ForTheGptFamily) {
 
 TEST(Params, GptFamilyRoundsToTable1) {
   // Narayanan et al. SC'21 Table 1 sizes (billions, one decimal).
-  const std::pair<const char*, double> rows[] = {
-      {"gpt3-1.7b", 1.7},     {"gpt3-3.6b", 3.6},     {"gpt3-7.5b", 7.5},     {"gpt3-18.4b", 18.4},
-      {"gpt3-39.1b", 39.1},   {"gpt3-76.1b", 76.1},   {"gpt3-145.6b", 145.6}, {"gpt3-310.1b", 310.1},
-      {"gpt3-529.6b", 529.6}, {"gpt3-1t", 1008.0}};
+  const std::pair<const char*, double> rows[] = {{"gpt3-1.7b", 1.7},     {"gpt3-3.6b", 3.6},     {"gpt3-7.5b", 7.5},
+                                                 {"gpt3-18.4b", 18.4},   {"gpt3-39.1b", 39.1},   {"gpt3-76.1b", 76.1},
+                                                 {"gpt3-145.6b", 145.6}, {"gpt3-310.1b", 310.1}, {"gpt3-529.6b", 529.6},
+                                                 {"gpt3-1t", 1008.0}};
   for (const auto& [name, billions] : rows) {
     EXPECT_NEAR(static_cast<double>(count_params(preset(name)).total) / 1e9, billions, 0.05) << name;
   }

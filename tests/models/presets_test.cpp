@@ -13,9 +13,7 @@
 namespace ptsim::models {
 namespace {
 
-std::string data_path(const std::string& name) {
-  return test::repo_path("tests/models/data/" + name);
-}
+std::string data_path(const std::string& name) { return test::repo_path("tests/models/data/" + name); }
 
 // Writes `text` to a fresh file in the temp directory, removed on destruction.
 class TempConfig {
@@ -43,10 +41,10 @@ std::string error_of(const std::string& path) {
 }
 
 TEST(Presets, EveryContractPresetExistsWithASource) {
-  for (const char* name : {"gpt3-1.7b", "gpt3-3.6b", "gpt3-7.5b", "gpt3-18.4b", "gpt3-39.1b", "gpt3-76.1b",
-                           "gpt3-145.6b", "gpt3-310.1b", "gpt3-529.6b", "gpt3-1t", "gpt3-175b", "llama2-7b",
-                           "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b",
-                           "mixtral-8x22b"}) {
+  for (const char* name :
+       {"gpt3-1.7b", "gpt3-3.6b", "gpt3-7.5b", "gpt3-18.4b", "gpt3-39.1b", "gpt3-76.1b", "gpt3-145.6b", "gpt3-310.1b",
+        "gpt3-529.6b", "gpt3-1t", "gpt3-175b", "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b",
+        "llama3-405b", "mixtral-8x7b", "mixtral-8x22b"}) {
     const auto m = find_preset(name);
     ASSERT_TRUE(m.has_value()) << name;
     EXPECT_EQ(m->name, name);

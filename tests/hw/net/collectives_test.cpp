@@ -167,7 +167,8 @@ TEST(Collectives, AllToAllAndSendRecv) {
   EXPECT_THROW(expand(CollectiveKind::send_recv, iota(3), S, Algorithm::direct, t), std::invalid_argument);
   EXPECT_THROW(expand(CollectiveKind::all_reduce, iota(4), S, Algorithm::direct, t), std::invalid_argument);
   EXPECT_THROW(expand(CollectiveKind::all_reduce, iota(4), S, Algorithm::automatic, t), std::invalid_argument);
-  EXPECT_THROW(expand(CollectiveKind::all_reduce, std::vector<int>{0, 0}, S, Algorithm::ring, t), std::invalid_argument);
+  EXPECT_THROW(expand(CollectiveKind::all_reduce, std::vector<int>{0, 0}, S, Algorithm::ring, t),
+               std::invalid_argument);
   EXPECT_THROW(expand(CollectiveKind::all_reduce, iota(4), -1, Algorithm::ring, t), std::invalid_argument);
   EXPECT_THROW(expand(CollectiveKind::all_reduce, std::vector<int>{0, 9}, S, Algorithm::ring, t), std::out_of_range);
   // A group of one moves nothing.

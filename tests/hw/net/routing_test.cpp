@@ -99,7 +99,8 @@ TEST(Routing, TorusTakesFewestHopsWithWrapAround) {
   auto hops = [&](int a, int b) {
     auto k = kinds_on(t, r.route_ranks(a, b));
     int n = 0;
-    for (std::size_t i = 1; i < k.size(); ++i) n += k[i] == VertexKind::torus_node && k[i - 1] == VertexKind::torus_node;
+    for (std::size_t i = 1; i < k.size(); ++i)
+      n += k[i] == VertexKind::torus_node && k[i - 1] == VertexKind::torus_node;
     return n;
   };
   // (0,0) -> (2,2): 2 + 2 router hops; (0,0) -> (3,0): 1 hop over the wrap-around link.

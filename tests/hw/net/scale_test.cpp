@@ -35,12 +35,14 @@ TEST(Scale, FatTree16kGpus) {
   FlowNetwork net(t);
   std::vector<LinkId> path;
   // 4096 flows of 64 MiB from rank 4i: odd i to the same GPU 5 nodes on (the next
-  // leaf, through a spine, or the next pod near a pod boundary), even i to the GPU 1024 nodes on (another pod, through a core).
+  // leaf, through a spine, or the next pod near a pod boundary), even i to the GPU 1024 nodes on (another pod, through
+  // a core).
   const double S = 64.0 * 1024 * 1024;
   for (int i = 0; i < 4096; ++i) {
     const int src = 4 * i, dst = (src + 8 * (i % 2 ? 5 : 1024)) % 16384;
     r.route(t.gpu(src), t.gpu(dst), 0, path);
-    ASSERT_EQ(path.size(), i % 2 && (src / 8 % 128) < 123 ? 8u : 10u);  // +5 nodes stays in the pod (128 nodes) unless near its end
+    ASSERT_EQ(path.size(),
+              i % 2 && (src / 8 % 128) < 123 ? 8u : 10u);  // +5 nodes stays in the pod (128 nodes) unless near its end
     net.add_flow(path, S, 0, 2);
   }
   const double route_s = seconds_since(t0);

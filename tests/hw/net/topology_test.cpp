@@ -277,18 +277,32 @@ TEST(GraphYaml, RejectsBadGraphs) {
   expect_invalid([&] { build_graph_from_yaml_text("nodes:\n  - {name: a, kind: tpu, node: 0}\nlinks: []\n"); },
                  "unknown vertex kind 'tpu'");
   expect_invalid([&] { build_graph_from_yaml_text("nodes:\n  - {name: a, kind: gpu}\nlinks: []\n"); }, "needs 'node'");
-  expect_invalid([&] { build_graph_from_yaml_text("nodes:\n  - {name: a, kind: gpu, node: 0}\n  - {name: a, kind: nic}\nlinks: []\n"); },
-                 "duplicate node name 'a'");
-  expect_invalid([&] { build_graph_from_yaml_text(ok_nodes + "links:\n  - {a: a, b: c, bandwidth: \"1 GB/s\", latency: \"1 us\"}\n"); },
-                 "unknown node 'c'");
-  expect_invalid([&] { build_graph_from_yaml_text(ok_nodes + "links:\n  - {a: a, b: b, bandwidth: 100, latency: \"1 us\"}\n"); },
-                 "'100' has no unit");
+  expect_invalid(
+      [&] {
+        build_graph_from_yaml_text("nodes:\n  - {name: a, kind: gpu, node: 0}\n  - {name: a, kind: nic}\nlinks: []\n");
+      },
+      "duplicate node name 'a'");
+  expect_invalid(
+      [&] {
+        build_graph_from_yaml_text(ok_nodes + "links:\n  - {a: a, b: c, bandwidth: \"1 GB/s\", latency: \"1 us\"}\n");
+      },
+      "unknown node 'c'");
+  expect_invalid(
+      [&] { build_graph_from_yaml_text(ok_nodes + "links:\n  - {a: a, b: b, bandwidth: 100, latency: \"1 us\"}\n"); },
+      "'100' has no unit");
   expect_invalid([&] { build_graph_from_yaml_text(ok_nodes + "links:\n  - {a: a, b: b, bandwidth: \"1 GB/s\"}\n"); },
                  "lacks 'latency'");
-  expect_invalid([&] { build_graph_from_yaml_text(ok_nodes + "links:\n  - {a: a, b: a, bandwidth: \"1 GB/s\", latency: \"1 us\"}\n"); },
-                 "self-loop");
-  expect_invalid([&] { build_graph_from_yaml_text(ok_nodes + "links:\n  - {a: a, b: b, bandwidth: \"1 GB/s\", latency: \"1 us\", cost: 0}\n"); },
-                 "cost must be 1..255, got 0");
+  expect_invalid(
+      [&] {
+        build_graph_from_yaml_text(ok_nodes + "links:\n  - {a: a, b: a, bandwidth: \"1 GB/s\", latency: \"1 us\"}\n");
+      },
+      "self-loop");
+  expect_invalid(
+      [&] {
+        build_graph_from_yaml_text(ok_nodes +
+                                   "links:\n  - {a: a, b: b, bandwidth: \"1 GB/s\", latency: \"1 us\", cost: 0}\n");
+      },
+      "cost must be 1..255, got 0");
   expect_invalid([&] { build_graph_from_yaml_text(ok_nodes + "links: []\n"); }, "gpu 'b' cannot be reached from 'a'");
   expect_invalid([&] { build_graph_from_yaml_file("/nonexistent/graph.yaml"); }, "/nonexistent/graph.yaml");
 }

@@ -18,7 +18,8 @@ TEST(CalibrationSource, TableNameBecomesCostSourceAndTimesChange) {
   const std::string yaml = testing::tiny_gpt_yaml(1, 1, 1, 2, 1, "", 51200) + "\n";
   const Scenario datasheet = parse_scenario(yaml, "test", {"training.precision=fp32"});
   const Scenario table = parse_scenario(
-      yaml, "test", {"training.precision=fp32", "cluster.calibration=" + test::repo_path("calibration/tables/cpu-example.yaml")});
+      yaml, "test",
+      {"training.precision=fp32", "cluster.calibration=" + test::repo_path("calibration/tables/cpu-example.yaml")});
   const Result a = simulate(datasheet).result, b = simulate(table).result;
   EXPECT_EQ(a.cost_source, "datasheet");
   EXPECT_EQ(b.cost_source, "cpu-example");
@@ -26,7 +27,8 @@ TEST(CalibrationSource, TableNameBecomesCostSourceAndTimesChange) {
 }
 
 TEST(CalibrationSource, MissingTableIsABadInput) {
-  const Scenario s = parse_scenario(testing::tiny_gpt_yaml(1, 1, 1, 2, 1), "s.yaml", {"cluster.calibration=/nonexistent/table.yaml"});
+  const Scenario s =
+      parse_scenario(testing::tiny_gpt_yaml(1, 1, 1, 2, 1), "s.yaml", {"cluster.calibration=/nonexistent/table.yaml"});
   EXPECT_THROW(simulate(s), ScenarioError);
 }
 
@@ -44,7 +46,8 @@ TEST(CalibrationSource, MeasuredCollectivesReplaceTheNetworkModel) {
   {
     std::ofstream out(path);
     out << "format: ptsim-cost-table/1\nname: slow-allreduce\nbackend: nccl-tests\ndate: 2026-01-01T00:00:00Z\n"
-           "collective:\n  fits: [{op: all-reduce, ranks: 8, algorithm: ring, alpha_s: 0.001, beta_s_per_byte: 1.0e-9}]\n";
+           "collective:\n  fits: [{op: all-reduce, ranks: 8, algorithm: ring, alpha_s: 0.001, beta_s_per_byte: "
+           "1.0e-9}]\n";
   }
   const std::string yaml = testing::tiny_gpt_yaml(1, 1, 8, 2, 1, "", 51200);
   const Result plain = simulate(parse_scenario(yaml, "test")).result;

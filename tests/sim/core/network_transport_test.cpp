@@ -7,8 +7,8 @@
 #include "sim/core/errors.h"
 #include "sim/core/network_cost.h"
 #include "sim/core/network_transport.h"
-#include "sim/io/scenario_file.h"
 #include "sim/core/simulate.h"
+#include "sim/io/scenario_file.h"
 #include "sim/tools/zero_report.h"
 
 namespace ptsim::sim {
@@ -120,8 +120,8 @@ TEST(NetworkTransport, DataParallelAllReduceAndPipelineSendOnOneNicSlowEachOther
   const double dp_done = send_done + (S - (B / 2) * (send_done - 2 * a)) / B;
   EXPECT_NEAR(to_seconds(rec.at[1]), send_done, 2e-9);
   EXPECT_NEAR(to_seconds(rec.at[0]), dp_done, 2e-9);
-  EXPECT_GT(to_seconds(rec.at[1]), a + P / B + 1e-3);       // the send was slowed
-  EXPECT_GT(to_seconds(rec.at[0]), 2 * a + S / B + 1e-3);   // and so was the all-reduce
+  EXPECT_GT(to_seconds(rec.at[1]), a + P / B + 1e-3);      // the send was slowed
+  EXPECT_GT(to_seconds(rec.at[0]), 2 * a + S / B + 1e-3);  // and so was the all-reduce
   // Bytes: DP 2 × 100 MB, PP 50 MB.
   EXPECT_NEAR(tr.dim_bytes(Dim::dp), 2 * S, 1e3);
   EXPECT_NEAR(tr.dim_bytes(Dim::pp), P, 1e3);

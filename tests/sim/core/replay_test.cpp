@@ -95,8 +95,10 @@ TEST(Replay, SameScenarioTwiceGivesIdenticalJson) {
 }
 
 TEST(Replay, SimulatedPeakMemoryMatchesAnalyticalModel) {
-  for (const char* extra : {"", "  pipeline_schedule: gpipe", "  virtual_pipeline_stages: 2\n  pipeline_schedule: interleaved-1f1b"}) {
-    const Scenario s = parse_scenario(tiny_gpt_yaml(4, 2, 2, 16, 16, std::string(extra) + "\n  zero_stage: 1", 51200), "test");
+  for (const char* extra :
+       {"", "  pipeline_schedule: gpipe", "  virtual_pipeline_stages: 2\n  pipeline_schedule: interleaved-1f1b"}) {
+    const Scenario s =
+        parse_scenario(tiny_gpt_yaml(4, 2, 2, 16, 16, std::string(extra) + "\n  zero_stage: 1", 51200), "test");
     const Result r = simulate(s).result;
     const auto analytical = models::analytical_memory(s.model, s.plan.par);
     ASSERT_EQ(analytical.size(), r.per_stage.size());
@@ -106,7 +108,8 @@ TEST(Replay, SimulatedPeakMemoryMatchesAnalyticalModel) {
 }
 
 TEST(Replay, FoldedRunAgreesWithFullExpansion) {
-  const Scenario s = parse_scenario(tiny_gpt_yaml(4, 4, 2, 8, 32, "  sequence_parallel: true\n  zero_stage: 1"), "test");
+  const Scenario s =
+      parse_scenario(tiny_gpt_yaml(4, 4, 2, 8, 32, "  sequence_parallel: true\n  zero_stage: 1"), "test");
   SimulateOptions full, folded;
   folded.fold = true;
   const Result a = simulate(s, full).result, b = simulate(s, folded).result;
@@ -137,10 +140,26 @@ TEST(Replay, ContractFieldsAreSane) {
   EXPECT_GE(r.bubble_fraction, 0);
   EXPECT_LT(r.bubble_fraction, 1);
   const auto j = to_json(r);
-  for (const char* k : {"scenario", "world_size", "plan", "feasible", "infeasible_reasons", "iteration_time_s", "tokens_per_s",
-                        "model_flops_per_iteration", "hardware_flops_per_iteration", "model_tflops_per_gpu", "mfu", "hfu",
-                        "bubble_time_s", "bubble_fraction", "exposed_comm_s", "comm_bytes_per_gpu", "memory", "cost_source",
-                        "sim_wall_time_s", "warnings"})
+  for (const char* k : {"scenario",
+                        "world_size",
+                        "plan",
+                        "feasible",
+                        "infeasible_reasons",
+                        "iteration_time_s",
+                        "tokens_per_s",
+                        "model_flops_per_iteration",
+                        "hardware_flops_per_iteration",
+                        "model_tflops_per_gpu",
+                        "mfu",
+                        "hfu",
+                        "bubble_time_s",
+                        "bubble_fraction",
+                        "exposed_comm_s",
+                        "comm_bytes_per_gpu",
+                        "memory",
+                        "cost_source",
+                        "sim_wall_time_s",
+                        "warnings"})
     EXPECT_TRUE(j.contains(k)) << k;
   for (const char* k : {"dp", "tp", "pp", "cp", "ep", "vpp", "zero_stage", "micro_batch_size", "global_batch_size",
                         "num_microbatches", "recompute", "sequence_parallel", "pipeline_schedule"})

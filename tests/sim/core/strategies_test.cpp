@@ -144,7 +144,8 @@ TEST(Strategies, OverlappedGradientReductionHidesDpTime) {
 
 TEST(Strategies, Fp8IsFasterOnHopper) {
   const std::string yaml = tiny_gpt_yaml(1, 1, 1, 4, 2, "", 51200);
-  const Result bf16 = run(yaml, {"cluster.gpu=h100-sxm"}), fp8 = run(yaml, {"cluster.gpu=h100-sxm", "training.precision=fp8"});
+  const Result bf16 = run(yaml, {"cluster.gpu=h100-sxm"}),
+               fp8 = run(yaml, {"cluster.gpu=h100-sxm", "training.precision=fp8"});
   EXPECT_LT(fp8.iteration_time_s, bf16.iteration_time_s);
 }
 

@@ -48,7 +48,8 @@ TEST(Scenario, LoadsAndDerivesDataParallel) {
 }
 
 TEST(Scenario, UnknownKeySuggestsTheClosest) {
-  expect_error(kBase, {"parallel.tensor_paralel=2"}, {"parallel.tensor_paralel", "unknown key", "parallel.tensor_parallel"});
+  expect_error(kBase, {"parallel.tensor_paralel=2"},
+               {"parallel.tensor_paralel", "unknown key", "parallel.tensor_parallel"});
   expect_error(kBase, {"trainig.x=1"}, {"trainig", "training"});
 }
 
@@ -67,17 +68,23 @@ TEST(Scenario, SetOverridesAKey) {
 }
 
 TEST(Scenario, EveryConstraintNamesItsKeys) {
-  expect_error(kBase, {"parallel.tensor_parallel=5", "cluster.num_gpus=40"}, {"parallel.tensor_parallel", "model.num_attention_heads"});
+  expect_error(kBase, {"parallel.tensor_parallel=5", "cluster.num_gpus=40"},
+               {"parallel.tensor_parallel", "model.num_attention_heads"});
   expect_error(kBase, {"model.num_query_groups=3"}, {"parallel.tensor_parallel", "model.num_query_groups"});
   expect_error(kBase, {"parallel.pipeline_parallel=5"}, {"num_gpus"});
   expect_error(kBase, {"parallel.pipeline_parallel=16"}, {"model.num_layers", "pipeline_parallel"});
   expect_error(kBase, {"parallel.data_parallel=4"}, {"cluster.num_gpus", "data_parallel"});
-  expect_error(kBase, {"training.global_batch_size=60"}, {"training.global_batch_size", "micro_batch_size × data_parallel"});
+  expect_error(kBase, {"training.global_batch_size=60"},
+               {"training.global_batch_size", "micro_batch_size × data_parallel"});
   expect_error(kBase, {"training.micro_batch_size=0"}, {"training.micro_batch_size", "at least 1"});
-  expect_error(kBase, {"parallel.sequence_parallel=true", "parallel.tensor_parallel=1"}, {"parallel.sequence_parallel"});
-  expect_error(kBase, {"parallel.sequence_parallel=true", "model.seq_length=2047"}, {"sequence_parallel", "seq_length"});
-  expect_error(kBase, {"parallel.virtual_pipeline_stages=2", "parallel.pipeline_schedule=1f1b"}, {"virtual_pipeline_stages", "interleaved"});
-  expect_error(kBase, {"parallel.virtual_pipeline_stages=2", "training.global_batch_size=40"}, {"multiple of pipeline_parallel"});
+  expect_error(kBase, {"parallel.sequence_parallel=true", "parallel.tensor_parallel=1"},
+               {"parallel.sequence_parallel"});
+  expect_error(kBase, {"parallel.sequence_parallel=true", "model.seq_length=2047"},
+               {"sequence_parallel", "seq_length"});
+  expect_error(kBase, {"parallel.virtual_pipeline_stages=2", "parallel.pipeline_schedule=1f1b"},
+               {"virtual_pipeline_stages", "interleaved"});
+  expect_error(kBase, {"parallel.virtual_pipeline_stages=2", "training.global_batch_size=40"},
+               {"multiple of pipeline_parallel"});
   expect_error(kBase, {"parallel.zero_stage=4"}, {"parallel.zero_stage"});
   expect_error(kBase, {"parallel.expert_parallel=2"}, {"parallel.expert_parallel", "MoE"});
   expect_error(kBase, {"parallel.context_parallel=3", "parallel.tensor_parallel=1"}, {"context_parallel"});
@@ -94,9 +101,7 @@ TEST(Scenario, EveryConstraintNamesItsKeys) {
   expect_error(kBase, {"parallel.tensor_parallel=abc"}, {"parallel.tensor_parallel", "whole number"});
 }
 
-TEST(Scenario, BadYamlNamesTheLine) {
-  expect_error("model: [\n", {}, {"not valid YAML"});
-}
+TEST(Scenario, BadYamlNamesTheLine) { expect_error("model: [\n", {}, {"not valid YAML"}); }
 
 TEST(Scenario, UnevenPipelineSplit) {
   const Scenario s = parse_scenario(kBase, "s.yaml", {"parallel.pipeline_layers=[10, 14]"});

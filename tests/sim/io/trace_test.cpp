@@ -16,7 +16,8 @@ TEST(Trace, ChromeTraceEventFormatOneProcessPerRankShown) {
   o.trace_max_ranks = 4;  // the first rank of each of the 4 stages
   const Simulation sim = simulate(s, o);
   const auto& q = s.plan.par;
-  const auto doc = nlohmann::json::parse(trace_json(sim, Layout(q.tp, q.cp, q.dp, q.pp, q.ep, s.cluster.gpus_per_node)));
+  const auto doc =
+      nlohmann::json::parse(trace_json(sim, Layout(q.tp, q.cp, q.dp, q.pp, q.ep, s.cluster.gpus_per_node)));
   std::set<int> pids;
   double last_end = 0;
   int complete = 0;

@@ -15,8 +15,8 @@ namespace {
 
 // 8 GPUs, 8 layers, global batch 16: small enough to simulate every plan.
 Scenario small_scenario() {
-  return parse_scenario(testing::tiny_gpt_yaml(/*pp=*/1, /*dp=*/8, /*tp=*/1, /*layers=*/8, /*gbs=*/16, "", /*vocab=*/1024),
-                        "tiny.yaml");
+  return parse_scenario(
+      testing::tiny_gpt_yaml(/*pp=*/1, /*dp=*/8, /*tp=*/1, /*layers=*/8, /*gbs=*/16, "", /*vocab=*/1024), "tiny.yaml");
 }
 
 // Restrict the space so an exhaustive run stays in the hundreds of simulations.
@@ -93,8 +93,8 @@ TEST(Search, JsonShapeFollowsContract) {
   int rank = 1;
   for (const auto& p : j["plans"]) {
     EXPECT_EQ(p["rank"].get<int>(), rank++);
-    for (const char* k : {"tokens_per_s", "model_tflops_per_gpu", "mfu", "bubble_fraction", "peak_bytes",
-                          "iteration_time_s"})
+    for (const char* k :
+         {"tokens_per_s", "model_tflops_per_gpu", "mfu", "bubble_fraction", "peak_bytes", "iteration_time_s"})
       EXPECT_TRUE(p.contains(k) && p[k].is_number()) << k;
     for (const char* k : {"dp", "tp", "pp", "cp", "ep", "vpp", "zero_stage", "micro_batch_size", "global_batch_size",
                           "num_microbatches", "recompute", "sequence_parallel", "pipeline_schedule"})
