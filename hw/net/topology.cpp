@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "hw/errors.h"
+
 namespace ptsim::hw::net {
 
 std::string_view to_string(VertexKind kind) {
@@ -83,8 +85,7 @@ std::string Topology::link_name(LinkId id) const {
 }
 
 VertexId Topology::gpu(int rank) const {
-  if (rank < 0 || rank >= num_gpus())
-    throw std::out_of_range(fmt::format("GPU rank {} out of range (cluster has {} GPUs)", rank, num_gpus()));
+  PTSIM_CHECK(rank >= 0 && rank < num_gpus(), "GPU rank {} out of range (cluster has {} GPUs)", rank, num_gpus());
   return gpus_[rank];
 }
 

@@ -1,7 +1,8 @@
 #include "sim/core/schedule.h"
 
 #include <algorithm>
-#include <cassert>
+
+#include "hw/errors.h"
 
 namespace ptsim::sim {
 
@@ -20,7 +21,8 @@ int interleaved_microbatch(int k, int p, int v) { return (k / (p * v)) * p + k %
 }  // namespace
 
 std::vector<ScheduleStep> build_schedule(models::Schedule kind, int stage, int p, int m, int v) {
-  assert(stage >= 0 && stage < p && m >= 1 && v >= 1);
+  PTSIM_CHECK(stage >= 0 && stage < p && m >= 1 && v >= 1, "schedule: stage {} of {}, {} micro-batches, {} chunks",
+              stage, p, m, v);
   std::vector<ScheduleStep> steps;
   steps.reserve(static_cast<std::size_t>(2 * m * v));
   switch (kind) {
@@ -31,7 +33,7 @@ std::vector<ScheduleStep> build_schedule(models::Schedule kind, int stage, int p
         for (int mb = 0; mb < m; ++mb) steps.push_back({Phase::backward, mb, c});
       break;
     case models::Schedule::one_f_one_b: {
-      assert(v == 1);
+      PTSIM_CHECK(v == 1, "1F1B runs one chunk per stage, got {}", v);
       const int warmup = std::min(p - stage - 1, m);
       for (int i = 0; i < warmup; ++i) steps.push_back({Phase::forward, i, 0});
       for (int i = 0; i < m - warmup; ++i) {

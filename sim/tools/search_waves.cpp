@@ -6,9 +6,10 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
-#include <stdexcept>
+#include <exception>
 #include <thread>
 
+#include "hw/errors.h"
 #include "sim/core/simulate.h"
 #include "sim/tools/search_internal.h"
 
@@ -76,11 +77,11 @@ std::vector<CandidateOutcome> simulate_wave(const SearchRun& run, const Waves& w
 // Every process's outcomes of the wave [pos, end), into `waves` and the counts.
 void record_wave(SearchRun& run, Waves& waves, const std::vector<CandidateOutcome>& wave, std::int64_t pos,
                  std::int64_t end) {
-  if (static_cast<std::int64_t>(wave.size()) != end - pos)
-    throw std::runtime_error(fmt::format("search: wave [{}, {}) came back with {} outcomes", pos, end, wave.size()));
+  PTSIM_CHECK(static_cast<std::int64_t>(wave.size()) == end - pos, "search: wave [{}, {}) came back with {} outcomes",
+              pos, end, wave.size());
   for (const auto& o : wave) {
-    if (o.index < pos || o.index >= end || waves.simulated[static_cast<std::size_t>(o.index)])
-      throw std::runtime_error(fmt::format("search: outcome for position {} outside wave [{}, {})", o.index, pos, end));
+    PTSIM_CHECK(o.index >= pos && o.index < end && !waves.simulated[static_cast<std::size_t>(o.index)],
+                "search: outcome for position {} outside wave [{}, {}) or twice", o.index, pos, end);
     waves.simulated[static_cast<std::size_t>(o.index)] = true;
     waves.outcomes[static_cast<std::size_t>(o.index)] = o;
     ++run.res.simulated;
