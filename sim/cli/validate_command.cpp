@@ -5,7 +5,6 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "sim/cli/commands.h"
 #include "sim/io/output_file.h"

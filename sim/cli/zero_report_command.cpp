@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include "models/memory.h"
 #include "models/model_spec.h"

@@ -22,7 +22,6 @@
 #include <span>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "hw/net/cluster.h"

@@ -14,7 +14,6 @@
 //     Adam step (memory-bound), on the GPU or on the host when offloaded.
 #pragma once
 #include "hw/compute_cost.h"
-#include "sim/core/collective_cost.h"
 #include "sim/core/program.h"
 #include "sim/core/scenario.h"
 

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <algorithm>
-#include <stdexcept>
 
 #include "hw/errors.h"
 #include "hw/slot_pool.h"

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "hw/net/layout.h"
-#include "sim/core/collective_cost.h"
 #include "sim/core/engine.h"
 #include "sim/core/program.h"
 #include "sim/core/transport.h"

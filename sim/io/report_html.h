@@ -5,8 +5,8 @@
 #pragma once
 #include <string>
 
+#include "sim/core/scenario.h"
 #include "sim/core/simulate.h"
-#include "sim/io/scenario_file.h"
 
 namespace ptsim::sim {
 

@@ -21,7 +21,7 @@
 #include "sim/core/collective_cost.h"
 #include "sim/core/plan.h"
 #include "sim/core/program.h"
-#include "sim/io/scenario_file.h"
+#include "sim/core/scenario.h"
 
 namespace ptsim::sim {
 

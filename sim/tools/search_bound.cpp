@@ -13,6 +13,7 @@
 #include "sim/core/errors.h"
 #include "sim/core/program_builder.h"
 #include "sim/core/simulate.h"
+#include "sim/io/scenario_file.h"
 #include "sim/tools/search_internal.h"
 
 namespace ptsim::sim {

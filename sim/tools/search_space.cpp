@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "sim/io/scenario_file.h"
 #include "sim/tools/search_internal.h"
 
 namespace ptsim::sim {

@@ -8,6 +8,7 @@
 
 #include "hw/gpu_catalog.h"
 #include "hw/net/layout.h"
+#include "hw/strict_yaml.h"
 #include "models/params.h"
 #include "sim/core/network_cost.h"
 
@@ -55,7 +56,7 @@ ClusterConfig default_cluster(const std::string& gpu, int num_gpus) {
     std::vector<std::string> names;
     for (const auto& x : hw::gpu_catalog()) names.push_back(x.name);
     throw std::invalid_argument(fmt::format("--gpu: unknown GPU '{}' (did you mean '{}'? `ptsim list gpus` lists them)",
-                                            gpu, closest_match(gpu, names)));
+                                            gpu, hw::closest_match(gpu, names)));
   }
   if (num_gpus < 1) throw std::invalid_argument(fmt::format("number of GPUs must be >= 1, got {}", num_gpus));
   ClusterConfig c;

@@ -22,7 +22,7 @@
 
 #include "models/memory.h"
 #include "models/model_spec.h"
-#include "sim/io/scenario_file.h"
+#include "sim/core/scenario.h"
 
 namespace ptsim::sim {
 
