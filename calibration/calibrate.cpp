@@ -194,7 +194,7 @@ int run_calibrate(const CalibrateOptions& o) {
     } else {
       std::string why;
       backend = make_cuda_backend(o.timing, why);
-      if (!backend) return fail(o.errors, 3, why + " (use --cpu for the CPU backend)");
+      if (!backend) throw ResourceError(why + " (use --cpu for the CPU backend)");
       sweep = gpu_sweep(o.quick);
     }
     const auto device = backend->device();
@@ -204,6 +204,8 @@ int run_calibrate(const CalibrateOptions& o) {
     hw::save_cost_table(table, out);
     say(o.progress, fmt::format("wrote {}", out));
     return 0;
+  } catch (const ResourceError& e) {  // no CUDA module, library or device
+    return fail(o.errors, 3, e.what());
   } catch (const InputError& e) {  // e.g. --out in a folder that does not exist
     return fail(o.errors, 2, fmt::format("ptsim calibrate: {}", e.what()));
   } catch (const std::invalid_argument& e) {
