@@ -348,8 +348,10 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
       RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
       auto& st = self->stats_[static_cast<std::size_t>(slot)];
       st.wire[di] += wire;
-      // Waiting for slower peers of the model-parallel sync is pipeline imbalance.
-      if (d == Dim::mp) {
+      // Waiting for slower peers of the model-parallel sync is pipeline imbalance when
+      // there is a pipeline; with one stage it is waiting on communication (peers held
+      // up by their own collectives), not a bubble.
+      if (d == Dim::mp && self->program_.stages.size() > 1) {
         st.bubble += start - r.wait_start;
         st.exposed[di] += now - start;
       } else {
