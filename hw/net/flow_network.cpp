@@ -29,10 +29,12 @@ void FlowNetwork::check(FlowId id) const {
   PTSIM_CHECK(id < flows_.size() && flows_[id].state != State::free, "FlowNetwork: flow {} is not unfinished", id);
 }
 
-FlowId FlowNetwork::add_flow(std::span<const LinkId> path, Bytes bytes, Seconds start, int tag, bool pay_latency) {
+FlowId FlowNetwork::add_flow(std::span<const LinkId> path, Bytes bytes, Seconds start, int tag, bool pay_latency,
+                             std::uint32_t weight) {
   PTSIM_CHECK(bytes >= 0 && std::isfinite(bytes), "FlowNetwork: flow size must be finite and >= 0, got {}", bytes);
   PTSIM_CHECK(start >= now_ - kTimeEpsilon, "FlowNetwork: flow start {} s is before now ({} s)", start, now_);
   PTSIM_CHECK(tag >= 0, "FlowNetwork: tag must be >= 0, got {}", tag);
+  PTSIM_CHECK(weight >= 1, "FlowNetwork: flow weight must be >= 1, got {}", weight);
   for (LinkId l : path) PTSIM_CHECK(l < link_.size(), "FlowNetwork: unknown link {}", l);
   const FlowId id = take_slot(free_ids_, flows_);
   Flow& f = flows_[id];
@@ -47,6 +49,7 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> path, Bytes bytes, Seconds 
   f.finish_at = kNever;
   f.rate = 0;
   f.tag = tag;
+  f.weight = weight;
   f.state = State::pending;
   f.linked = false;
   ++f.version;
@@ -78,10 +81,14 @@ void FlowNetwork::activate(FlowId id) {
     return;
   }
   f.linked = true;
+  f.solved = false;
   for (std::size_t i = 0; i < f.path.size(); ++i) {
     LinkState& ls = link_[f.path[i]];
     f.pos[i] = static_cast<std::uint32_t>(ls.flows.size());
     ls.flows.push_back(id);
+    ls.weight += f.weight;
+    // Its rate will be at least the link's equal share: rates below it stay.
+    resolve_level_ = std::min(resolve_level_, ls.capacity / ls.weight);
     touch(f.path[i]);
   }
 }
@@ -92,7 +99,7 @@ void FlowNetwork::settle_flow(Flow& f) {
   if (dt > 0 && f.rate > 0 && std::isfinite(f.rate)) {
     const Bytes moved = std::min(f.remaining, f.rate * dt);
     f.remaining -= moved;
-    tag_bytes_[f.tag] += moved;
+    tag_bytes_[f.tag] += moved * f.weight;
   }
   f.updated = std::max(f.updated, now_);
 }
@@ -119,11 +126,14 @@ void FlowNetwork::finish(FlowId id) {
     --num_pending_;
   }
   if (f.linked) {
+    // Rates below its own stay (see the header); an unsolved flow has rate 0.
+    resolve_level_ = std::min(resolve_level_, f.solved ? f.rate : 0.0);
     for (std::size_t i = 0; i < f.path.size(); ++i) {
       const LinkId l = f.path[i];
       LinkState& ls = link_[l];
       settle_link(ls);
-      ls.load = std::max(0.0, ls.load - f.rate);
+      ls.load = std::max(0.0, ls.load - f.rate * f.weight);
+      ls.weight -= f.weight;
       const FlowId last = ls.flows.back();
       ls.flows[f.pos[i]] = last;
       if (last != id) {
@@ -182,7 +192,7 @@ Bytes FlowNetwork::tag_bytes(int tag) const {
   Bytes b = tag_bytes_[tag];
   for (FlowId id : active_) {  // plus what active flows moved since their last update
     const Flow& f = flows_[id];
-    if (f.tag == tag) b += f.remaining - remaining(id);
+    if (f.tag == tag) b += (f.remaining - remaining(id)) * f.weight;
   }
   return b;
 }
@@ -225,8 +235,13 @@ void FlowNetwork::compact_finish_heap() {
 // Progressive filling (max-min fairness, see the header) over the connected
 // component(s) of the links whose flow set changed.
 void FlowNetwork::solve() {
-  // 1. The affected component: links <-> active flows reachable from the dirty links.
+  // 1. The affected component: links <-> active flows at or above the re-solve level
+  // (and flows not solved yet) reachable from the dirty links.
   ++stamp_;  // dirty links carry this stamp already (touch() marks with stamp_ + 1)
+  // A relative margin keeps flows that rounding put a hair below the level (ties in
+  // exact arithmetic) in the re-fill.
+  const double level = resolve_level_ * (1 - 1e-9);
+  resolve_level_ = kNever;
   comp_links_.clear();
   comp_flows_.clear();
   for (LinkId l : dirty_links_) comp_links_.push_back(l);
@@ -234,7 +249,7 @@ void FlowNetwork::solve() {
   for (std::size_t i = 0; i < comp_links_.size(); ++i) {
     for (FlowId id : link_[comp_links_[i]].flows) {
       Flow& f = flows_[id];
-      if (f.mark == stamp_) continue;
+      if (f.mark == stamp_ || (f.solved && f.rate < level)) continue;
       f.mark = stamp_;
       comp_flows_.push_back(id);
       for (LinkId m : f.path) {
@@ -245,15 +260,26 @@ void FlowNetwork::solve() {
       }
     }
   }
-  // 2. Progressive filling on the component.
+  // 2. Progressive filling on the component; flows below the level (not marked) keep
+  // their rates and reserve their capacity.
   heap_.clear();
   for (LinkId l : comp_links_) {
     LinkState& ls = link_[l];
     settle_link(ls);
     ls.remaining = ls.capacity;
-    ls.unfixed = static_cast<std::uint32_t>(ls.flows.size());
+    ls.unfixed = 0;
     ls.load = 0;
-    if (ls.unfixed > 0) heap_.push_back({ls.remaining / ls.unfixed, l, ++ls.version});
+    for (FlowId id : ls.flows) {
+      const Flow& f = flows_[id];
+      if (f.mark == stamp_) {
+        ls.unfixed += f.weight;
+      } else {
+        const double kept = f.rate * f.weight;
+        ls.remaining -= kept;
+        ls.load += kept;
+      }
+    }
+    if (ls.unfixed > 0) heap_.push_back({std::max(0.0, ls.remaining) / ls.unfixed, l, ++ls.version});
   }
   std::make_heap(heap_.begin(), heap_.end(), KeyGreater{});
   for (FlowId id : comp_flows_) {
@@ -269,14 +295,15 @@ void FlowNetwork::solve() {
     const double share = std::max(0.0, ls.remaining) / ls.unfixed;
     for (FlowId id : ls.flows) {
       Flow& f = flows_[id];
-      if (f.fixed) continue;
+      if (f.mark != stamp_ || f.fixed) continue;
       f.fixed = true;
       f.new_rate = share;
+      const double taken = share * f.weight;  // k shares for a k-flow entry
       for (LinkId m : f.path) {
         LinkState& ms = link_[m];
-        ms.remaining -= share;
-        ms.load += share;
-        --ms.unfixed;
+        ms.remaining -= taken;
+        ms.load += taken;
+        ms.unfixed -= f.weight;
         ++ms.version;
         if (m != e.id && ms.unfixed > 0) {
           heap_.push_back({std::max(0.0, ms.remaining) / ms.unfixed, m, ms.version});
@@ -288,6 +315,7 @@ void FlowNetwork::solve() {
   // 3. Flows whose rate changed: bring them up to now, re-key their completion.
   for (FlowId id : comp_flows_) {
     Flow& f = flows_[id];
+    f.solved = true;
     if (f.new_rate == f.rate && f.finish_at != kNever) continue;
     settle_flow(f);
     f.rate = f.new_rate;

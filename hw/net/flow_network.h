@@ -22,6 +22,15 @@
 //    reachable from the links they touched are re-filled (SimGrid's "selective
 //    update" of modified constraints, same idea); everything else keeps its rates.
 //    All activations and completions due at one time are applied before one solve.
+//  - Level-bounded re-solve: progressive filling fixes rates in increasing order, and
+//    removing a flow of rate r leaves every rate below r as it was (the links it
+//    crossed all saturate at r or above; without it their fair shares only grow), while
+//    adding a flow leaves every rate below min over its links of capacity / Σ weight
+//    as it was (a lower bound of its own rate). So a solve only re-fills the flows at or
+//    above the lowest such level among the changes since the last one, reached from the
+//    changed links through such flows; the flows below keep their rates and only
+//    reserve their capacity. Completions mostly remove the fastest flows, so a wave of
+//    thousands of flows (an all-to-all) no longer re-fills all of them per completion.
 //  - Lazy progress: a flow stores (remaining bytes, rate, time of the last update) and
 //    is only brought up to date when its rate changes; its completion time sits in a
 //    min-heap, stale entries are recognised by a per-flow version counter. Pending
@@ -55,8 +64,12 @@ class FlowNetwork {
   // consume bandwidth after the path latency. `tag` is a small non-negative integer
   // (e.g. a Dim) under which its delivered bytes are counted. pay_latency = false
   // starts the transfer at `start` itself (a flow resumed from elsewhere, which has
-  // already paid its latency).
-  FlowId add_flow(std::span<const LinkId> path, Bytes bytes, Seconds start, int tag = 0, bool pay_latency = true);
+  // already paid its latency). weight = k (>= 1) stands for k identical flows (same
+  // path, size and start): one entry that takes k shares at every link it crosses,
+  // so its rate() is what each of the k flows would get in a per-flow solve (max-min
+  // gives identical flows identical rates) and it moves k × bytes in all.
+  FlowId add_flow(std::span<const LinkId> path, Bytes bytes, Seconds start, int tag = 0, bool pay_latency = true,
+                  std::uint32_t weight = 1);
   // Drops an unfinished flow; its delivered bytes stay counted.
   void cancel(FlowId id);
 
@@ -73,8 +86,8 @@ class FlowNetwork {
   std::size_t num_unfinished() const { return active_.size() + num_pending_; }
   std::size_t num_active() const { return active_.size(); }
   bool unfinished(FlowId id) const;
-  BytesPerSecond rate(FlowId id);  // 0 while still in its latency phase
-  Bytes remaining(FlowId id) const;
+  BytesPerSecond rate(FlowId id);    // of each of its `weight` flows; 0 while still in its latency phase
+  Bytes remaining(FlowId id) const;  // of each of its `weight` flows
 
   // Statistics since construction or reset_statistics().
   Bytes link_bytes(LinkId l) const;
@@ -97,21 +110,24 @@ class FlowNetwork {
     double rate = 0;
     double new_rate = 0;  // solver scratch
     int tag = 0;
+    std::uint32_t weight = 1;    // identical flows this entry stands for
     std::uint32_t list_pos = 0;  // index in active_
     std::uint32_t version = 0;   // heap entries with another version are stale
     std::uint32_t mark = 0;      // component search stamp
     State state = State::pending;
+    bool solved = false;  // has a rate from a solve (else it joins the next one)
     bool linked = false;  // on its links' flow lists (active, non-empty path, bytes > 0)
     bool fixed = false;   // solver scratch
   };
   struct LinkState {
     BytesPerSecond capacity = 0;
     std::vector<FlowId> flows;  // active flows crossing the link
+    std::uint32_t weight = 0;   // Σ weight of `flows`
     double remaining = 0;       // solver scratch
-    std::uint32_t unfixed = 0;  // solver scratch
+    std::uint32_t unfixed = 0;  // solver scratch: Σ weight of its unfixed flows
     std::uint32_t version = 0;  // solver heap validity
     std::uint32_t mark = 0;     // component search stamp
-    double load = 0;            // Σ rates of its flows
+    double load = 0;            // Σ weight × rate of its flows
     Seconds updated = 0;        // bytes/busy integrated up to here
     Bytes bytes = 0;
     Seconds busy = 0;
@@ -146,7 +162,8 @@ class FlowNetwork {
   std::vector<LinkId> comp_links_;       // solver scratch: the affected component
   std::vector<FlowId> comp_flows_;
   std::uint32_t stamp_ = 0;
-  std::vector<Bytes> tag_bytes_;  // settled bytes by tag
+  double resolve_level_ = kNever;  // flows below this rate keep their rates at the next solve
+  std::vector<Bytes> tag_bytes_;   // settled bytes by tag
   Seconds now_ = 0, stats_start_ = 0;
 };
 

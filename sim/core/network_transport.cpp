@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <unordered_map>
 
 #include "hw/slot_pool.h"
 
@@ -76,10 +77,12 @@ const NetworkTransport::Template& NetworkTransport::get_template(CollectiveKind 
   // Flows per link in the current step; left all-zero after each step (reused scratch).
   auto& load = template_load_;
   if (load.size() != topo.num_links()) load.assign(topo.num_links(), 0);
+  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> same;  // (path, size) hash -> flows of the step
   for (const auto& step : e.steps) {
     PhaseT p;
     p.repeat = step.repeat;
     p.flow_begin = static_cast<std::uint32_t>(t.flows.size());
+    same.clear();
     for (std::size_t i = 0; i < step.flows.size(); ++i) {
       FlowT f;
       router.route(step.flows[i].src, step.flows[i].dst, i, f.path);  // ECMP flow index i, as collective_time
@@ -88,6 +91,23 @@ const NetworkTransport::Template& NetworkTransport::get_template(CollectiveKind 
       p.alpha = std::max(p.alpha, f.latency);
       for (auto l : f.path)
         if (load[l]++ == 0) p.links.push_back(l);
+      // A flow identical to an earlier one of the step joins it as one more share.
+      std::uint64_t bbits = 0;
+      std::memcpy(&bbits, &f.bytes, sizeof bbits);
+      std::uint64_t h = hash(Key{bbits, f.path.size(), 0});
+      for (auto l : f.path) h = hash(Key{h, l, 1});
+      auto& bucket = same[h];
+      bool merged = false;
+      for (std::uint32_t j : bucket) {
+        FlowT& g = t.flows[j];
+        if (g.bytes == f.bytes && g.path == f.path) {
+          ++g.count;
+          merged = true;
+          break;
+        }
+      }
+      if (merged) continue;
+      bucket.push_back(static_cast<std::uint32_t>(t.flows.size()));
       t.flows.push_back(std::move(f));
     }
     p.flow_end = static_cast<std::uint32_t>(t.flows.size());
@@ -104,9 +124,15 @@ const NetworkTransport::Template& NetworkTransport::get_template(CollectiveKind 
     for (std::uint32_t i = p.flow_begin; i < p.flow_end; ++i) {
       const FlowT& f = t.flows[i];
       if (f.path.empty()) continue;
-      p.wire_bytes += f.bytes;
-      for (auto l : f.path) p.link_bytes[std::find(p.links.begin(), p.links.end(), l) - p.links.begin()] += f.bytes;
+      p.wire_bytes += f.count * f.bytes;
     }
+    // Bytes per link of the phase; load[] holds each link's index + 1 in p.links meanwhile.
+    for (std::size_t k = 0; k < p.links.size(); ++k) load[p.links[k]] = static_cast<std::uint32_t>(k + 1);
+    for (std::uint32_t i = p.flow_begin; i < p.flow_end; ++i) {
+      const FlowT& f = t.flows[i];
+      for (auto l : f.path) p.link_bytes[load[l] - 1] += f.count * f.bytes;
+    }
+    for (auto l : p.links) load[l] = 0;
     p.fast_time = static_cast<double>(p.repeat) * (p.alpha + transfer);
     t.phases.push_back(std::move(p));
   }
@@ -191,7 +217,7 @@ void NetworkTransport::launch_net(std::uint32_t id) {
     if (f.path.empty()) continue;
     // Every flow starts moving bytes at now + repeat·α (FlowNetwork adds the path
     // latency to `start`), so an idle network reproduces the closed form.
-    const auto fid = net_.add_flow(f.path, r * f.bytes, now + r * p.alpha - f.latency, x.tag);
+    const auto fid = net_.add_flow(f.path, r * f.bytes, now + r * p.alpha - f.latency, x.tag, true, f.count);
     if (flow_owner_.size() <= fid) flow_owner_.resize(fid + 1, kNone);
     flow_owner_[fid] = id;
     ++x.outstanding;
@@ -234,14 +260,14 @@ void NetworkTransport::promote(std::uint32_t id) {
     Bytes rest = total;
     hw::net::FlowId fid;
     if (now < active_from) {
-      fid = net_.add_flow(f.path, total, active_from, x.tag, /*pay_latency=*/false);
+      fid = net_.add_flow(f.path, total, active_from, x.tag, /*pay_latency=*/false, f.count);
     } else {
       const Bytes moved = std::min(total, f.rate * (now - active_from));
       rest = total - moved;
-      for (auto l : f.path) use_[l].bytes += moved;
-      dim_bytes_[static_cast<std::size_t>(x.tag)] += moved;
+      for (auto l : f.path) use_[l].bytes += f.count * moved;
+      dim_bytes_[static_cast<std::size_t>(x.tag)] += f.count * moved;
       if (rest <= 1.0) continue;
-      fid = net_.add_flow(f.path, rest, now, x.tag, /*pay_latency=*/false);
+      fid = net_.add_flow(f.path, rest, now, x.tag, /*pay_latency=*/false, f.count);
     }
     if (flow_owner_.size() <= fid) flow_owner_.resize(fid + 1, kNone);
     flow_owner_[fid] = id;

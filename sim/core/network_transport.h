@@ -19,6 +19,9 @@
 //    the bytes they have left (they ran at their isolated rates until then), and from
 //    then on both share max-min. So the max-min solver only ever sees transfers that
 //    really overlap.
+//  - Identical flows of a step (same path and size, so the same start) are one
+//    weighted FlowNetwork flow (FlowNetwork::add_flow's weight): k of them take k
+//    shares on every link, which is the per-flow max-min answer at 1/k of the cost.
 //  - The FlowNetwork's next completion is one engine event, re-scheduled (the stale
 //    one cancelled with Engine::cancel) whenever flows are added; seconds <-> Tick
 //    with hw/units.h, rounding up so the network never lags the engine.
@@ -69,8 +72,9 @@ class NetworkTransport : public Transport {
   struct FlowT {
     std::vector<hw::net::LinkId> path;
     Seconds latency = 0;
-    Bytes bytes = 0;  // per repeat
-    double rate = 0;  // isolated rate (equal share of its most loaded link)
+    Bytes bytes = 0;          // per repeat, of each of its `count` flows
+    double rate = 0;          // isolated rate (equal share of its most loaded link)
+    std::uint32_t count = 1;  // identical flows of the step (same path and size) it stands for
   };
   struct PhaseT {
     std::int64_t repeat = 1;
