@@ -6,6 +6,13 @@
 #include <utility>
 
 namespace ptsim {
+
+void throw_time_range(Seconds s) {
+  throw TimeRangeError(fmt::format(
+      "a simulated duration of {} s cannot be represented (the clock holds 0 to {:g} s): check the model sizes, "
+      "batch sizes, bandwidths and latencies of the input",
+      s, kMaxSimulatedSeconds));
+}
 namespace {
 
 // Splits "  300 GB/s " into (300, "GB/s"). Throws when there is no number or no unit.

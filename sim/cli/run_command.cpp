@@ -33,7 +33,8 @@ Command run_command() {
     sub->add_flag("--no-link-sharing", o->no_link_sharing,
                   "closed-form network cost per transfer, no bandwidth sharing between overlapping transfers "
                   "(= --set cluster.link_sharing=false)");
-    sub->add_option("--trace-ranks", o->trace_ranks, "ranks shown in the trace (first of each stage first)");
+    sub->add_option("--trace-ranks", o->trace_ranks, "ranks shown in the trace (first of each stage first), 0 to 65536")
+        ->check(CLI::Range(0, 65536));
     sub->add_flag("-q,--quiet", o->quiet, "no summary on stdout");
     sub->add_option("--calibration", o->calibration, "cost table to use (overrides cluster.calibration)");
     return sub;
