@@ -2,7 +2,9 @@
 #include <iostream>
 #include <memory>
 
+#include "hw/errors.h"
 #include "hw/net/layout.h"
+#include "hw/units.h"
 #include "sim/cli/commands.h"
 #include "sim/core/simulate.h"
 #include "sim/io/output_file.h"
@@ -49,7 +51,13 @@ Command run_command() {
     so.trace = !o->trace.empty() || !o->report.empty();
     so.trace_max_ranks = o->trace_ranks;
     so.build.fuse_compute = o->trace.empty();
-    const sim::Simulation result = sim::simulate(s, so);
+    const sim::Simulation result = [&] {
+      try {
+        return sim::simulate(s, so);
+      } catch (const TimeRangeError& e) {  // the scenario asks for a time the clock cannot hold: name the file
+        throw InputError(o->scenario, "", e.what());
+      }
+    }();
     const bool json_to_stdout = o->json == "-";
     if (!o->quiet && !json_to_stdout) std::cout << sim::summary_text(result.result);
     if (!o->json.empty()) sim::write_output(o->json, sim::to_json_text(result.result));
