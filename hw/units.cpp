@@ -77,7 +77,7 @@ Seconds parse_seconds(std::string_view text) {
 
 BytesPerSecond parse_bandwidth(std::string_view text) {
   auto [v, unit] = split_quantity(text, "bandwidth");
-  if (unit.size() > 3 && unit.substr(unit.size() - 2) == "/s") {
+  if (unit.size() >= 3 && unit.substr(unit.size() - 2) == "/s") {  // "B/s" and "b/s" too
     const std::string base = unit.substr(0, unit.size() - 2);
     const char last = base.back();
     if (last == 'B' || last == 'b') {

@@ -61,5 +61,13 @@ TEST(Units, ToTicksRefusesDurationsTheClockCannotHold) {
   EXPECT_THROW(to_ticks(-1), TimeRangeError);
 }
 
+// "100 B/s" used to be an unknown unit while "1 KB/s" was accepted.
+TEST(Units, BandwidthWithoutPrefix) {
+  EXPECT_DOUBLE_EQ(parse_bandwidth("100 B/s"), 100.0);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("800 b/s"), 100.0);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("1 KB/s"), 1000.0);
+  EXPECT_THROW(parse_bandwidth("1 /s"), UnitError);
+}
+
 }  // namespace
 }  // namespace ptsim::hw
