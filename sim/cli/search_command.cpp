@@ -162,7 +162,9 @@ Command search_command() {
            "--fix", o->fix,
            "restrict a searched key to value(s), e.g. --fix parallel.tensor_parallel=8 --fix parallel.zero_stage=1,2")
         ->take_all();
-    sub->add_option("--gpus", o->gpus, "cluster sizes to sweep, e.g. --gpus 512,1024,2048")->delimiter(',');
+    sub->add_option("--gpus", o->gpus, "cluster sizes to sweep, e.g. --gpus 512,1024,2048 (1 to 1048576)")
+        ->delimiter(',')
+        ->check(CLI::Range(1, 1 << 20));
     sub->add_option("--top", o->top, "plans to print (K), 1 to 100000")->check(CLI::Range(1, 100000));
     sub->add_option("--json", o->json, "write the ranking (CONTRACT §1) to FILE ('-' = stdout)");
     sub->add_option("--csv", o->csv, "write the top plans as CSV to FILE ('-' = stdout)");
