@@ -157,7 +157,7 @@ int run_calibrate(const CalibrateOptions& o) {
     if (!o.import_nccl_tests.empty()) {
       if (o.out.empty()) return fail(o.errors, 2, "ptsim calibrate: --import-nccl-tests needs --out FILE");
       std::vector<NcclTestsLog> logs;
-      for (const auto& f : o.import_nccl_tests) logs.push_back(load_nccl_tests(f));
+      for (const auto& f : o.import_nccl_tests) logs.push_back(load_nccl_tests(f, o.import_op));
       hw::CostTable t;
       if (fs::exists(o.out)) {
         t = hw::load_cost_table(o.out);

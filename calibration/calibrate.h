@@ -35,6 +35,9 @@ struct CalibrateOptions {
   // collective section is replaced and everything else kept; otherwise a new table with
   // backend "nccl-tests" is written. `out` is then required.
   std::vector<std::string> import_nccl_tests;
+  // --op: the collective of every imported log (all-reduce, all-gather, ...), when its
+  // header and file name do not say; checked against the log's rows.
+  std::string import_op;
   TimingConfig timing;
   // Progress lines ("[gemm 3/45] 4096x12288x4096 bf16  1.23 ms  110 TFLOP/s (roofline 989)")
   // and one-line errors go here; nullptr = silent.

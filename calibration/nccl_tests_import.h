@@ -19,12 +19,17 @@ struct NcclTestsLog {
 // Maps "all_reduce_perf" / "all_reduce" / "alltoall" ... to the table's op name; "" if unknown.
 std::string nccl_tests_op_name(const std::string& test_name);
 
-// Parses one log. The op comes from the "# Collective test starting: X_perf" header, else
-// from `source`'s file name (e.g. all_gather_perf.log). Data rows are
+// Parses one log. Data rows are
 //   size count type redop [root] time algbw busbw #wrong time algbw busbw #wrong
-// (out-of-place then in-place, times in us); '#' lines and NCCL INFO lines are skipped.
-// Throws std::invalid_argument naming `source` (and the line) on bad input.
-NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& source);
-NcclTestsLog load_nccl_tests(const std::string& path);
+// (out-of-place then in-place, times in us); '#' lines and NCCL INFO lines are skipped; a
+// row of another length (truncated) or a line over 4096 characters is an error.
+// The op is `op` when given, else the "# Collective test starting: X_perf" header, else
+// `source`'s file name (e.g. all_gather_perf.log), else what the rows say; it must agree
+// with the rows (redop column, root column, busbw/algbw = 2(n-1)/n for all-reduce,
+// (n-1)/n for all-gather/reduce-scatter/all-to-all, 1 for broadcast/reduce/send-recv),
+// and the file name must agree with the header. Throws std::invalid_argument naming
+// `source` (and the line) on bad input.
+NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& source, const std::string& op = {});
+NcclTestsLog load_nccl_tests(const std::string& path, const std::string& op = {});
 
 }  // namespace ptsim::calibration

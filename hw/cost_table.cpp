@@ -1,5 +1,6 @@
 #include "hw/cost_table.h"
 
+#include "hw/input_file.h"
 #include "hw/strict_yaml.h"
 
 #include <fmt/format.h>
@@ -487,6 +488,9 @@ CostTable parse_cost_table(const std::string& yaml_text, const std::string& sour
   const StrictReader r([&source](const std::string& key, const std::string& what, const std::string& hint) {
     throw std::invalid_argument(fmt::format("{}: key '{}': {}", source, key, with_hint(what, hint)));
   });
+  if (!root.IsDefined() || root.IsNull())
+    throw std::invalid_argument(fmt::format("{}: the cost table is empty", source));
+  r.check_unique_keys(root);
   r.check_keys(root, "", {"format", "name", "backend", "date", "device", "gemm", "attention", "membw", "collective"});
   const auto format = r.string(root["format"], "format");
   if (format != kFormat) r.fail("format", fmt::format("unsupported format '{}' (expected {})", format, kFormat));
@@ -509,11 +513,7 @@ CostTable parse_cost_table(const std::string& yaml_text, const std::string& sour
 }
 
 CostTable load_cost_table(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument(fmt::format("{}: cannot open cost table: {}", path, std::strerror(errno)));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_cost_table(ss.str(), path);
+  return parse_cost_table(read_input_file(path, "cost table"), path);
 }
 
 std::string cost_table_to_yaml(const CostTable& t) {

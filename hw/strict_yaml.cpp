@@ -6,6 +6,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <stdexcept>
 
 namespace ptsim::hw {
@@ -45,6 +46,23 @@ std::optional<UnknownKey> unknown_key(const YAML::Node& node, const std::vector<
   return std::nullopt;
 }
 
+std::optional<DuplicateKey> duplicate_key(const YAML::Node& node, const std::string& path) {
+  if (node.IsMap()) {
+    std::map<std::string, int> seen;  // key -> line
+    for (const auto& kv : node) {
+      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("<complex key>");
+      const int line = kv.first.Mark().line + 1;
+      const auto [it, fresh] = seen.emplace(key, line);
+      if (!fresh) return DuplicateKey{key_path(path, key), line, it->second};
+      if (auto d = duplicate_key(kv.second, key_path(path, key))) return d;
+    }
+  } else if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i)
+      if (auto d = duplicate_key(node[i], item_path(path, i))) return d;
+  }
+  return std::nullopt;
+}
+
 std::string with_hint(const std::string& what, const std::string& hint) {
   return hint.empty() ? what : what + " (" + hint + ")";
 }
@@ -66,7 +84,15 @@ void StrictReader::check_keys(const YAML::Node& node, const std::string& path,
   if (!node.IsMap()) fail(path.empty() ? "<root>" : path, "expected a mapping of keys");
   if (const auto u = unknown_key(node, allowed))
     fail(key_path(path, u->key), "unknown key",
-         fmt::format("did you mean '{}'? line {}", key_path(path, u->suggestion), u->line));
+         u->line > 0 ? fmt::format("did you mean '{}'? line {}", key_path(path, u->suggestion), u->line)
+                     // a key without a place in the file came from the command line (--set)
+                     : fmt::format("did you mean '{}'? given with --set", key_path(path, u->suggestion)));
+}
+
+void StrictReader::check_unique_keys(const YAML::Node& node) const {
+  if (const auto d = duplicate_key(node))
+    fail(d->path, fmt::format("duplicate key at line {} (first at line {})", d->line, d->first_line),
+         "a key may appear once in a mapping; remove one of them");
 }
 
 template <class T>
@@ -80,9 +106,11 @@ T StrictReader::scalar(const YAML::Node& n, const std::string& key, const char* 
   }
 }
 
-std::int64_t StrictReader::int64(const YAML::Node& n, const std::string& key, std::int64_t min) const {
+std::int64_t StrictReader::int64(const YAML::Node& n, const std::string& key, std::int64_t min,
+                                 std::int64_t max) const {
   const auto v = scalar<std::int64_t>(n, key, "whole number");
   if (v < min) fail(key, fmt::format("{} must be at least {}", v, min));
+  if (v > max) fail(key, fmt::format("{} is out of range", v), fmt::format("at most {}", max));
   return v;
 }
 
@@ -146,14 +174,25 @@ double StrictReader::quantity(const YAML::Node& n, const std::string& key, doubl
   }
 }
 
-Bytes StrictReader::bytes(const YAML::Node& n, const std::string& key) const { return quantity(n, key, parse_bytes); }
+Bytes StrictReader::bytes(const YAML::Node& n, const std::string& key) const {
+  const Bytes b = quantity(n, key, parse_bytes);
+  if (!(std::isfinite(b) && b >= 0)) fail(key, fmt::format("'{}' is out of range", n.Scalar()), "a finite size >= 0");
+  return b;
+}
 
 Seconds StrictReader::seconds(const YAML::Node& n, const std::string& key) const {
-  return quantity(n, key, parse_seconds);
+  const Seconds s = quantity(n, key, parse_seconds);
+  if (!(s >= 0 && s <= kMaxLatency))
+    fail(key, fmt::format("'{}' is out of range", n.Scalar()), fmt::format("0 to {:g} s", kMaxLatency));
+  return s;
 }
 
 BytesPerSecond StrictReader::bandwidth(const YAML::Node& n, const std::string& key) const {
-  return quantity(n, key, parse_bandwidth);
+  const BytesPerSecond bw = quantity(n, key, parse_bandwidth);
+  if (!(bw >= kMinBandwidth && bw <= kMaxBandwidth))
+    fail(key, fmt::format("'{}' is out of range", n.Scalar()),
+         fmt::format("{:g} to {:g} bytes/s", kMinBandwidth, kMaxBandwidth));
+  return bw;
 }
 
 }  // namespace ptsim::hw

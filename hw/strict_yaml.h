@@ -2,6 +2,7 @@
 // topology graphs, published runs): an unknown key is an error that names the
 // closest valid key, as CONTRACT §1 asks for a misspelt key.
 #pragma once
+#include <climits>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -28,6 +29,15 @@ struct UnknownKey {
 // key is known (or `node` is not a mapping).
 std::optional<UnknownKey> unknown_key(const YAML::Node& node, const std::vector<std::string>& allowed);
 
+struct DuplicateKey {
+  std::string path;  // key path of the second occurrence, e.g. "parallel.tensor_parallel"
+  int line = 0;      // 1-based line of the second occurrence
+  int first_line = 0;
+};
+// The first mapping key that occurs twice in the same mapping anywhere under `node`
+// (yaml-cpp keeps both and one silently wins); nullopt when there is none.
+std::optional<DuplicateKey> duplicate_key(const YAML::Node& node, const std::string& path = {});
+
 // "what (hint)", or `what` alone when there is no hint: for Fail functions to compose messages.
 std::string with_hint(const std::string& what, const std::string& hint);
 
@@ -41,6 +51,10 @@ std::string item_path(const std::string& list, std::size_t index);
 // absent is reported as "missing". Each parser supplies how a failure is thrown (its
 // own exception type and message layout, which the CLI maps to exit codes); the
 // reader supplies the key path, what is wrong and a hint ("" when there is none).
+inline constexpr Seconds kMaxLatency = 3600;          // 1 hour
+inline constexpr BytesPerSecond kMinBandwidth = 1e3;  // 1 KB/s
+inline constexpr BytesPerSecond kMaxBandwidth = 1e18;
+
 class StrictReader {
  public:
   // Must throw; called with the key path, what is wrong and a hint.
@@ -52,9 +66,12 @@ class StrictReader {
   // `node` must be a mapping (an empty `path` is the document) whose keys are all in
   // `allowed`; an unknown key fails with the closest allowed key and its line.
   void check_keys(const YAML::Node& node, const std::string& path, const std::vector<std::string>& allowed) const;
+  // No mapping anywhere under `node` has a key twice; a duplicate fails naming the key and its lines.
+  void check_unique_keys(const YAML::Node& node) const;
 
-  // Whole numbers of at least `min`; integer() also at most 10^9.
-  std::int64_t int64(const YAML::Node& n, const std::string& key, std::int64_t min = 1) const;
+  // Whole numbers of at least `min` and at most `max`; integer() also at most 10^9.
+  std::int64_t int64(const YAML::Node& n, const std::string& key, std::int64_t min = 1,
+                     std::int64_t max = INT64_MAX) const;
   int integer(const YAML::Node& n, const std::string& key, int min = 1) const;
   double number(const YAML::Node& n, const std::string& key) const;        // any, the caller checks its range
   double positive(const YAML::Node& n, const std::string& key) const;      // finite, > 0
@@ -77,7 +94,9 @@ class StrictReader {
   }
 
   // Quantities carry their unit (CONTRACT §2): "80 GiB", "2 us", "300 GB/s"; a bare
-  // number is an error. Parsed by hw/units.h.
+  // number is an error. Parsed by hw/units.h. Ranges, so that every time derived from them
+  // fits the clock: bytes finite and >= 0; seconds (latencies) 0 to kMaxLatency;
+  // bandwidths kMinBandwidth to kMaxBandwidth.
   Bytes bytes(const YAML::Node& n, const std::string& key) const;
   Seconds seconds(const YAML::Node& n, const std::string& key) const;
   BytesPerSecond bandwidth(const YAML::Node& n, const std::string& key) const;

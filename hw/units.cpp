@@ -6,6 +6,13 @@
 #include <utility>
 
 namespace ptsim {
+
+void throw_time_range(Seconds s) {
+  throw TimeRangeError(fmt::format(
+      "a simulated duration of {} s cannot be represented (the clock holds 0 to {:g} s): check the model sizes, "
+      "batch sizes, bandwidths and latencies of the input",
+      s, kMaxSimulatedSeconds));
+}
 namespace {
 
 // Splits "  300 GB/s " into (300, "GB/s"). Throws when there is no number or no unit.
@@ -70,7 +77,7 @@ Seconds parse_seconds(std::string_view text) {
 
 BytesPerSecond parse_bandwidth(std::string_view text) {
   auto [v, unit] = split_quantity(text, "bandwidth");
-  if (unit.size() > 3 && unit.substr(unit.size() - 2) == "/s") {
+  if (unit.size() >= 3 && unit.substr(unit.size() - 2) == "/s") {  // "B/s" and "b/s" too
     const std::string base = unit.substr(0, unit.size() - 2);
     const char last = base.back();
     if (last == 'B' || last == 'b') {

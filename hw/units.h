@@ -20,8 +20,21 @@ using FlopsPerSecond = double;  // floating-point operations per second
 using Tick = std::int64_t;
 inline constexpr Tick kTicksPerSecond = 1'000'000'000;
 
+// The longest simulated duration (about 31.7 years): beyond it, the int64 nanosecond clock
+// could wrap once durations are added up, so a larger one is refused, never wrapped.
+inline constexpr Seconds kMaxSimulatedSeconds = 1e9;
+
+// Thrown by to_ticks() for a duration the clock cannot hold (infinite, NaN or above
+// kMaxSimulatedSeconds): an input asks for it (a tiny bandwidth, a huge model), so exit 2.
+struct TimeRangeError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+[[noreturn]] void throw_time_range(Seconds s);
+
 inline constexpr Tick to_ticks(Seconds s) {
-  // Round to nearest; durations are never negative.
+  // Round to nearest; durations are never negative. A cast of a double beyond int64 is
+  // undefined (in practice INT64_MIN: the clock went backwards), so the range is checked.
+  if (!(s >= 0 && s <= kMaxSimulatedSeconds)) throw_time_range(s);
   return static_cast<Tick>(s * static_cast<double>(kTicksPerSecond) + 0.5);
 }
 inline constexpr Seconds to_seconds(Tick t) { return static_cast<double>(t) / static_cast<double>(kTicksPerSecond); }

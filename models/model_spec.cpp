@@ -6,7 +6,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+
 #include <stdexcept>
+#include "hw/errors.h"
+#include "hw/input_file.h"
 
 namespace ptsim::embedded {
 extern const char presets_yaml[];  // models/presets.yaml, embedded by CMake
@@ -127,21 +130,26 @@ const Json* find_key(const Json& j, std::initializer_list<const char*> keys, std
   return nullptr;
 }
 
-std::int64_t hf_int(const Json& j, const std::string& path, std::initializer_list<const char*> keys) {
+std::int64_t hf_int(const Json& j, const std::string& path, std::initializer_list<const char*> keys, std::int64_t max) {
   std::string key;
   const Json* v = find_key(j, keys, &key);
   if (v == nullptr) hf_error(path, *keys.begin(), "missing");
   if (!v->is_number_integer()) hf_error(path, key, fmt::format("expected an integer, got {}", v->dump()));
+  // Read as 64-bit (an unsigned above INT64_MAX is out of range too), then range-checked:
+  // nothing is truncated to int.
+  if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(max))
+    hf_error(path, key, fmt::format("{} is out of range (at most {})", v->get<std::uint64_t>(), max));
   const auto x = v->get<std::int64_t>();
   if (x <= 0) hf_error(path, key, fmt::format("must be positive, got {}", x));
+  if (x > max) hf_error(path, key, fmt::format("{} is out of range (at most {})", x, max));
   return x;
 }
 
-std::optional<std::int64_t> hf_opt_int(const Json& j, const std::string& path,
-                                       std::initializer_list<const char*> keys) {
+std::optional<std::int64_t> hf_opt_int(const Json& j, const std::string& path, std::initializer_list<const char*> keys,
+                                       std::int64_t max) {
   std::string key;
   if (find_key(j, keys, &key) == nullptr) return std::nullopt;
-  return hf_int(j, path, keys);
+  return hf_int(j, path, keys, max);
 }
 
 bool hf_bool(const Json& j, const std::string& path, const char* key, bool fallback) {
@@ -193,11 +201,15 @@ std::optional<ModelSpec> find_preset(const std::string& name) {
 }
 
 ModelSpec from_hf_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument(fmt::format("{}: cannot open HuggingFace config", path));
+  std::string text;
+  try {
+    text = hw::read_input_file(path, "HuggingFace config");
+  } catch (const InputError& e) {  // this function's contract: std::invalid_argument naming the file
+    throw std::invalid_argument(e.what());
+  }
   Json j;
   try {
-    j = Json::parse(in);
+    j = Json::parse(text);
   } catch (const Json::parse_error& e) {
     throw std::invalid_argument(fmt::format("{}: not valid JSON: {}", path, e.what()));
   }
@@ -212,14 +224,16 @@ ModelSpec from_hf_config(const std::string& path) {
   ModelSpec m;
   m.name = path;
   m.source = fmt::format("HuggingFace config {} (model_type '{}')", path, model_type);
-  m.hidden_size = hf_int(j, path, {"hidden_size", "n_embd"});
-  m.num_layers = static_cast<int>(hf_int(j, path, {"num_hidden_layers", "n_layer"}));
-  m.num_attention_heads = static_cast<int>(hf_int(j, path, {"num_attention_heads", "n_head"}));
-  m.num_query_groups = static_cast<int>(hf_opt_int(j, path, {"num_key_value_heads"}).value_or(m.num_attention_heads));
+  m.hidden_size = hf_int(j, path, {"hidden_size", "n_embd"}, kMaxHiddenSize);
+  m.num_layers = static_cast<int>(hf_int(j, path, {"num_hidden_layers", "n_layer"}, kMaxLayers));
+  m.num_attention_heads = static_cast<int>(hf_int(j, path, {"num_attention_heads", "n_head"}, kMaxHeads));
+  m.num_query_groups =
+      static_cast<int>(hf_opt_int(j, path, {"num_key_value_heads"}, kMaxHeads).value_or(m.num_attention_heads));
   // GPT-2: n_inner = null means 4·n_embd (transformers GPT2MLP).
-  m.ffn_hidden_size = hf_opt_int(j, path, {"intermediate_size", "n_inner"}).value_or(4 * m.hidden_size);
-  m.vocab_size = hf_int(j, path, {"vocab_size"});
-  m.seq_length = hf_int(j, path, {"max_position_embeddings", "n_positions"});
+  m.ffn_hidden_size =
+      hf_opt_int(j, path, {"intermediate_size", "n_inner"}, kMaxFfnHiddenSize).value_or(4 * m.hidden_size);
+  m.vocab_size = hf_int(j, path, {"vocab_size"}, kMaxVocabSize);
+  m.seq_length = hf_int(j, path, {"max_position_embeddings", "n_positions"}, kMaxSeqLength);
   if (m.hidden_size % m.num_attention_heads != 0) {
     hf_error(path, "num_attention_heads",
              fmt::format("{} does not divide hidden_size {}", m.num_attention_heads, m.hidden_size));
@@ -228,7 +242,7 @@ ModelSpec from_hf_config(const std::string& path) {
     hf_error(path, "num_key_value_heads",
              fmt::format("{} does not divide num_attention_heads {}", m.num_query_groups, m.num_attention_heads));
   }
-  if (auto hd = hf_opt_int(j, path, {"head_dim"}); hd && *hd != m.head_dim()) {
+  if (auto hd = hf_opt_int(j, path, {"head_dim"}, kMaxHiddenSize); hd && *hd != m.head_dim()) {
     hf_error(path, "head_dim",
              fmt::format("{} differs from hidden_size/num_attention_heads = {}; not supported", *hd, m.head_dim()));
   }
@@ -255,12 +269,12 @@ ModelSpec from_hf_config(const std::string& path) {
   // Mistral, Mixtral and GPT-NeoX configs override that default with false.
   m.untie_embeddings = !hf_bool(j, path, "tie_word_embeddings", gpt2);
 
-  if (auto experts = hf_opt_int(j, path, {"num_local_experts", "num_experts"})) {
+  if (auto experts = hf_opt_int(j, path, {"num_local_experts", "num_experts"}, kMaxExperts)) {
     MoeSpec s;
     s.num_experts = static_cast<int>(*experts);
-    s.top_k = static_cast<int>(hf_int(j, path, {"num_experts_per_tok"}));
-    s.ffn_hidden_size = hf_opt_int(j, path, {"moe_intermediate_size"}).value_or(m.ffn_hidden_size);
-    s.layer_freq = static_cast<int>(hf_opt_int(j, path, {"decoder_sparse_step"}).value_or(1));
+    s.top_k = static_cast<int>(hf_int(j, path, {"num_experts_per_tok"}, kMaxExperts));
+    s.ffn_hidden_size = hf_opt_int(j, path, {"moe_intermediate_size"}, kMaxFfnHiddenSize).value_or(m.ffn_hidden_size);
+    s.layer_freq = static_cast<int>(hf_opt_int(j, path, {"decoder_sparse_step"}, kMaxLayers).value_or(1));
     if (s.top_k > s.num_experts) {
       hf_error(path, "num_experts_per_tok", fmt::format("{} exceeds the {} experts", s.top_k, s.num_experts));
     }

@@ -18,6 +18,17 @@ struct MoeSpec {
   int shared_experts = 0;  // always-on experts of the same ffn size
 };
 
+// Documented limits (README "Limits") on a model's sizes: every reader (scenario, preset,
+// HuggingFace config) rejects a larger value naming its key, so that the products the
+// simulator forms (parameters, FLOPs, bytes, token counts) stay far from int64 overflow.
+inline constexpr std::int64_t kMaxLayers = 100'000;
+inline constexpr std::int64_t kMaxHeads = 65'536;           // attention heads, query groups
+inline constexpr std::int64_t kMaxHiddenSize = 1 << 20;     // 1,048,576
+inline constexpr std::int64_t kMaxFfnHiddenSize = 1 << 24;  // 16,777,216
+inline constexpr std::int64_t kMaxVocabSize = 1 << 24;
+inline constexpr std::int64_t kMaxSeqLength = 1 << 24;  // tokens
+inline constexpr std::int64_t kMaxExperts = 65'536;
+
 struct ModelSpec {
   std::string name;
   std::string source;  // where the figures come from (paper / config.json)

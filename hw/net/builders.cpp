@@ -117,14 +117,16 @@ Topology build_fat_tree(int num_nodes, const NodeParams& node, const FabricParam
   int tiers = fabric.tiers;
   if (tiers == 0) tiers = leaves <= k ? 2 : 3;
   if (tiers == 2 && leaves > k)
-    throw std::invalid_argument(fmt::format(
-        "fat-tree: {} NICs need {} leaves but a 2-tier tree of radix {} holds at most {} leaves; use tiers: 3", nics,
-        leaves, k, k));
+    throw std::invalid_argument(
+        fmt::format("cluster.inter_node.tiers: fat-tree: {} NICs need {} leaves but a 2-tier tree of radix {} "
+                    "(cluster.inter_node.switch_radix) holds at most {} leaves; use tiers: 3",
+                    nics, leaves, k, k));
   const int pods = tiers == 3 ? ceil_div(leaves, half) : 1;
   if (tiers == 3 && pods > k)
-    throw std::invalid_argument(
-        fmt::format("fat-tree: {} NICs need {} pods but a 3-tier tree of radix {} holds at most {} pods ({} NICs)",
-                    nics, pods, k, k, static_cast<long>(k) * half * half));
+    throw std::invalid_argument(fmt::format(
+        "cluster.inter_node.switch_radix: fat-tree: {} NICs need {} pods but a 3-tier tree of radix {} holds "
+        "at most {} pods ({} NICs); raise switch_radix or lower cluster.num_gpus",
+        nics, pods, k, k, static_cast<long>(k) * half * half));
 
   Topology topo;
   std::vector<VertexId> all_nics;

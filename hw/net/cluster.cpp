@@ -61,11 +61,19 @@ Topology build_cluster(const ClusterNetSpec& s) {
     t.link_bandwidth = s.torus_link_bandwidth;
     t.nic_latency = s.inter_latency / 2;
     t.hop_latency = s.hop_latency;
-    long product = 1;
-    for (int d : t.dims) product *= d;
+    std::int64_t product = 1;  // stops growing past the node count: never overflows
+    bool partial = false;
+    for (int d : t.dims) {
+      if (product > nodes)
+        partial = true;
+      else
+        product *= d;
+    }
     if (!t.dims.empty() && product != nodes)
-      throw std::invalid_argument(
-          fmt::format("cluster: torus dims multiply to {} but the cluster has {} nodes", product, nodes));
+      throw std::invalid_argument(fmt::format(
+          "cluster.inter_node.torus_dims: multiply to {}{} but the cluster has {} nodes (cluster.num_gpus / "
+          "cluster.gpus_per_node = {} / {})",
+          partial ? "more than " : "", product, nodes, s.num_gpus, s.gpus_per_node));
     topo = build_torus(node, t);
   } else {
     throw std::invalid_argument(

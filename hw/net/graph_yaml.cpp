@@ -1,5 +1,7 @@
 #include "hw/net/graph_yaml.h"
 
+#include "hw/errors.h"
+#include "hw/input_file.h"
 #include "hw/strict_yaml.h"
 
 #include <fmt/format.h>
@@ -37,6 +39,7 @@ std::string required_string(const StrictReader& r, const YAML::Node& n, const ch
 
 Topology build(const YAML::Node& root) {
   const StrictReader r = graph_reader();
+  r.check_unique_keys(root);
   if (!root.IsMap()) throw std::invalid_argument("topology graph: the document must be a map with 'nodes' and 'links'");
   check_keys(root, {"nodes", "links", "nvls", "description"}, "the document");
   if (!root["nodes"] || !root["nodes"].IsSequence() || root["nodes"].size() == 0)
@@ -52,7 +55,10 @@ Topology build(const YAML::Node& root) {
     check_keys(n, {"name", "kind", "node"}, where);
     std::string name = required_string(r, n, "name", where);
     const VertexKind kind = parse_vertex_kind(required_string(r, n, "kind", where));
-    const int node = n["node"] ? r.integer(n["node"], key_path(where, "node"), 0) : -1;
+    // A node index names one of at most as many nodes as there are vertices: bounded before
+    // anything is sized by it (a huge index would allocate per-node tables of that size).
+    const auto max_node = static_cast<std::int64_t>(root["nodes"].size()) - 1;
+    const int node = n["node"] ? static_cast<int>(r.int64(n["node"], key_path(where, "node"), 0, max_node)) : -1;
     if (kind == VertexKind::gpu && node < 0)
       throw std::invalid_argument(fmt::format("topology graph: {} ('{}') is a gpu and needs 'node'", where, name));
     if (by_name.count(name)) throw std::invalid_argument(fmt::format("topology graph: duplicate node name '{}'", name));
@@ -118,7 +124,9 @@ Topology build_graph_from_yaml_text(std::string_view yaml_text) {
 Topology build_graph_from_yaml_file(const std::string& path) {
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
+    root = YAML::Load(read_input_file(path, "topology graph"));
+  } catch (const InputError& e) {  // this function's contract: std::invalid_argument naming the file
+    throw std::invalid_argument(e.what());
   } catch (const YAML::Exception& e) {
     throw std::invalid_argument(fmt::format("topology graph '{}': {}", path, e.what()));
   }

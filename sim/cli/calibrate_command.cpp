@@ -16,6 +16,10 @@ Command calibrate_command() {
     sub->add_option("--name", o->name, "table name reported as cost_source (default: the file's stem)");
     sub->add_flag("--quick", o->quick, "a small sweep (minutes instead of tens of minutes)");
     sub->add_flag("--cpu", o->cpu, "run the CPU backend (Eigen GEMM, CPU attention): tests the path without a GPU");
+    sub->add_option("--op", o->import_op,
+                    "with --import-nccl-tests: the logs' collective when neither header nor file name says it")
+        ->check(CLI::IsMember(
+            {"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send-recv", "broadcast", "reduce"}));
     sub->add_option("--import-nccl-tests", o->import_nccl_tests,
                     "nccl-tests logs (all_reduce_perf, ...) to import as collective costs")
         ->expected(1, -1);

@@ -2,7 +2,9 @@
 #include <iostream>
 #include <memory>
 
+#include "hw/errors.h"
 #include "hw/net/layout.h"
+#include "hw/units.h"
 #include "sim/cli/commands.h"
 #include "sim/core/simulate.h"
 #include "sim/io/output_file.h"
@@ -33,7 +35,8 @@ Command run_command() {
     sub->add_flag("--no-link-sharing", o->no_link_sharing,
                   "closed-form network cost per transfer, no bandwidth sharing between overlapping transfers "
                   "(= --set cluster.link_sharing=false)");
-    sub->add_option("--trace-ranks", o->trace_ranks, "ranks shown in the trace (first of each stage first)");
+    sub->add_option("--trace-ranks", o->trace_ranks, "ranks shown in the trace (first of each stage first), 0 to 65536")
+        ->check(CLI::Range(0, 65536));
     sub->add_flag("-q,--quiet", o->quiet, "no summary on stdout");
     sub->add_option("--calibration", o->calibration, "cost table to use (overrides cluster.calibration)");
     return sub;
@@ -48,7 +51,13 @@ Command run_command() {
     so.trace = !o->trace.empty() || !o->report.empty();
     so.trace_max_ranks = o->trace_ranks;
     so.build.fuse_compute = o->trace.empty();
-    const sim::Simulation result = sim::simulate(s, so);
+    const sim::Simulation result = [&] {
+      try {
+        return sim::simulate(s, so);
+      } catch (const TimeRangeError& e) {  // the scenario asks for a time the clock cannot hold: name the file
+        throw InputError(o->scenario, "", e.what());
+      }
+    }();
     const bool json_to_stdout = o->json == "-";
     if (!o->quiet && !json_to_stdout) std::cout << sim::summary_text(result.result);
     if (!o->json.empty()) sim::write_output(o->json, sim::to_json_text(result.result));

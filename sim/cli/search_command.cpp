@@ -162,18 +162,22 @@ Command search_command() {
            "--fix", o->fix,
            "restrict a searched key to value(s), e.g. --fix parallel.tensor_parallel=8 --fix parallel.zero_stage=1,2")
         ->take_all();
-    sub->add_option("--gpus", o->gpus, "cluster sizes to sweep, e.g. --gpus 512,1024,2048")->delimiter(',');
-    sub->add_option("--top", o->top, "plans to print (K)")->check(CLI::PositiveNumber);
+    sub->add_option("--gpus", o->gpus, "cluster sizes to sweep, e.g. --gpus 512,1024,2048 (1 to 1048576)")
+        ->delimiter(',')
+        ->check(CLI::Range(1, 1 << 20));
+    sub->add_option("--top", o->top, "plans to print (K), 1 to 100000")->check(CLI::Range(1, 100000));
     sub->add_option("--json", o->json, "write the ranking (CONTRACT §1) to FILE ('-' = stdout)");
     sub->add_option("--csv", o->csv, "write the top plans as CSV to FILE ('-' = stdout)");
-    sub->add_option("--threads", o->threads, "worker threads (default: every core)")->check(CLI::NonNegativeNumber);
+    sub->add_option("--threads", o->threads, "worker threads, 0 to 1024 (default 0: every core)")
+        ->check(CLI::Range(0, 1024));
     sub->add_flag("--full", o->full, "simulate every rank (default: one representative rank per stage)");
     sub->add_option("--set", o->sets, "override a scenario key before searching")->take_all();
-    sub->add_option("--max-micro-batch", o->max_mbs, "largest micro-batch size tried")->check(CLI::PositiveNumber);
-    sub->add_option("--max-virtual-stages", o->max_vpp, "largest interleaving degree tried")
-        ->check(CLI::PositiveNumber);
-    sub->add_option("--max-context-parallel", o->max_cp, "largest context-parallel degree tried")
-        ->check(CLI::PositiveNumber);
+    sub->add_option("--max-micro-batch", o->max_mbs, "largest micro-batch size tried, 1 to 1024")
+        ->check(CLI::Range(1, 1024));
+    sub->add_option("--max-virtual-stages", o->max_vpp, "largest interleaving degree tried, 1 to 128")
+        ->check(CLI::Range(1, 128));
+    sub->add_option("--max-context-parallel", o->max_cp, "largest context-parallel degree tried, 1 to 1024")
+        ->check(CLI::Range(1, 1024));
     sub->add_flag("--no-progress", o->no_progress, "no progress output on stderr");
     sub->add_flag("-q,--quiet", o->quiet, "no summary on stdout");
     return sub;

@@ -6,6 +6,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "hw/gpu_catalog.h"
+#include "hw/strict_yaml.h"
 #include "sim/cli/commands.h"
 #include "sim/io/output_file.h"
 #include "sim/tools/validate.h"
@@ -24,6 +26,13 @@ void parse_efficiency(const std::string& text, sim::ValidateOptions& opt) {
         fmt::format("--efficiency '{}': expected GPU=gemm,attention,memory, e.g. a100-sxm-80gb=0.75,0.5,0.6", text));
   };
   if (eq == std::string::npos || eq == 0) throw bad();
+  if (const std::string gpu = text.substr(0, eq); !hw::find_gpu(gpu)) {
+    std::vector<std::string> names;
+    for (const auto& g : hw::gpu_catalog()) names.push_back(g.name);
+    throw std::invalid_argument(
+        fmt::format("--efficiency '{}': unknown GPU '{}' (did you mean '{}'? see `ptsim list gpus`)", text, gpu,
+                    hw::closest_match(gpu, names)));
+  }
   hw::GpuSpec::Efficiency e;
   std::istringstream in(text.substr(eq + 1));
   char c1 = 0, c2 = 0;

@@ -95,6 +95,9 @@ Command zero_report_command() {
     } else {
       if (o->model.empty()) throw std::invalid_argument("zero-report: give --model NAME (or --scenario FILE)");
       if (o->dp < 1) throw std::invalid_argument(fmt::format("zero-report: --dp must be >= 1, got {}", o->dp));
+      if (o->dp > sim::kMaxGpus)
+        throw std::invalid_argument(
+            fmt::format("zero-report: --dp {} is out of range (at most {} GPUs)", o->dp, sim::kMaxGpus));
       auto m = models::find_preset(o->model);
       if (!m) {
         std::vector<std::string> names;

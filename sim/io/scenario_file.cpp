@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "hw/input_file.h"
 #include "hw/strict_yaml.h"
 #include "sim/core/errors.h"
 
@@ -178,10 +179,11 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c) {
   }
   cc.gpu = *g;
   if (!c["num_gpus"]) r.fail("cluster.num_gpus", "missing");
-  cc.num_gpus = r.integer(c["num_gpus"], "cluster.num_gpus");
+  cc.num_gpus = static_cast<int>(r.int64(c["num_gpus"], "cluster.num_gpus", 1, kMaxGpus));
   // Default: DGX-style 8-GPU nodes, or one node holding every GPU when fewer.
   cc.gpus_per_node = std::min(8, cc.num_gpus);
-  if (c["gpus_per_node"]) cc.gpus_per_node = r.integer(c["gpus_per_node"], "cluster.gpus_per_node");
+  if (c["gpus_per_node"])
+    cc.gpus_per_node = static_cast<int>(r.int64(c["gpus_per_node"], "cluster.gpus_per_node", 1, kMaxGpus));
   // Defaults below are the GPU's own NVLink figure and a DGX-style node
   // (documented in the README, section "Scenario defaults").
   cc.intra_bandwidth = cc.gpu.nvlink_bandwidth;
@@ -249,21 +251,25 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c) {
 // data_parallel defaults to what the cluster leaves.
 void read_parallel_sizes(const hw::StrictReader& r, const YAML::Node& p, Scenario& s) {
   auto& par = s.plan.par;
-  if (p["tensor_parallel"]) par.tp = r.integer(p["tensor_parallel"], "parallel.tensor_parallel");
-  if (p["pipeline_parallel"]) par.pp = r.integer(p["pipeline_parallel"], "parallel.pipeline_parallel");
-  if (p["context_parallel"]) par.cp = r.integer(p["context_parallel"], "parallel.context_parallel");
-  if (p["expert_parallel"]) par.ep = r.integer(p["expert_parallel"], "parallel.expert_parallel");
-  if (p["virtual_pipeline_stages"])
-    par.vpp = r.integer(p["virtual_pipeline_stages"], "parallel.virtual_pipeline_stages");
-  const int model_parallel = par.tp * par.pp * par.cp;
-  if (p["data_parallel"]) {
-    par.dp = r.integer(p["data_parallel"], "parallel.data_parallel");
-  } else {
+  // Each size is at most kMaxGpus (2^20), so a product of three fits int64; the sizes are
+  // checked against the cluster before any arithmetic on them.
+  auto size = [&](const char* key, int& field) {
+    const std::string path = std::string("parallel.") + key;
+    if (p[key]) field = static_cast<int>(r.int64(p[key], path, 1, kMaxGpus));
+  };
+  size("tensor_parallel", par.tp);
+  size("pipeline_parallel", par.pp);
+  size("context_parallel", par.cp);
+  size("expert_parallel", par.ep);
+  size("virtual_pipeline_stages", par.vpp);
+  size("data_parallel", par.dp);
+  const std::int64_t model_parallel = std::int64_t{par.tp} * par.pp * par.cp;
+  if (!p["data_parallel"]) {
     if (s.cluster.num_gpus % model_parallel != 0)
       r.fail("cluster.num_gpus",
              fmt::format("{} is not divisible by tensor_parallel × pipeline_parallel × context_parallel = {}",
                          s.cluster.num_gpus, model_parallel));
-    par.dp = s.cluster.num_gpus / model_parallel;
+    par.dp = static_cast<int>(s.cluster.num_gpus / model_parallel);
   }
 }
 
@@ -291,7 +297,8 @@ void read_parallel(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
   if (const auto pl = p["pipeline_layers"]) {
     if (!pl.IsSequence()) r.fail("parallel.pipeline_layers", "expected a list of layer counts, one per pipeline stage");
     for (std::size_t i = 0; i < pl.size(); ++i)
-      par.pipeline_layers.push_back(r.integer(pl[i], hw::item_path("parallel.pipeline_layers", i)));
+      par.pipeline_layers.push_back(
+          static_cast<int>(r.int64(pl[i], hw::item_path("parallel.pipeline_layers", i), 1, models::kMaxLayers)));
   }
 }
 
@@ -305,6 +312,10 @@ void read_moe_plan(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
   if (moe && moe["load_imbalance"]) {
     par.moe_load_imbalance = r.positive(moe["load_imbalance"], "model.moe.load_imbalance");
     if (par.moe_load_imbalance < 1) r.fail("model.moe.load_imbalance", "must be >= 1 (1 = perfectly balanced)");
+    const double most = static_cast<double>(s.model.moe->num_experts) / s.model.moe->top_k;
+    if (par.moe_load_imbalance > most)
+      r.fail("model.moe.load_imbalance", fmt::format("{} is out of range", moe["load_imbalance"].Scalar()),
+             fmt::format("at most model.moe.num_experts / top_k = {:g}: every token on the busiest experts", most));
   }
 }
 
@@ -313,8 +324,10 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
   const YAML::Node t = root["training"] ? root["training"] : YAML::Node(YAML::NodeType::Map);
   r.check_keys(t, "training", kTrainingKeys);
   if (!t["global_batch_size"]) r.fail("training.global_batch_size", "missing");
-  s.plan.global_batch_size = r.int64(t["global_batch_size"], "training.global_batch_size");
-  if (t["micro_batch_size"]) par.micro_batch_size = r.integer(t["micro_batch_size"], "training.micro_batch_size");
+  s.plan.global_batch_size = r.int64(t["global_batch_size"], "training.global_batch_size", 1, kMaxGlobalBatch);
+  if (t["micro_batch_size"])
+    par.micro_batch_size =
+        static_cast<int>(r.int64(t["micro_batch_size"], "training.micro_batch_size", 1, kMaxMicroBatch));
   if (t["precision"]) par.precision = r.choice(t["precision"], "training.precision", models::kPrecisionNames);
   if (t["optimizer"]) s.optimizer = r.choice(t["optimizer"], "training.optimizer", {"adam", "adamw", "sgd"});
   if (t["attention"]) par.attention = r.choice(t["attention"], "training.attention", models::kAttentionImplNames);
@@ -331,8 +344,9 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& file,
     throw ScenarioError(file, fmt::format("line {}", e.mark.line + 1), fmt::format("not valid YAML: {}", e.msg));
   }
   if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
-  for (const auto& o : overrides) apply_override(root, o, file);
   const auto r = reader(file);
+  r.check_unique_keys(root);
+  for (const auto& o : overrides) apply_override(root, o, file);
   r.check_keys(root, "", kTopKeys);
   Scenario s;
   s.file = file;
@@ -354,16 +368,13 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& file,
 void derive_microbatches(Scenario& s) {
   auto& par = s.plan.par;
   const std::int64_t per_step = static_cast<std::int64_t>(par.micro_batch_size) * par.dp;
-  if (per_step > 0 && s.plan.global_batch_size % per_step == 0)
+  if (per_step > 0 && s.plan.global_batch_size % per_step == 0 &&
+      s.plan.global_batch_size / per_step <= kMaxMicrobatches)  // more: validate() names the key
     par.num_microbatches = static_cast<int>(s.plan.global_batch_size / per_step);
 }
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
-  std::ifstream in(path);
-  if (!in) throw ScenarioError(path, "", "cannot open the scenario file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_scenario(ss.str(), path, overrides);
+  return parse_scenario(hw::read_input_file(path, "scenario file"), path, overrides);
 }
 
 namespace {
@@ -371,6 +382,22 @@ namespace {
 // validate(), one concern at a time (in the order the checks report).
 
 void validate_model(const hw::StrictReader& r, const models::ModelSpec& m) {
+  // The documented limits (models/model_spec.h), whatever the source (preset, HF config, keys).
+  const auto limit = [&](const char* key, std::int64_t v, std::int64_t max) {
+    if (v > max)
+      r.fail(std::string("model.") + key, fmt::format("{} is out of range", v), fmt::format("at most {}", max));
+  };
+  limit("num_layers", m.num_layers, models::kMaxLayers);
+  limit("hidden_size", m.hidden_size, models::kMaxHiddenSize);
+  limit("num_attention_heads", m.num_attention_heads, models::kMaxHeads);
+  limit("num_query_groups", m.num_query_groups, models::kMaxHeads);
+  limit("ffn_hidden_size", m.ffn_hidden_size, models::kMaxFfnHiddenSize);
+  limit("vocab_size", m.vocab_size, models::kMaxVocabSize);
+  limit("seq_length", m.seq_length, models::kMaxSeqLength);
+  if (m.moe) {
+    limit("moe.num_experts", m.moe->num_experts, models::kMaxExperts);
+    limit("moe.ffn_hidden_size", m.moe->ffn_hidden_size, models::kMaxFfnHiddenSize);
+  }
   if (m.hidden_size % m.num_attention_heads != 0)
     r.fail("model.hidden_size",
            fmt::format("{} is not divisible by model.num_attention_heads ({})", m.hidden_size, m.num_attention_heads));
@@ -390,11 +417,15 @@ void validate_layout(const hw::StrictReader& r, const Scenario& s) {
     r.fail("cluster.num_gpus",
            fmt::format("{} is not a multiple of cluster.gpus_per_node ({})", c.num_gpus, c.gpus_per_node),
            "a cluster is made of whole nodes; for a single partial node set gpus_per_node to num_gpus");
-  if (par.tp * par.pp * par.cp * par.dp != c.num_gpus)
+  // Each size <= kMaxGpus (2^20): tp·pp·cp fits int64; the product with dp is only formed when it cannot overflow.
+  const std::int64_t model_parallel = std::int64_t{par.tp} * par.pp * par.cp;
+  const bool fits = model_parallel <= c.num_gpus && par.dp <= c.num_gpus;
+  if (!fits || model_parallel * par.dp != c.num_gpus)
     r.fail("parallel.data_parallel",
            fmt::format("data_parallel × tensor_parallel × pipeline_parallel × context_parallel = {}×{}×{}×{} = {} but "
                        "cluster.num_gpus = {}",
-                       par.dp, par.tp, par.pp, par.cp, par.dp * par.tp * par.pp * par.cp, c.num_gpus),
+                       par.dp, par.tp, par.pp, par.cp,
+                       fits ? fmt::format("{}", model_parallel * par.dp) : std::string("more than that"), c.num_gpus),
            "leave parallel.data_parallel out to derive it");
   if (m.num_attention_heads % par.tp != 0)
     r.fail("parallel.tensor_parallel",
@@ -427,7 +458,7 @@ void validate_pipeline(const hw::StrictReader& r, const Scenario& s) {
     if (static_cast<int>(par.pipeline_layers.size()) != par.pp)
       r.fail("parallel.pipeline_layers",
              fmt::format("has {} entries but parallel.pipeline_parallel is {}", par.pipeline_layers.size(), par.pp));
-    int sum = 0;
+    std::int64_t sum = 0;  // entries <= kMaxLayers, at most kMaxGpus of them: no overflow
     for (std::size_t i = 0; i < par.pipeline_layers.size(); ++i) {
       sum += par.pipeline_layers[i];
       if (par.pipeline_layers[i] % par.vpp != 0)
@@ -447,6 +478,12 @@ void validate_batches(const hw::StrictReader& r, const Scenario& s) {
            fmt::format("{} is not divisible by micro_batch_size × data_parallel = {}×{} = {}", s.plan.global_batch_size,
                        par.micro_batch_size, par.dp, per_step));
   const std::int64_t m_count = s.plan.global_batch_size / per_step;
+  if (m_count > kMaxMicrobatches)
+    r.fail(
+        "training.global_batch_size",
+        fmt::format("implies {} micro-batches (global_batch_size / (micro_batch_size × data_parallel)), more than {}",
+                    m_count, kMaxMicrobatches),
+        "raise training.micro_batch_size or lower the global batch");
   if (par.num_microbatches != m_count)
     r.fail("training.global_batch_size",
            fmt::format("implies {} micro-batches but the plan says {}", m_count, par.num_microbatches),

@@ -1,6 +1,7 @@
 // The scenario file (CONTRACT §2): strict YAML loading, unit parsing at the edge,
 // --set overrides, and every constraint checked with a message naming the keys.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,13 @@
 #include "sim/core/scenario.h"
 
 namespace ptsim::sim {
+
+// Documented limits (README "Limits") besides the model's (models/model_spec.h): a larger
+// value is an error naming its key, read as 64-bit before any arithmetic on it.
+inline constexpr std::int64_t kMaxGpus = 1 << 20;  // cluster.num_gpus and each parallel size
+inline constexpr std::int64_t kMaxMicroBatch = 1 << 16;
+inline constexpr std::int64_t kMaxGlobalBatch = std::int64_t{1} << 40;
+inline constexpr std::int64_t kMaxMicrobatches = 1 << 20;  // gradient-accumulation steps
 
 // Loads and validates; throws ScenarioError (file, key path, what, hint).
 // `overrides` are "key.path=value" strings applied before validation (--set).

@@ -210,7 +210,13 @@ std::string search_summary_text(const SearchResult& r) {
     out += fmt::format("{:>4} {:>6} {:<64} {:>11.0f} {:>8.1f} {:>5.1f}% {:>6.1f}% {:>8.3f}s {:>10}\n", p.rank,
                        p.num_gpus, plan_brief(p.plan), p.tokens_per_s, p.model_tflops_per_gpu, 100 * p.mfu,
                        100 * p.bubble_fraction, total_exposed(p.exposed_comm_s), format_bytes(p.peak_bytes));
-  if (r.plans.empty()) out += "no plan fits: see the reasons below\n";
+  if (r.plans.empty() && r.candidates == 0)
+    out +=
+        "no plan fits: no candidate plan at all. A plan needs tensor_parallel to divide cluster.num_gpus, "
+        "model.num_attention_heads and model.num_query_groups; pipeline_parallel to divide model.num_layers and "
+        "the GPUs left; context_parallel and data_parallel the GPUs left: check the --fix values against these\n";
+  else if (r.plans.empty())
+    out += "no plan fits: see the reasons below\n";
   out += "pruned:";
   for (const auto& [k, v] : r.pruned) out += fmt::format("  {} {}", k, v);
   out += "\n";

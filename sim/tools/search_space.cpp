@@ -33,6 +33,8 @@ int parse_positive(const std::string& key, const std::string& v) {
   }
   if (used != v.size() || x < (key == "parallel.zero_stage" ? 0 : 1))
     throw std::invalid_argument(fmt::format("--fix {}={}: '{}' is not a valid count", key, v, v));
+  if (x > kMaxGpus)  // GPU counts and parallel sizes; larger ones overflow the products of sizes
+    throw std::invalid_argument(fmt::format("--fix {}={}: out of range (at most {})", key, v, kMaxGpus));
   return x;
 }
 
@@ -185,7 +187,8 @@ std::vector<int> SearchSpace::cluster_sizes() const {
   }
   if (gpus.empty()) gpus.push_back(base_.cluster.num_gpus);
   for (int g : gpus)
-    if (g <= 0) throw std::invalid_argument(fmt::format("--gpus {}: must be positive", g));
+    if (g <= 0 || g > kMaxGpus)
+      throw std::invalid_argument(fmt::format("--gpus {}: must be between 1 and {}", g, kMaxGpus));
   std::sort(gpus.begin(), gpus.end());
   gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
   return gpus;

@@ -1,5 +1,6 @@
 #include "sim/tools/validate.h"
 
+#include "hw/input_file.h"
 #include "hw/strict_yaml.h"
 
 #include <fmt/format.h>
@@ -150,11 +151,14 @@ std::vector<ReferenceRun> load_published(const std::string& dir) {
   }
   YAML::Node doc;
   try {
-    doc = YAML::LoadFile(file);
+    doc = YAML::Load(hw::read_input_file(file, "published runs file"));
   } catch (const YAML::Exception& e) {
     throw ScenarioError(file, "", fmt::format("not valid YAML: {}", e.what()));
   }
   if (!doc.IsMap()) throw ScenarioError(file, "", "expected a map with key 'runs'");
+  if (const auto d = hw::duplicate_key(doc))
+    throw ScenarioError(file, d->path,
+                        fmt::format("duplicate key at line {} (first at line {})", d->line, d->first_line));
   check_keys(doc, kTopKeys, file, "");
   const auto runs = doc["runs"];
   if (!runs || !runs.IsSequence() || runs.size() == 0) throw ScenarioError(file, "runs", "expected a non-empty list");

@@ -14,6 +14,7 @@
 #include "calibration/nccl_tests_import.h"
 #include "calibration/sweep.h"
 #include "hw/cost_table.h"
+#include "hw/errors.h"
 #include "ptsim/config.h"
 #include "tests/test_paths.h"
 
@@ -141,7 +142,46 @@ TEST(NcclTestsImport, RowsWithoutRootColumnAndBadInput) {
   EXPECT_NEAR(log.points[1].seconds, 12.5e-6, 1e-15);
   EXPECT_THROW(parse_nccl_tests(old, "mystery.log"), std::invalid_argument);  // which collective?
   EXPECT_THROW(parse_nccl_tests("# nThread 1 nGpus 2\n", "all_reduce_perf.log"), std::invalid_argument);  // no rows
-  EXPECT_THROW(load_nccl_tests(kData + "does_not_exist.log"), std::invalid_argument);
+  EXPECT_THROW(load_nccl_tests(kData + "does_not_exist.log"), ptsim::InputError);
+}
+
+// A truncated row or an over-long line is an error with file and line (rows used to be dropped).
+TEST(NcclTestsImport, TruncatedRowAndLongLineAreErrorsWithFileAndLine) {
+  const std::string head = "# Collective test starting: all_reduce_perf\n# nThread 1 nGpus 8\n";
+  const std::string row = "1024 256 float sum -1 20.01 0.05 0.09 0 19.81 0.05 0.09 0\n";
+  try {
+    parse_nccl_tests(head + row + "4096 1024 float sum -1 20.04\n", "x.log");
+    ADD_FAILURE() << "a truncated row was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("x.log:4: a data row with 6 fields"), std::string::npos) << e.what();
+  }
+  try {
+    parse_nccl_tests(head + std::string(5000, 'y') + "\n" + row, "x.log");
+    ADD_FAILURE() << "an over-long line was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("x.log:3: line of 5000 characters"), std::string::npos) << e.what();
+  }
+}
+
+// The op comes from the content: "…allreduce…" (no underscore) used to be imported as reduce.
+TEST(NcclTestsImport, OpFromContentAndNameContentMismatch) {
+  std::string rows;
+  for (const auto& line :
+       {"# nThread 1 nGpus 8\n", "67108864 16777216 float sum -1 691.09 97.11 169.94 0 684 98 171 0\n"})
+    rows += line;
+  EXPECT_EQ(parse_nccl_tests(rows, "runs/allreduce.log").op, "all-reduce");
+  EXPECT_EQ(parse_nccl_tests(rows, "runs/unnamed.log").op, "all-reduce");               // busbw/algbw = 2·7/8
+  EXPECT_THROW(parse_nccl_tests(rows, "runs/reduce_perf.log"), std::invalid_argument);  // root -1, ratio 1.75
+  EXPECT_THROW(parse_nccl_tests(rows, "runs/unnamed.log", "all-gather"), std::invalid_argument);
+  EXPECT_THROW(parse_nccl_tests("# Collective test starting: all_gather_perf\n" + rows, "x.log"),
+               std::invalid_argument);
+  // all-gather rows (redop none, ratio 7/8) fit all-gather and all-to-all: the name or --op decides.
+  const std::string gather =
+      "# nThread 1 nGpus 8\n67108864 16777216 float none -1 345.54 194.21 169.94 0 342 196 171 0\n";
+  EXPECT_THROW(parse_nccl_tests(gather, "unnamed.log"), std::invalid_argument);
+  EXPECT_EQ(parse_nccl_tests(gather, "unnamed.log", "all-to-all").op, "all-to-all");
+  EXPECT_EQ(parse_nccl_tests(gather, "all_gather_perf.log").op, "all-gather");
+  EXPECT_THROW(parse_nccl_tests(gather, "all_reduce_perf.log"), std::invalid_argument);
 }
 
 CalibrateOptions cpu_options(const fs::path& out, std::ostream* progress) {

@@ -1,6 +1,14 @@
 # Runs EXE with ARGS (a ;-list), checks the exit code is EXPECT and, when given,
 # that stderr/stdout contain MATCH. STDOUT_FILE, when set, receives stdout. ENVS (a ;-list of NAME=VALUE) is set in the environment first.
+# MKFIFO, when set, is a path made a FIFO (with no writer) first: an input that must not hang.
 set(ENV{CUDA_VISIBLE_DEVICES} "")  # tests never touch a GPU
+if(DEFINED MKFIFO AND NOT MKFIFO STREQUAL "")
+  file(REMOVE ${MKFIFO})
+  execute_process(COMMAND mkfifo ${MKFIFO} RESULT_VARIABLE fifo_rc)
+  if(NOT fifo_rc EQUAL 0)
+    message(FATAL_ERROR "mkfifo ${MKFIFO} failed")
+  endif()
+endif()
 foreach(kv ${ENVS})
   string(FIND "${kv}" "=" eq)
   string(SUBSTRING "${kv}" 0 ${eq} name)

@@ -1,4 +1,5 @@
 #include "hw/cost_table.h"
+#include "hw/errors.h"
 
 #include <gtest/gtest.h>
 
@@ -204,7 +205,7 @@ TEST(CostTableIo, BadInputNamesFileAndKey) {
                "gemm.points[0].dtype");
   expect_error("format: ptsim-cost-table/1\nname: x\nmembw: {points: [{bytes: 1}]}\n", "membw.points[0].seconds");
   expect_error("format: [unclosed\n", "not valid YAML");
-  EXPECT_THROW(load_cost_table("/nonexistent/table.yaml"), std::invalid_argument);
+  EXPECT_THROW(load_cost_table("/nonexistent/table.yaml"), ptsim::InputError);
 }
 
 }  // namespace

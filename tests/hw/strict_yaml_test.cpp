@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
 namespace ptsim::hw {
 namespace {
 
@@ -20,6 +24,49 @@ TEST(StrictYaml, UnknownKeyNamesTheKeyTheSuggestionAndTheLine) {
   EXPECT_EQ(u->line, 2);
   EXPECT_FALSE(unknown_key(n, {"bandwidth", "latancy"}));
   EXPECT_FALSE(unknown_key(YAML::Load("[1, 2]"), {"a"}));  // not a mapping: nothing to check
+}
+
+// yaml-cpp keeps both entries of a duplicate key and one silently wins: it is an error.
+TEST(StrictYaml, DuplicateYamlKeyNamesTheKeyAndBothLines) {
+  const auto d = duplicate_key(YAML::Load("a: 1\nb:\n  c: 1\n  d: 2\n  c: 3\n"));
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->path, "b.c");
+  EXPECT_EQ(d->line, 5);
+  EXPECT_EQ(d->first_line, 3);
+  EXPECT_FALSE(duplicate_key(YAML::Load("a: 1\nb: [{c: 1}, {c: 2}]\n")));
+  const auto in_list = duplicate_key(YAML::Load("l:\n  - {x: 1, x: 2}\n"));
+  ASSERT_TRUE(in_list);
+  EXPECT_EQ(in_list->path, "l[0].x");
+}
+
+TEST(StrictYaml, QuantitiesWhoseTimesCannotBeRepresentedAreRejected) {
+  const StrictReader r([](const std::string& key, const std::string& what, const std::string&) {
+    throw std::invalid_argument(key + ": " + what);
+  });
+  EXPECT_THROW(r.bandwidth(YAML::Load("1e-300 Gb/s"), "bw"), std::invalid_argument);
+  EXPECT_THROW(r.bandwidth(YAML::Load("inf GB/s"), "bw"), std::invalid_argument);
+  EXPECT_THROW(r.seconds(YAML::Load("1e12 s"), "lat"), std::invalid_argument);
+  EXPECT_DOUBLE_EQ(r.seconds(YAML::Load("2 us"), "lat"), 2e-6);
+  EXPECT_THROW(r.int64(YAML::Load("4294967296"), "n", 1, 1 << 20), std::invalid_argument);
+  EXPECT_EQ(r.int64(YAML::Load("4294967296"), "n"), 4294967296);
+}
+
+// A duration beyond the int64 nanosecond clock used to wrap to INT64_MIN (an event in the
+// past: a negative iteration time, or a replay "deadlock"); it is refused instead.
+TEST(Units, ToTicksRefusesDurationsTheClockCannotHold) {
+  EXPECT_EQ(to_ticks(1.5), 1'500'000'000);
+  EXPECT_THROW(to_ticks(1e12), TimeRangeError);
+  EXPECT_THROW(to_ticks(std::numeric_limits<double>::infinity()), TimeRangeError);
+  EXPECT_THROW(to_ticks(std::nan("")), TimeRangeError);
+  EXPECT_THROW(to_ticks(-1), TimeRangeError);
+}
+
+// "100 B/s" used to be an unknown unit while "1 KB/s" was accepted.
+TEST(Units, BandwidthWithoutPrefix) {
+  EXPECT_DOUBLE_EQ(parse_bandwidth("100 B/s"), 100.0);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("800 b/s"), 100.0);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("1 KB/s"), 1000.0);
+  EXPECT_THROW(parse_bandwidth("1 /s"), UnitError);
 }
 
 }  // namespace

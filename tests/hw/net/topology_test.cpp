@@ -236,7 +236,7 @@ TEST(Cluster, DispatchAndValidation) {
   s.torus_dims = {2, 2};
   EXPECT_EQ(count_kind(build_cluster(s), VertexKind::torus_node), 4);
   s.torus_dims = {2, 3};
-  expect_invalid([&] { build_cluster(s); }, "torus dims multiply to 6 but the cluster has 4 nodes");
+  expect_invalid([&] { build_cluster(s); }, "torus_dims: multiply to 6 but the cluster has 4 nodes");
   s.topology = "dragonfly";
   expect_invalid([&] { build_cluster(s); }, "unknown topology 'dragonfly'");
   s.topology = "fat-tree";
