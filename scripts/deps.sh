@@ -2,7 +2,8 @@
 # Installs the Debian packages ptsim needs (only those missing). Run as root.
 set -euo pipefail
 pkgs=(cmake g++ make libyaml-cpp-dev libfmt-dev libeigen3-dev libboost-graph-dev libcli11-dev
-      nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libopenmpi-dev openmpi-bin)
+      nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libopenmpi-dev openmpi-bin
+      clang-14 libclang-rt-14-dev)  # the last two: libFuzzer targets (scripts/fuzz.sh)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
