@@ -200,7 +200,12 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& source
     if (size <= 0) continue;  // 0-byte rows carry no bandwidth information
     log.points.push_back({"", 0, "nccl", static_cast<double>(size), time_us * 1e-6});
   }
-  log.ranks = rank_lines > 0 ? rank_lines : ngpus * nthreads;
+  // nGpus × nThread in 64 bits: both are clamped above, their product is not.
+  const long long header_ranks = static_cast<long long>(ngpus) * nthreads;
+  if (rank_lines == 0 && header_ranks > (1LL << 20))
+    throw std::invalid_argument(
+        fmt::format("{}: nGpus × nThread = {} ranks is out of range (at most 1048576)", source, header_ranks));
+  log.ranks = rank_lines > 0 ? rank_lines : static_cast<int>(header_ranks);
   if (log.ranks <= 0)
     throw std::invalid_argument(
         fmt::format("{}: no '#  Rank' or '# nThread .. nGpus ..' header lines: rank count unknown", source));

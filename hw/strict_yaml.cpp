@@ -39,7 +39,8 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
 std::optional<UnknownKey> unknown_key(const YAML::Node& node, const std::vector<std::string>& allowed) {
   if (!node.IsMap()) return std::nullopt;
   for (const auto& kv : node) {
-    const std::string key = kv.first.as<std::string>();
+    // A complex key (`? {a: 1}` or `? [x]`) is never a valid key: report it as unknown.
+    const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("<complex key>");
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
       return UnknownKey{key, closest_match(key, allowed), kv.first.Mark().line + 1};
   }

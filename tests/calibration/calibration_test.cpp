@@ -142,6 +142,16 @@ TEST(NcclTestsImport, RowsWithoutRootColumnAndBadInput) {
   EXPECT_NEAR(log.points[1].seconds, 12.5e-6, 1e-15);
   EXPECT_THROW(parse_nccl_tests(old, "mystery.log"), std::invalid_argument);  // which collective?
   EXPECT_THROW(parse_nccl_tests("# nThread 1 nGpus 2\n", "all_reduce_perf.log"), std::invalid_argument);  // no rows
+  // Found by fuzz_nccl_tests: nGpus × nThread overflowed int (65536 × 65536); now a range error.
+  const std::string huge =
+      "# nThread 65536 nGpus 65536\n"
+      "           8             2     float     sum    10.00    0.00    0.00  0e+00    10.00    0.00    0.00  0e+00\n";
+  try {
+    parse_nccl_tests(huge, "all_reduce_perf.log");
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("4294967296 ranks is out of range"), std::string::npos) << e.what();
+  }
   EXPECT_THROW(load_nccl_tests(kData + "does_not_exist.log"), ptsim::InputError);
 }
 

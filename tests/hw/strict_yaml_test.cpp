@@ -26,6 +26,15 @@ TEST(StrictYaml, UnknownKeyNamesTheKeyTheSuggestionAndTheLine) {
   EXPECT_FALSE(unknown_key(YAML::Load("[1, 2]"), {"a"}));  // not a mapping: nothing to check
 }
 
+// Found by fuzz_scenario: an explicit complex key (`? {…}`) made yaml-cpp throw a bad
+// conversion that escaped as an internal error; it is an unknown key like any other.
+TEST(StrictYaml, ComplexKeyIsAnUnknownKey) {
+  const YAML::Node n = YAML::Load("? {pres: 1}\n: 2\n");
+  const auto u = unknown_key(n, {"preset"});
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->key, "<complex key>");
+}
+
 // yaml-cpp keeps both entries of a duplicate key and one silently wins: it is an error.
 TEST(StrictYaml, DuplicateYamlKeyNamesTheKeyAndBothLines) {
   const auto d = duplicate_key(YAML::Load("a: 1\nb:\n  c: 1\n  d: 2\n  c: 3\n"));
