@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of tests/fuzz/ with clang (address + undefined sanitizers,
-# CUDA and MPI off) into build-fuzz/ and runs each for FUZZ_SECONDS (default 30) on a copy
-# of its seed corpus tests/fuzz/corpus/<target>/. Fails on any crash, leak, timeout,
+# CUDA and MPI off) into build-fuzz/ and runs each on a copy of its seed corpus
+# tests/fuzz/corpus/<target>/ for FUZZ_RUNS inputs (default 4000) from the fixed seed FUZZ_SEED
+# (default 1), so a run is reproducible and CI does not turn red by chance; FUZZ_SECONDS
+# (default 60) caps the time of each target. Explore with another seed, e.g. FUZZ_SEED=$RANDOM.
+# Fails on any crash, leak, timeout,
 # out-of-memory or undocumented exception; the input that did it is left in
 # build-fuzz/findings/<target>/ (after the fix, add it to the seed corpus).
 #   scripts/fuzz.sh [target...]      (targets: scenario set_override hf_config graph_yaml cost_table nccl_tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${FUZZ_SECONDS:-30}
+seconds=${FUZZ_SECONDS:-60}
+runs=${FUZZ_RUNS:-4000}
+seed=${FUZZ_SEED:-1}
 cxx=${FUZZ_CXX:-$(command -v clang++-14 || command -v clang++)}
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(scenario set_override hf_config graph_yaml cost_table nccl_tests)
@@ -26,9 +31,9 @@ for t in "${targets[@]}"; do
   rm -rf "$work" "$findings" && mkdir -p "$work" "$findings"
   cp tests/fuzz/corpus/"$t"/* "$work"/
   log=build-fuzz/fuzz_$t.log
-  echo "fuzz_$t: ${seconds}s"
+  echo "fuzz_$t: $runs runs from seed $seed (at most ${seconds}s)"
   # New inputs go to $work (a scratch copy): the committed seeds stay as they are.
-  if ! (cd build-fuzz && TMPDIR=$PWD ./fuzz/fuzz_"$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  if ! (cd build-fuzz && TMPDIR=$PWD ./fuzz/fuzz_"$t" -seed="$seed" -runs="$runs" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
           -print_final_stats=1 -artifact_prefix="findings/$t/" "corpus/$t") >"$log" 2>&1; then
     echo "fuzz_$t FAILED (log: $log; input: $(ls "$findings" | head -1)):"
     grep -E "ERROR|SUMMARY|undocumented|==[0-9]+==|runtime error|#0 |#1 |#2 |#3 " "$log" | head -30
