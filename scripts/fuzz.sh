@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of tests/fuzz/ with clang (address + undefined sanitizers,
 # CUDA and MPI off) into build-fuzz/ and runs each on a copy of its seed corpus
-# tests/fuzz/corpus/<target>/ for FUZZ_RUNS inputs (default 4000) from the fixed seed FUZZ_SEED
+# tests/fuzz/corpus/<target>/ for FUZZ_RUNS inputs (default 20000) from the fixed seed FUZZ_SEED
 # (default 1), so a run is reproducible and CI does not turn red by chance; FUZZ_SECONDS
 # (default 60) caps the time of each target. Explore with another seed, e.g. FUZZ_SEED=$RANDOM.
 # Fails on any crash, leak, timeout,
@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-60}
-runs=${FUZZ_RUNS:-4000}
+runs=${FUZZ_RUNS:-20000}
 seed=${FUZZ_SEED:-1}
 cxx=${FUZZ_CXX:-$(command -v clang++-14 || command -v clang++)}
 targets=("$@")
