@@ -204,6 +204,12 @@ void NetworkTransport::start_phase(std::uint32_t id) {
   launch_net(id);
 }
 
+void NetworkTransport::own_flow(Transfer& x, std::uint32_t id, hw::net::FlowId fid) {
+  if (flow_owner_.size() <= fid) flow_owner_.resize(fid + 1, kNone);
+  flow_owner_[fid] = id;
+  ++x.outstanding;
+}
+
 void NetworkTransport::launch_net(std::uint32_t id) {
   Transfer& x = transfers_[id];
   const PhaseT& p = x.t->phases[x.phase];
@@ -218,9 +224,7 @@ void NetworkTransport::launch_net(std::uint32_t id) {
     // Every flow starts moving bytes at now + repeat·α (FlowNetwork adds the path
     // latency to `start`), so an idle network reproduces the closed form.
     const auto fid = net_.add_flow(f.path, r * f.bytes, now + r * p.alpha - f.latency, x.tag, true, f.count);
-    if (flow_owner_.size() <= fid) flow_owner_.resize(fid + 1, kNone);
-    flow_owner_[fid] = id;
-    ++x.outstanding;
+    own_flow(x, id, fid);
   }
   for (auto l : p.links) ++use_[l].net_users;
   if (x.outstanding == 0) {  // nothing on the wire: only the latency
@@ -269,9 +273,7 @@ void NetworkTransport::promote(std::uint32_t id) {
       if (rest <= 1.0) continue;
       fid = net_.add_flow(f.path, rest, now, x.tag, /*pay_latency=*/false, f.count);
     }
-    if (flow_owner_.size() <= fid) flow_owner_.resize(fid + 1, kNone);
-    flow_owner_[fid] = id;
-    ++x.outstanding;
+    own_flow(x, id, fid);
   }
   for (auto l : p.links) ++use_[l].net_users;
   if (x.outstanding == 0) {

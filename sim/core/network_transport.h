@@ -127,6 +127,8 @@ class NetworkTransport : public Transport {
   void start_phase(std::uint32_t id);
   void launch_net(std::uint32_t id);
   void promote(std::uint32_t id);
+  // Transfer `id` (x) now waits for flow `fid` too.
+  void own_flow(Transfer& x, std::uint32_t id, hw::net::FlowId fid);
   void phase_finished(std::uint32_t id);
   void account_fast(const PhaseT& p, const Template& t, double fraction_of_total, const std::vector<Bytes>* moved);
   void kick();
