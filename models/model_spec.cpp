@@ -210,7 +210,7 @@ ModelSpec from_hf_config(const std::string& path) {
   Json j;
   try {
     j = Json::parse(text);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse_error, and out_of_range for a number like 1e28256
     throw std::invalid_argument(fmt::format("{}: not valid JSON: {}", path, e.what()));
   }
   if (!j.is_object()) throw std::invalid_argument(fmt::format("{}: expected a JSON object", path));

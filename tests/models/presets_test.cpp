@@ -236,6 +236,12 @@ TEST(HfConfig, ErrorsNameFileAndKey) {
   TempConfig not_json("{ hidden_size: ");
   EXPECT_NE(error_of(not_json.path()).find(not_json.path()), std::string::npos);
 
+  // A fuzz crasher: nlohmann throws out_of_range (not parse_error) for a number beyond double.
+  TempConfig number_overflow(R"({"model_type": "llama", "hidden_size": 1e28256, "num_hidden_layers": 2})");
+  e = error_of(number_overflow.path());
+  EXPECT_NE(e.find(number_overflow.path()), std::string::npos) << e;
+  EXPECT_NE(e.find("1e28256"), std::string::npos) << e;
+
   e = error_of("/nonexistent/config.json");
   EXPECT_NE(e.find("/nonexistent/config.json"), std::string::npos) << e;
 }
