@@ -11,6 +11,7 @@
 #include <iostream>
 #include <memory>
 
+#include "hw/input_file.h"
 #include "ptsim/config.h"
 #include "sim/cli/commands.h"
 #include "sim/io/output_file.h"
@@ -102,56 +103,78 @@ class MpiSession {
 };
 #endif
 
-std::string format_eta(double s) {
-  if (s < 0 || !std::isfinite(s)) return "?";
-  if (s < 60) return fmt::format("{:.0f}s", s);
-  return fmt::format("{:.0f}m{:02.0f}s", std::floor(s / 60), std::fmod(s, 60));
-}
-
-// A progress bar on a terminal; plain lines (at most one every 2 s) otherwise.
+// Progress on stderr: a bar redrawn in place on a terminal, plain lines (at most one
+// every 2 s, and one at the end of each phase) otherwise. Each phase names what it counts.
 class ProgressPrinter {
  public:
   ProgressPrinter() : tty_(isatty(fileno(stderr)) != 0) {}
   void operator()(const sim::SearchProgress& p) {
-    const double frac = p.total > 0 ? static_cast<double>(p.done) / static_cast<double>(p.total) : 1.0;
-    const double eta = frac > 0 ? p.elapsed_s * (1 - frac) / frac : -1;
+    const bool check = p.phase == sim::SearchProgress::Phase::check;
+    const bool end = p.done >= p.total;
+    const std::string counts =
+        check ? fmt::format("checking plans: {}/{} candidates", p.done, p.total)
+              : fmt::format("simulating: {}/{} plans that fit settled, {} simulated, best {:.0f} tokens/s", p.done,
+                            p.total, p.simulated, p.best_tokens_per_s);
+    const std::string eta = end ? fmt::format("{:.1f} s", p.elapsed_s)
+                                : fmt::format("ETA {}{}", check ? "" : "<= ", sim::format_eta(p.eta_s));
     if (tty_) {
-      constexpr int kWidth = 30;
-      const int filled = static_cast<int>(frac * kWidth);
-      std::string bar(static_cast<std::size_t>(filled), '#');
-      bar.resize(kWidth, '.');
-      std::fprintf(stderr, "\r[%s] %3.0f%% %lld/%lld plans, %lld simulated, best %.0f tokens/s, ETA %s   ", bar.c_str(),
-                   100 * frac, static_cast<long long>(p.done), static_cast<long long>(p.total),
-                   static_cast<long long>(p.simulated), p.best_tokens_per_s, format_eta(eta).c_str());
-      if (p.done >= p.total) std::fprintf(stderr, "\n");
+      std::fprintf(stderr, "\r\033[K%s, %s", counts.c_str(), eta.c_str());
+      if (end) std::fprintf(stderr, "\n");
       std::fflush(stderr);
       return;
     }
-    if (p.done < p.total && p.elapsed_s - last_line_s_ < 2.0) return;
-    if (p.done >= p.total && finished_) return;
-    finished_ = p.done >= p.total;
+    const int phase = static_cast<int>(p.phase);
+    if (end ? phase <= finished_phase_ : p.elapsed_s - last_line_s_ < 2.0) return;
+    if (end) finished_phase_ = phase;
     last_line_s_ = p.elapsed_s;
-    std::fprintf(stderr,
-                 "search: %lld/%lld plans settled, %lld simulated, best %.0f tokens/s, %.1f s elapsed, ETA %s\n",
-                 static_cast<long long>(p.done), static_cast<long long>(p.total), static_cast<long long>(p.simulated),
-                 p.best_tokens_per_s, p.elapsed_s, format_eta(eta).c_str());
+    std::fprintf(stderr, "search: %s, %s\n", counts.c_str(), eta.c_str());
   }
 
  private:
   bool tty_;
-  bool finished_ = false;
+  int finished_phase_ = -1;
   double last_line_s_ = -10;
 };
+
+// "--min-headroom 10%": a percentage from 0 to below 100, as a fraction.
+double parse_headroom(const std::string& v) {
+  std::size_t used = 0;
+  double x = -1;
+  try {
+    x = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used + 1 != v.size() || v.back() != '%' || !(x >= 0 && x < 100))
+    throw std::invalid_argument(
+        fmt::format("--min-headroom '{}': expected a percentage of the GPU memory from 0% to below 100%, e.g. 10%", v));
+  return x / 100;
+}
+
+// "--emit-scenario N FILE": N as numbered in the table.
+const sim::RankedPlan& plan_to_emit(const sim::SearchResult& r, const std::string& n) {
+  std::size_t used = 0;
+  long long k = 0;
+  try {
+    k = std::stoll(n, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != n.size() || k < 1 || k > static_cast<long long>(r.plans.size()))
+    throw std::invalid_argument(
+        fmt::format("--emit-scenario {}: not a plan number of the table (1 to {})", n, r.plans.size()));
+  return r.plans[static_cast<std::size_t>(k - 1)];
+}
 
 }  // namespace
 
 Command search_command() {
   struct Opts {
-    std::string scenario, json, csv;
-    std::vector<std::string> sets, fix;
+    std::string scenario, json, csv, headroom = "0%";
+    std::vector<std::string> sets, fix, emit;
     std::vector<int> gpus;
     int top = 10, threads = 0, max_mbs = 8, max_vpp = 8, max_cp = 8;
-    bool full = false, quiet = false, no_progress = false;
+    bool full = false, quiet = false, no_progress = false, progress = false, explain = false;
   };
   auto o = std::make_shared<Opts>();
   Command c;
@@ -178,6 +201,12 @@ Command search_command() {
         ->check(CLI::Range(1, 128));
     sub->add_option("--max-context-parallel", o->max_cp, "largest context-parallel degree tried, 1 to 1024")
         ->check(CLI::Range(1, 1024));
+    sub->add_option("--min-headroom", o->headroom, "GPU memory a plan must leave free, e.g. 10% (default 0%)");
+    sub->add_option("--emit-scenario", o->emit, "write plan N of the table as a runnable scenario: N FILE.yaml")
+        ->expected(2)
+        ->type_name("N FILE");
+    sub->add_flag("--explain", o->explain, "list every prune reason and why each losing family lost");
+    sub->add_flag("--progress", o->progress, "progress on stderr even when it is not a terminal");
     sub->add_flag("--no-progress", o->no_progress, "no progress output on stderr");
     sub->add_flag("-q,--quiet", o->quiet, "no summary on stdout");
     return sub;
@@ -193,6 +222,13 @@ Command search_command() {
     so.max_micro_batch_size = o->max_mbs;
     so.max_virtual_stages = o->max_vpp;
     so.max_context_parallel = o->max_cp;
+    so.min_headroom = parse_headroom(o->headroom);
+    if (!o->emit.empty() && (o->emit[0].empty() || o->emit[0].find_first_not_of("0123456789") != std::string::npos ||
+                             std::stoll(o->emit[0].substr(0, 9)) < 1))
+      throw std::invalid_argument(
+          fmt::format("--emit-scenario {}: N must be a plan number of the table (1, 2, …)", o->emit[0]));
+    const bool to_stdout = o->json == "-" || o->csv == "-";
+    const bool show_progress = !o->no_progress && !to_stdout && (o->progress || isatty(fileno(stderr)) != 0);
     int rank = 0;
 #if PTSIM_HAVE_MPI
     MpiSession mpi;
@@ -204,7 +240,7 @@ Command search_command() {
     }
 #endif
     auto printer = std::make_shared<ProgressPrinter>();
-    if (!o->no_progress && rank == 0) so.progress = [printer](const sim::SearchProgress& p) { (*printer)(p); };
+    if (show_progress && rank == 0) so.progress = [printer](const sim::SearchProgress& p) { (*printer)(p); };
     sim::SearchResult r;
 #if PTSIM_HAVE_MPI
     if (mpi.size() > 1) {
@@ -221,8 +257,13 @@ Command search_command() {
     r = sim::search(base, so);
 #endif
     if (rank != 0) return 0;
-    const bool to_stdout = o->json == "-" || o->csv == "-";
-    if (!o->quiet && !to_stdout) std::cout << sim::search_summary_text(r);
+    if (!o->quiet && !to_stdout) std::cout << sim::search_summary_text(r, o->explain);
+    if (!o->emit.empty()) {
+      const sim::RankedPlan& p = plan_to_emit(r, o->emit[0]);
+      sim::write_output(o->emit[1], sim::plan_scenario_yaml(hw::read_input_file(o->scenario, "scenario file"),
+                                                            o->scenario, o->sets, p));
+      if (!o->quiet && !to_stdout) std::cout << fmt::format("plan #{} written to {}\n", p.rank, o->emit[1]);
+    }
     if (!o->json.empty()) sim::write_output(o->json, sim::search_to_json(r).dump(2) + "\n");
     if (!o->csv.empty()) sim::write_output(o->csv, sim::search_to_csv(r));
     return 0;

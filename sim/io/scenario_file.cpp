@@ -335,8 +335,8 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
 
 }  // namespace
 
-Scenario parse_scenario(const std::string& yaml_text, const std::string& file,
-                        const std::vector<std::string>& overrides) {
+YAML::Node scenario_yaml(const std::string& yaml_text, const std::string& file,
+                         const std::vector<std::string>& overrides) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
@@ -344,9 +344,15 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& file,
     throw ScenarioError(file, fmt::format("line {}", e.mark.line + 1), fmt::format("not valid YAML: {}", e.msg));
   }
   if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
-  const auto r = reader(file);
-  r.check_unique_keys(root);
+  reader(file).check_unique_keys(root);
   for (const auto& o : overrides) apply_override(root, o, file);
+  return root;
+}
+
+Scenario parse_scenario(const std::string& yaml_text, const std::string& file,
+                        const std::vector<std::string>& overrides) {
+  const YAML::Node root = scenario_yaml(yaml_text, file, overrides);
+  const auto r = reader(file);
   r.check_keys(root, "", kTopKeys);
   Scenario s;
   s.file = file;

@@ -22,6 +22,10 @@ inline constexpr std::int64_t kMaxMicrobatches = 1 << 20;  // gradient-accumulat
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
 Scenario parse_scenario(const std::string& yaml_text, const std::string& file,
                         const std::vector<std::string>& overrides = {});
+// The scenario's YAML document with the overrides applied, before any key is read
+// (for tools that write a scenario back, e.g. `ptsim search --emit-scenario`).
+YAML::Node scenario_yaml(const std::string& yaml_text, const std::string& file,
+                         const std::vector<std::string>& overrides = {});
 
 // Sets plan.par.num_microbatches = global_batch / (micro_batch × dp) when it divides
 // (validate() reports it when it does not).

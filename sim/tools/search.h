@@ -25,13 +25,27 @@
 
 namespace ptsim::sim {
 
-// Progress of a running search (for a progress bar).
+// Progress of a running search (for a progress bar), phase by phase:
+//   check     every candidate plan: validity, analytical memory, the bound
+//             (done / total = candidates checked / SearchResult::candidates);
+//   simulate  the plans that fit, best bound first
+//             (done / total = plans settled, simulated or beaten by the bound /
+//             SearchResult::fit).
 struct SearchProgress {
-  std::int64_t done = 0;   // candidates settled (simulated or pruned by the bound)
-  std::int64_t total = 0;  // candidates that survived the memory / validity pruning
-  std::int64_t simulated = 0;
-  double elapsed_s = 0;
+  enum class Phase : std::uint8_t { check, simulate };
+  Phase phase = Phase::check;
+  std::int64_t done = 0, total = 0;
+  std::int64_t simulated = 0;  // simulate: plans simulated so far
+  // simulate: the plans not yet settled whose bound still beats the current
+  // threshold, i.e. the most that can still be simulated (the threshold only rises).
+  std::int64_t still_to_simulate = 0;
+  double elapsed_s = 0;        // since the search started
+  double phase_elapsed_s = 0;  // since this phase started
   double best_tokens_per_s = 0;
+  // Seconds left in this phase, from this phase's own measured time per item
+  // (check: per candidate checked; simulate: per plan simulated, times
+  // still_to_simulate, so an upper bound); negative when nothing is measured yet.
+  double eta_s = -1;
 };
 
 // One candidate's simulated metrics, as exchanged between processes.
@@ -50,6 +64,8 @@ struct SearchOptions {
   std::vector<std::string> fix;
   std::vector<int> gpus;  // cluster sizes to sweep; empty = the scenario's
   int top_k = 10;
+  // A plan must leave this fraction of the GPU memory free (--min-headroom 10% = 0.1).
+  double min_headroom = 0;
   int threads = 0;               // 0 = every hardware thread
   bool full = false;             // simulate every rank instead of one per stage
   int max_micro_batch_size = 8;  // micro-batch sizes 1..this that divide gbs / dp
@@ -79,7 +95,19 @@ struct RankedPlan {
   double tokens_per_s = 0, model_tflops_per_gpu = 0, mfu = 0, bubble_fraction = 0, peak_bytes = 0, iteration_time_s = 0;
   std::array<double, kNumDims> exposed_comm_s{};
   double bound_tokens_per_s = 0;  // the analytical upper bound it had
+  int equivalents = 0;            // other plans equivalent to this one (plans_equivalent), not listed
+  double scaling_efficiency = 0;  // best_per_size only: tokens/s per GPU over the smallest size's
 };
+
+// Ranking: more tokens/s first, compared as rounded to whole tokens/s (what the
+// table prints); then lower peak memory; then the plan key (gpus, dp, tp, pp, cp,
+// ep, schedule, v, micro-batch, ZeRO, recompute, sp), so the order is total.
+// Two plans are equivalent when they have the same GPUs, dp, tp, pp, cp and ep, the
+// same tokens/s rounded to a whole token/s and the same peak memory rounded to a
+// MiB: they differ only in knobs that change neither (e.g. the ZeRO stage with
+// dp = 1). The table lists the best-ranked one with "+N" for the others.
+double rounded_tokens_per_s(double tokens_per_s);
+bool plans_equivalent(const RankedPlan& a, const RankedPlan& b);
 
 // A family of plans (same GPUs, tp, pp, cp, ep) and why none of it is in the top K.
 struct FamilyVerdict {
@@ -88,9 +116,13 @@ struct FamilyVerdict {
 };
 
 struct SearchResult {
-  std::vector<RankedPlan> plans;               // top K, best first
+  std::vector<RankedPlan> plans;               // top K (equivalent plans collapsed), best first
+  std::vector<RankedPlan> best_per_size;       // the best plan of each cluster size, smallest size first
   std::map<std::string, std::int64_t> pruned;  // reason → count
-  std::int64_t candidates = 0, simulated = 0;
+  // candidates = every plan enumerated; fit = those valid whose analytical peak
+  // fits (the plans the simulate phase settles); simulated ⊆ fit.
+  std::int64_t candidates = 0, fit = 0, simulated = 0;
+  double min_headroom = 0;
   std::vector<FamilyVerdict> losers;
   double capacity_bytes = 0;
   double wall_time_s = 0;
@@ -126,6 +158,16 @@ SearchResult search(const Scenario& base, const SearchOptions& opt);
 // "candidates": N, "simulated": M}.
 nlohmann::json search_to_json(const SearchResult& r);
 std::string search_to_csv(const SearchResult& r);
-std::string search_summary_text(const SearchResult& r);
+// The summary for a terminal: every line within 100 columns; `explain` adds the
+// prune reasons in full and one line per losing family.
+std::string search_summary_text(const SearchResult& r, bool explain = false);
+// Plan `p` of a search over the scenario `scenario_text` (read from `file`, with the
+// --set overrides `sets`) as a runnable scenario YAML: the same document with the
+// plan's cluster size, parallel sizes, schedule, micro-batch, ZeRO, recompute and
+// sequence parallelism (an even layer split). Checked to read back as that plan.
+std::string plan_scenario_yaml(const std::string& scenario_text, const std::string& file,
+                               const std::vector<std::string>& sets, const RankedPlan& p);
+// Seconds as "42s" / "3m07s"; "?" when negative or not finite.
+std::string format_eta(double seconds);
 
 }  // namespace ptsim::sim

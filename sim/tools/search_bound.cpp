@@ -1,8 +1,11 @@
 // The lower bound on the iteration time (search.h: iteration_time_lower_bound), and
 // the pre-pass that prunes every candidate without simulating it: validity, the
 // analytical memory model, and the bound turned into a throughput ceiling.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <limits>
 #include <memory>
 #include <stdexcept>
@@ -165,16 +168,21 @@ void memory_and_bound(const plan_search::SearchRun& run, const Scenario& s, Fami
     out.verdict = plan_search::Verdict::oom;
     return;
   }
+  if (out.analytic_peak > plan_search::memory_limit(run) * run.opt.oom_margin) {
+    out.verdict = plan_search::Verdict::oom;
+    out.reason = "headroom";
+    return;
+  }
   const double t = iteration_time_lower_bound(s, *run.compute, coll.of(s));
   const double tokens = static_cast<double>(s.plan.global_batch_size) * static_cast<double>(s.model.seq_length);
   out.bound_tokens_per_s = t > 0 ? tokens / t : std::numeric_limits<double>::infinity();
 }
 
-// The pre-pass of one family's candidates [begin, end).
+// The pre-pass of one family's candidates [begin, end); counts them in `checked`.
 void pre_pass_family(const plan_search::SearchRun& run, std::int64_t begin, std::int64_t end,
-                     std::vector<plan_search::PrePass>& pre) {
+                     std::vector<plan_search::PrePass>& pre, std::atomic<std::int64_t>& checked) {
   FamilyCollectives coll(run.opt.collectives);
-  for (std::int64_t i = begin; i < end; ++i) {
+  for (std::int64_t i = begin; i < end; ++i, checked.fetch_add(1, std::memory_order_relaxed)) {
     auto& out = pre[static_cast<std::size_t>(i)];
     Scenario s;
     try {
@@ -221,12 +229,32 @@ namespace plan_search {
 void pre_pass(SearchRun& run) {
   const auto families = family_ranges(run.cands);
   run.pre.assign(run.cands.size(), PrePass{});
-  parallel_for(static_cast<std::int64_t>(families.size()), run.threads,
-               [&](std::int64_t fi) {
-                 const auto& [begin, end] = families[static_cast<std::size_t>(fi)];
-                 pre_pass_family(run, begin, end, run.pre);
-               },
-               {});
+  std::atomic<std::int64_t> checked{0};
+  const auto t0 = Clock::now();
+  auto report = [&](std::int64_t) {
+    SearchProgress pr;
+    pr.phase = SearchProgress::Phase::check;
+    pr.done = checked.load(std::memory_order_relaxed);
+    pr.total = static_cast<std::int64_t>(run.cands.size());
+    pr.elapsed_s = seconds_since(run.t0);
+    pr.phase_elapsed_s = seconds_since(t0);
+    if (pr.done > 0)
+      pr.eta_s = pr.phase_elapsed_s / static_cast<double>(pr.done) * static_cast<double>(pr.total - pr.done);
+    run.opt.progress(pr);
+  };
+  std::function<void(std::int64_t)> tick;
+  if (run.opt.progress) {
+    tick = report;
+    report(0);
+  }
+  parallel_for(
+      static_cast<std::int64_t>(families.size()), run.threads,
+      [&](std::int64_t fi) {
+        const auto& [begin, end] = families[static_cast<std::size_t>(fi)];
+        pre_pass_family(run, begin, end, run.pre, checked);
+      },
+      tick);
+  if (run.opt.progress) report(0);
 }
 
 void rank_survivors(SearchRun& run) {
@@ -234,11 +262,14 @@ void rank_survivors(SearchRun& run) {
     const auto& p = run.pre[static_cast<std::size_t>(i)];
     if (p.verdict == Verdict::invalid)
       ++run.res.pruned["invalid: " + p.reason];
+    else if (p.verdict == Verdict::oom && p.reason == "headroom")
+      ++run.res.pruned[fmt::format("headroom < {:g} % (analytical)", 100 * run.opt.min_headroom)];
     else if (p.verdict == Verdict::oom)
       ++run.res.pruned["oom (analytical)"];
     else
       run.survivors.push_back(i);
   }
+  run.res.fit = static_cast<std::int64_t>(run.survivors.size());
   // Best bound first; ties by enumeration order (deterministic).
   auto bound = [&](std::int64_t i) { return run.pre[static_cast<std::size_t>(i)].bound_tokens_per_s; };
   std::stable_sort(run.survivors.begin(), run.survivors.end(),

@@ -12,7 +12,9 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "sim/tools/search.h"
@@ -24,8 +26,9 @@ using Clock = std::chrono::steady_clock;
 inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // A small thread pool for one batch: `threads` workers pull indices from an atomic
-// counter; the calling thread reports progress every 100 ms. No shared mutable
-// state other than the counters: every task writes only its own output slot.
+// counter; with a `tick`, the calling thread only reports progress (tasks finished)
+// every 100 ms, from the start. No shared mutable state other than the counters:
+// every task writes only its own output slot.
 void parallel_for(std::int64_t n, int threads, const std::function<void(std::int64_t)>& task,
                   const std::function<void(std::int64_t)>& tick);
 
@@ -51,8 +54,12 @@ struct SearchRun {
   std::vector<PlanCandidate> cands;     // enumeration order
   std::vector<PrePass> pre;             // by candidate
   std::vector<std::int64_t> survivors;  // candidates that passed the pre-pass, best bound first
+  std::vector<int> sizes;               // the cluster sizes searched, ascending
   SearchResult res;
 };
+
+// The peak memory a plan may have: the GPU memory less the --min-headroom share.
+inline double memory_limit(const SearchRun& run) { return run.base.cluster.gpu.hbm * (1.0 - run.opt.min_headroom); }
 
 // A simulated feasible candidate.
 struct Ranked {
@@ -60,12 +67,24 @@ struct Ranked {
   CandidateOutcome o;
 };
 
+// The ranking and the equivalence of search.h, on candidates.
+bool ranks_before(const SearchRun& run, const Ranked& a, const Ranked& b);
+using EquivalenceKey = std::tuple<int, int, int, int, int, int, double, double>;
+EquivalenceKey equivalence_key(int num_gpus, const models::Parallelism& par, double tokens_per_s, double peak_bytes);
+// `ranked` (in ranking order) grouped into equivalence classes, in the order of their
+// best member; each group lists indices into `ranked`, best first.
+std::vector<std::vector<std::size_t>> equivalence_groups(const SearchRun& run, const std::vector<Ranked>& ranked);
+
 // What the waves leave behind.
 struct Waves {
-  std::vector<Ranked> feasible;                           // every feasible simulated plan, best first
-  std::vector<CandidateOutcome> outcomes;                 // by survivor position
-  std::vector<bool> simulated;                            // by survivor position
-  double kth = -std::numeric_limits<double>::infinity();  // the K-th best throughput: the bound that prunes
+  std::vector<Ranked> feasible;            // every simulated plan within the memory limit, in ranking order
+  std::vector<CandidateOutcome> outcomes;  // by survivor position
+  std::vector<bool> simulated;             // by survivor position
+  // The thresholds that prune (updated between waves only): the rounded tokens/s of
+  // the K-th best group of equivalent plans, and of the best plan of each cluster size.
+  double kth = -std::numeric_limits<double>::infinity();
+  std::map<int, double> size_best;
+  std::int64_t settled = 0;  // survivors simulated or beaten by the bound
 };
 
 // Validity, memory and bound for every candidate: fills run.pre.

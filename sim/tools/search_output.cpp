@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 
@@ -86,7 +87,7 @@ Families tally_families(const plan_search::SearchRun& run, const plan_search::Wa
     if (!waves.simulated[q]) {
       ++f.bound;
       f.best_bound = std::max(f.best_bound, run.pre[static_cast<std::size_t>(i)].bound_tokens_per_s);
-    } else if (!waves.outcomes[q].feasible) {
+    } else if (!waves.outcomes[q].feasible || waves.outcomes[q].peak_bytes > plan_search::memory_limit(run)) {
       ++f.oom_sim;
       f.min_peak = std::min(f.min_peak, waves.outcomes[q].peak_bytes);
     }
@@ -129,8 +130,11 @@ std::string verdict(const plan_search::SearchRun& run, const plan_search::Waves&
                        plan_brief(best));
   }
   if (f.bound > 0)
-    return fmt::format("dominated by bound: at most {:.0f} tokens/s, below the #{} plan's {:.0f}", f.best_bound,
-                       run.opt.top_k, waves.kth);
+    return fmt::format("dominated by bound: at most {:.0f} tokens/s, below the #{} plan's {:.0f}{}", f.best_bound,
+                       run.opt.top_k, waves.kth, run.sizes.size() > 1 ? " and its size's best" : "");
+  if (f.oom + f.oom_sim > 0 && run.opt.min_headroom > 0)
+    return fmt::format("OOM or under {:g} % headroom: smallest peak {} > {} per GPU", 100 * run.opt.min_headroom,
+                       format_bytes(f.min_peak), format_bytes(plan_search::memory_limit(run)));
   if (f.oom + f.oom_sim > 0)
     return fmt::format("OOM: smallest peak {} > {} per GPU", format_bytes(f.min_peak),
                        format_bytes(run.res.capacity_bytes));
@@ -155,8 +159,7 @@ void judge_families(SearchRun& run, const Waves& waves) {
 // Output
 
 nlohmann::json search_to_json(const SearchResult& r) {
-  nlohmann::json plans = nlohmann::json::array();
-  for (const auto& p : r.plans) {
+  auto plan_json = [](const RankedPlan& p) {
     nlohmann::json j;
     j["rank"] = p.rank;
     j["plan"] = plan_to_json(p.plan);
@@ -168,20 +171,34 @@ nlohmann::json search_to_json(const SearchResult& r) {
     j["peak_bytes"] = p.peak_bytes;
     j["iteration_time_s"] = p.iteration_time_s;
     j["bound_tokens_per_s"] = p.bound_tokens_per_s;
+    j["equivalent_plans"] = p.equivalents;
     nlohmann::json ex;
     for (int d = 0; d < kNumDims; ++d)
       ex[to_string(static_cast<Dim>(d))] = p.exposed_comm_s[static_cast<std::size_t>(d)];
     j["exposed_comm_s"] = ex;
-    plans.push_back(j);
+    return j;
+  };
+  nlohmann::json plans = nlohmann::json::array();
+  for (const auto& p : r.plans) plans.push_back(plan_json(p));
+  nlohmann::json sizes = nlohmann::json::array();
+  for (const auto& p : r.best_per_size) {
+    nlohmann::json j = plan_json(p);
+    j.erase("rank");
+    j["tokens_per_s_per_gpu"] = p.tokens_per_s / p.num_gpus;
+    j["scaling_efficiency"] = p.scaling_efficiency;
+    sizes.push_back(j);
   }
   nlohmann::json pruned = nlohmann::json::object();
   for (const auto& [k, v] : r.pruned) pruned[k] = v;
   nlohmann::json losers = nlohmann::json::array();
   for (const auto& l : r.losers) losers.push_back({{"family", l.family}, {"reason", l.reason}});
   return {{"plans", plans},
+          {"best_per_size", sizes},
           {"pruned", pruned},
           {"candidates", r.candidates},
+          {"fit", r.fit},
           {"simulated", r.simulated},
+          {"min_headroom", r.min_headroom},
           {"families_lost", losers}};
 }
 
@@ -189,42 +206,159 @@ std::string search_to_csv(const SearchResult& r) {
   std::string out =
       "rank,num_gpus,dp,tp,pp,cp,ep,vpp,pipeline_schedule,micro_batch_size,num_microbatches,zero_stage,recompute,"
       "sequence_parallel,tokens_per_s,model_tflops_per_gpu,mfu,bubble_fraction,exposed_comm_s,peak_bytes,"
-      "iteration_time_s\n";
+      "iteration_time_s,equivalent_plans\n";
   for (const auto& p : r.plans) {
     const auto& q = p.plan.par;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.0f},{:.6g}\n",
-                       p.rank, p.num_gpus, q.dp, q.tp, q.pp, q.cp, q.ep, q.vpp, models::to_string(q.schedule),
-                       q.micro_batch_size, q.num_microbatches, q.zero_stage, models::to_string(q.recompute),
-                       q.sequence_parallel ? "true" : "false", p.tokens_per_s, p.model_tflops_per_gpu, p.mfu,
-                       p.bubble_fraction, total_exposed(p.exposed_comm_s), p.peak_bytes, p.iteration_time_s);
+    out += fmt::format(
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.0f},{:.6g},{}\n", p.rank,
+        p.num_gpus, q.dp, q.tp, q.pp, q.cp, q.ep, q.vpp, models::to_string(q.schedule), q.micro_batch_size,
+        q.num_microbatches, q.zero_stage, models::to_string(q.recompute), q.sequence_parallel ? "true" : "false",
+        p.tokens_per_s, p.model_tflops_per_gpu, p.mfu, p.bubble_fraction, total_exposed(p.exposed_comm_s), p.peak_bytes,
+        p.iteration_time_s, p.equivalents);
   }
   return out;
 }
 
-std::string search_summary_text(const SearchResult& r) {
-  std::string out;
-  out += fmt::format("{} candidate plans, {} simulated, {:.2f} s\n", r.candidates, r.simulated, r.wall_time_s);
-  out += fmt::format("{:>4} {:>6} {:<64} {:>11} {:>8} {:>6} {:>7} {:>9} {:>10}\n", "rank", "gpus", "plan", "tokens/s",
-                     "TFLOP/s", "MFU", "bubble", "exp.comm", "peak mem");
-  for (const auto& p : r.plans)
-    out += fmt::format("{:>4} {:>6} {:<64} {:>11.0f} {:>8.1f} {:>5.1f}% {:>6.1f}% {:>8.3f}s {:>10}\n", p.rank,
-                       p.num_gpus, plan_brief(p.plan), p.tokens_per_s, p.model_tflops_per_gpu, 100 * p.mfu,
-                       100 * p.bubble_fraction, total_exposed(p.exposed_comm_s), format_bytes(p.peak_bytes));
-  if (r.plans.empty() && r.candidates == 0)
-    out +=
-        "no plan fits: no candidate plan at all. A plan needs tensor_parallel to divide cluster.num_gpus, "
-        "model.num_attention_heads and model.num_query_groups; pipeline_parallel to divide model.num_layers and "
-        "the GPUs left; context_parallel and data_parallel the GPUs left: check the --fix values against these\n";
-  else if (r.plans.empty())
-    out += "no plan fits: see the reasons below\n";
-  out += "pruned:";
-  for (const auto& [k, v] : r.pruned) out += fmt::format("  {} {}", k, v);
-  out += "\n";
+namespace {
+
+constexpr std::size_t kColumns = 100;
+
+// `text` wrapped at word boundaries to kColumns; continuation lines indented by `indent`.
+std::string wrapped(const std::string& text, std::size_t indent) {
+  std::string out, line;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t sp = text.find(' ', pos + 1);
+    const std::string word = text.substr(pos, sp == std::string::npos ? std::string::npos : sp - pos);
+    if (!line.empty() && line.size() + word.size() > kColumns) {
+      out += line + "\n";
+      line = std::string(indent, ' ');
+      const std::size_t first = word.find_first_not_of(' ');
+      line += first == std::string::npos ? std::string() : word.substr(first);
+    } else {
+      line += word;
+    }
+    pos = sp == std::string::npos ? text.size() : sp;
+  }
+  return out + line + "\n";
+}
+
+std::string short_schedule(const models::Parallelism& q) {
+  if (q.schedule == models::Schedule::interleaved_1f1b) return fmt::format("i1f1b v{}", q.vpp);
+  return std::string(models::to_string(q.schedule));
+}
+
+std::string short_recompute(models::Recompute rc) {
+  return rc == models::Recompute::selective ? "sel" : std::string(models::to_string(rc));
+}
+
+// The plan columns of a table row (and, with header, their titles).
+std::string plan_cells(int gpus, const models::Parallelism& q, bool with_ep) {
+  return fmt::format("{:>5} {:>4} {:>3} {:>3} {:>3}{} {:<8} {:>3} {:>4} {:<4} {:<2}", gpus, q.dp, q.tp, q.pp, q.cp,
+                     with_ep ? fmt::format(" {:>3}", q.ep) : std::string(), short_schedule(q), q.micro_batch_size,
+                     q.zero_stage, short_recompute(q.recompute), q.sequence_parallel ? "on" : "-");
+}
+
+std::string plan_titles(bool with_ep) {
+  return fmt::format("{:>5} {:>4} {:>3} {:>3} {:>3}{} {:<8} {:>3} {:>4} {:<4} {:<2}", "gpus", "dp", "tp", "pp", "cp",
+                     with_ep ? fmt::format(" {:>3}", "ep") : std::string(), "schedule", "mbs", "zero", "rc", "sp");
+}
+
+bool any_ep(const std::vector<RankedPlan>& plans) {
+  return std::any_of(plans.begin(), plans.end(), [](const RankedPlan& p) { return p.plan.par.ep > 1; });
+}
+
+std::string counts_text(const SearchResult& r) {
+  std::int64_t invalid = 0, memory = 0;
+  for (const auto& [k, v] : r.pruned) {
+    if (k.rfind("invalid", 0) == 0) invalid += v;
+    if (k.find("analytical") != std::string::npos) memory += v;
+  }
+  const auto at = [&](const char* k) { return r.pruned.count(k) ? r.pruned.at(k) : std::int64_t{0}; };
+  std::string memory_what = r.min_headroom > 0
+                                ? fmt::format("out of memory or under {:g} % headroom", 100 * r.min_headroom)
+                                : std::string("out of memory");
+  std::string out =
+      wrapped(fmt::format("{} candidate plans in {:.1f} s: {} invalid, {} {}, {} fit; of those {} simulated, {} "
+                          "beaten by the bound",
+                          r.candidates, r.wall_time_s, invalid, memory, memory_what, r.fit, r.simulated, at("bound")),
+              2);
+  std::int64_t sim_lost = 0;  // simulated, then over the memory limit
+  for (const auto& [k, v] : r.pruned)
+    if (k.find("(simulated)") != std::string::npos) sim_lost += v;
+  if (sim_lost > 0) out += fmt::format("  ({} simulated plans over the memory limit)\n", sim_lost);
+  return out;
+}
+
+std::string top_table(const SearchResult& r) {
+  const bool ep = any_ep(r.plans);
+  std::string out = fmt::format("{:>2} {} {:>9} {:>6} {:>6} {:>6} {:>9} {:>3}\n", "#", plan_titles(ep), "tokens/s",
+                                "MFU", "bubble", "comm", "peak", "+eq");
+  for (const auto& p : r.plans) {
+    const double comm = p.iteration_time_s > 0 ? total_exposed(p.exposed_comm_s) / p.iteration_time_s : 0;
+    out += fmt::format("{:>2} {} {:>9.0f} {:>5.1f}% {:>5.1f}% {:>5.1f}% {:>9} {:>3}\n", p.rank,
+                       plan_cells(p.num_gpus, p.plan.par, ep), p.tokens_per_s, 100 * p.mfu, 100 * p.bubble_fraction,
+                       100 * comm, format_bytes(p.peak_bytes),
+                       p.equivalents > 0 ? fmt::format("+{}", p.equivalents) : std::string("-"));
+  }
+  out += wrapped(
+      "comm: exposed communication, % of the iteration. peak: peak memory per GPU. +eq: +N equivalent plans not listed "
+      "(same GPUs, dp, tp, pp, cp and ep, same tokens/s and peak memory; they differ in a knob that changes "
+      "neither). i1f1b v6: interleaved 1F1B with 6 virtual stages. rc: recompute.",
+      0);
+  return out;
+}
+
+std::string size_table(const SearchResult& r) {
+  const bool ep = any_ep(r.best_per_size);
+  std::string out =
+      wrapped(fmt::format("best plan per cluster size (efficiency: tokens/s per GPU relative to {} GPUs):",
+                          r.best_per_size.front().num_gpus),
+              2);
+  out += fmt::format("{} {:>9} {:>7} {:>5} {:>9}\n", plan_titles(ep), "tokens/s", "per GPU", "eff.", "peak");
+  for (const auto& p : r.best_per_size)
+    out += fmt::format("{} {:>9.0f} {:>7.1f} {:>4.0f}% {:>9}\n", plan_cells(p.num_gpus, p.plan.par, ep), p.tokens_per_s,
+                       p.tokens_per_s / p.num_gpus, 100 * p.scaling_efficiency, format_bytes(p.peak_bytes));
+  return out;
+}
+
+std::string explain_text(const SearchResult& r) {
+  std::string out = "pruned, by reason:\n";
+  for (const auto& [k, v] : r.pruned) out += wrapped(fmt::format("  {:>8}  {}", v, k), 12);
   if (!r.losers.empty()) {
     out += "families not in the top plans:\n";
-    for (const auto& l : r.losers) out += fmt::format("  {:<28} {}\n", l.family, l.reason);
+    for (const auto& l : r.losers) out += wrapped(fmt::format("  {:<28} {}", l.family, l.reason), 31);
   }
   return out;
+}
+
+}  // namespace
+
+std::string search_summary_text(const SearchResult& r, bool explain) {
+  std::string out = counts_text(r);
+  if (!r.plans.empty()) out += top_table(r);
+  if (r.plans.empty() && r.candidates == 0)
+    out += wrapped(
+        "no plan fits: no candidate plan at all. A plan needs tensor_parallel to divide cluster.num_gpus, "
+        "model.num_attention_heads and model.num_query_groups; pipeline_parallel to divide model.num_layers and "
+        "the GPUs left; context_parallel and data_parallel the GPUs left: check the --fix values against these",
+        2);
+  else if (r.plans.empty())
+    out += explain ? "no plan fits: see the reasons below\n" : "no plan fits: --explain says why\n";
+  if (r.best_per_size.size() > 1) out += size_table(r);
+  if (explain)
+    out += explain_text(r);
+  else if (!r.losers.empty())
+    out += fmt::format("{} families (same GPUs, tp, pp, cp, ep) not in the top plans: --explain says why\n",
+                       r.losers.size());
+  return out;
+}
+
+std::string format_eta(double s) {
+  if (s < 0 || !std::isfinite(s)) return "?";
+  const double r = std::round(s);
+  if (r < 60) return fmt::format("{:.0f}s", r);
+  return fmt::format("{:.0f}m{:02.0f}s", std::floor(r / 60), std::fmod(r, 60));
 }
 
 }  // namespace ptsim::sim

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "sim/core/simulate.h"
 #include "sim/io/result_json.h"
@@ -12,6 +15,17 @@
 
 namespace ptsim::sim {
 namespace {
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t nl = text.find('\n', pos);
+    lines.push_back(text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos));
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+  }
+  return lines;
+}
 
 // 8 GPUs, 8 layers, global batch 16: small enough to simulate every plan.
 Scenario small_scenario() {
@@ -77,6 +91,8 @@ TEST(Search, BoundPruningKeepsTheExhaustiveTopK) {
   for (std::size_t i = 0; i < 5; ++i) {
     EXPECT_EQ(plan_to_json(bb.plans[i].plan), plan_to_json(ex.plans[i].plan)) << "rank " << i + 1;
     EXPECT_DOUBLE_EQ(bb.plans[i].tokens_per_s, ex.plans[i].tokens_per_s);
+    // The bound never cuts a plan equivalent to one in the top K either.
+    EXPECT_EQ(bb.plans[i].equivalents, ex.plans[i].equivalents) << "rank " << i + 1;
   }
   // Branch and bound must actually cut something on this space.
   EXPECT_LT(bb.simulated, ex.simulated);
@@ -104,8 +120,11 @@ TEST(Search, JsonShapeFollowsContract) {
   // simulator found out of memory are counted in both.
   std::int64_t before = 0;
   for (const auto& [k, v] : r.pruned)
-    if (k != "oom (simulated)") before += v;
+    if (k.find("(simulated)") == std::string::npos) before += v;
   EXPECT_EQ(before + r.simulated, r.candidates);
+  // The plans that fit are those neither invalid nor pruned by the analytical memory model.
+  EXPECT_EQ(j["fit"].get<std::int64_t>(), r.fit);
+  EXPECT_EQ(r.fit, r.simulated + r.pruned.at("bound"));
 }
 
 TEST(Search, FixRestrictsAndRejectsUnknownKeys) {
@@ -150,6 +169,168 @@ TEST(Search, LowerBoundHoldsOnGpt3Default) {
   EXPECT_LE(lb, t);
   // And it is not trivially loose: compute alone is most of a 1F1B iteration.
   EXPECT_GT(lb, 0.5 * t);
+}
+
+// The ranking: no two listed plans equivalent; more tokens/s (rounded) first, then
+// less memory. With dp = cp = 1 (ZeRO shards over dp·cp) ZeRO stages 0 and 1 give
+// the same plan: each listed plan stands for at least one other.
+TEST(Search, CollapsesEquivalentPlansAndBreaksTiesByMemory) {
+  SearchOptions o = small_options();
+  o.fix.push_back("parallel.data_parallel=1");
+  o.fix.push_back("parallel.context_parallel=1");
+  o.prune_by_bound = false;
+  o.top_k = 1000000;
+  const SearchResult r = search(small_scenario(), o);
+  ASSERT_GE(r.plans.size(), 3u);
+  std::int64_t listed_or_collapsed = 0;
+  for (std::size_t i = 0; i < r.plans.size(); ++i) {
+    const auto& p = r.plans[i];
+    EXPECT_EQ(p.plan.par.dp, 1);
+    EXPECT_GE(p.equivalents, 1) << plan_to_json(p.plan).dump();
+    listed_or_collapsed += 1 + p.equivalents;
+    for (std::size_t j = 0; j < i; ++j) EXPECT_FALSE(plans_equivalent(r.plans[j], p)) << i << " vs " << j;
+    if (i == 0) continue;
+    const auto& q = r.plans[i - 1];
+    EXPECT_GE(rounded_tokens_per_s(q.tokens_per_s), rounded_tokens_per_s(p.tokens_per_s));
+    if (rounded_tokens_per_s(q.tokens_per_s) == rounded_tokens_per_s(p.tokens_per_s))
+      EXPECT_LE(q.peak_bytes, p.peak_bytes);
+  }
+  // Every feasible simulated plan is listed or counted as an equivalent of one.
+  std::int64_t lost = 0;
+  for (const auto& [k, v] : r.pruned)
+    if (k.find("(simulated)") != std::string::npos) lost += v;
+  EXPECT_EQ(listed_or_collapsed, r.simulated - lost);
+}
+
+TEST(Search, PlansEquivalentComparesSizesThroughputAndMemory) {
+  RankedPlan a;
+  a.num_gpus = 8;
+  a.plan.par.dp = 1;
+  a.plan.par.tp = 8;
+  a.tokens_per_s = 1000.2;
+  a.peak_bytes = 10e9;
+  RankedPlan b = a;
+  b.plan.par.zero_stage = 1;  // a knob outside the sizes
+  b.tokens_per_s = 999.9;     // the same whole tokens/s
+  EXPECT_TRUE(plans_equivalent(a, b));
+  b.peak_bytes = 10e9 + 2e6;  // 2 MB more: not the same memory
+  EXPECT_FALSE(plans_equivalent(a, b));
+  b = a;
+  b.tokens_per_s = 1001;
+  EXPECT_FALSE(plans_equivalent(a, b));
+  b = a;
+  b.plan.par.tp = 4;
+  b.plan.par.dp = 2;
+  EXPECT_FALSE(plans_equivalent(a, b));
+}
+
+TEST(Search, MinHeadroomLeavesThatMuchMemoryFree) {
+  const Scenario base = small_scenario();
+  SearchOptions o = small_options();
+  const SearchResult free_all = search(base, o);
+  ASSERT_FALSE(free_all.plans.empty());
+  // A headroom that leaves just under the best plan's peak excludes it.
+  o.min_headroom = 1 - 0.999 * free_all.plans.front().peak_bytes / base.cluster.gpu.hbm;
+  const SearchResult r = search(base, o);
+  for (const auto& p : r.plans) EXPECT_LE(p.peak_bytes, base.cluster.gpu.hbm * (1 - o.min_headroom));
+  ASSERT_FALSE(r.plans.empty());
+  EXPECT_NE(plan_to_json(r.plans.front().plan), plan_to_json(free_all.plans.front().plan));
+  o.min_headroom = 1.0;
+  EXPECT_THROW(search(base, o), std::invalid_argument);
+  o.min_headroom = -0.1;
+  EXPECT_THROW(search(base, o), std::invalid_argument);
+}
+
+// With several sizes: the best plan of each, whether or not the top K holds it;
+// the same as an exhaustive search's; efficiency per GPU against the smallest.
+TEST(Search, BestPlanPerClusterSize) {
+  const Scenario base = small_scenario();
+  SearchOptions o = small_options();
+  o.gpus = {8, 16, 32};
+  o.top_k = 2;
+  SearchOptions all = o;
+  all.prune_by_bound = false;
+  const SearchResult r = search(base, o), ex = search(base, all);
+  ASSERT_EQ(r.best_per_size.size(), 3u);
+  ASSERT_EQ(ex.best_per_size.size(), 3u);
+  const double per_gpu_8 = r.best_per_size[0].tokens_per_s / 8;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const auto& p = r.best_per_size[i];
+    EXPECT_EQ(p.num_gpus, o.gpus[i]);
+    EXPECT_EQ(plan_to_json(p.plan), plan_to_json(ex.best_per_size[i].plan)) << p.num_gpus << " GPUs";
+    EXPECT_DOUBLE_EQ(p.tokens_per_s, ex.best_per_size[i].tokens_per_s);
+    EXPECT_NEAR(p.scaling_efficiency, p.tokens_per_s / p.num_gpus / per_gpu_8, 1e-12);
+  }
+  EXPECT_DOUBLE_EQ(r.best_per_size[0].scaling_efficiency, 1.0);
+  for (const auto& line : split_lines(search_summary_text(r))) EXPECT_LE(line.size(), 100u) << line;
+  EXPECT_NE(search_summary_text(r).find("best plan per cluster size"), std::string::npos);
+}
+
+// --emit-scenario: the written YAML, run again, gives the search's numbers for that plan.
+TEST(Search, EmittedScenarioRunsToTheSameNumbers) {
+  const std::string yaml =
+      testing::tiny_gpt_yaml(/*pp=*/1, /*dp=*/8, /*tp=*/1, /*layers=*/8, /*gbs=*/16, "", /*vocab=*/1024);
+  const Scenario base = parse_scenario(yaml, "tiny.yaml");
+  const SearchResult r = search(base, small_options());
+  ASSERT_GE(r.plans.size(), 3u);
+  for (const auto& p : {r.plans[0], r.plans[2]}) {
+    const std::string emitted = plan_scenario_yaml(yaml, "tiny.yaml", {}, p);
+    const Scenario back = parse_scenario(emitted, "emitted.yaml");
+    SimulateOptions so;
+    so.fold = true;
+    const Result again = simulate(back, so).result;
+    EXPECT_DOUBLE_EQ(again.iteration_time_s, p.iteration_time_s) << emitted;
+    EXPECT_DOUBLE_EQ(again.tokens_per_s, p.tokens_per_s);
+    EXPECT_DOUBLE_EQ(again.peak_bytes, p.peak_bytes);
+  }
+  // --set overrides given to the search are kept in the emitted scenario.
+  const std::string with_set = plan_scenario_yaml(yaml, "tiny.yaml", {"name=renamed"}, r.plans[0]);
+  EXPECT_EQ(parse_scenario(with_set, "emitted.yaml").name, "renamed");
+}
+
+// Progress from the start, phase by phase, with totals that are the summary's counts.
+TEST(Search, ProgressCountsAgreeWithTheSummary) {
+  std::vector<SearchProgress> seen;
+  SearchOptions o = small_options();
+  o.progress = [&](const SearchProgress& p) { seen.push_back(p); };
+  const SearchResult r = search(small_scenario(), o);
+  ASSERT_GE(seen.size(), 4u);
+  EXPECT_EQ(seen.front().phase, SearchProgress::Phase::check);
+  EXPECT_EQ(seen.front().done, 0);
+  bool simulate_seen = false;
+  for (const auto& p : seen) {
+    if (p.phase == SearchProgress::Phase::check) {
+      EXPECT_FALSE(simulate_seen);
+      EXPECT_EQ(p.total, r.candidates);
+    } else {
+      simulate_seen = true;
+      EXPECT_EQ(p.total, r.fit);
+      EXPECT_LE(p.simulated, r.simulated);
+    }
+    EXPECT_LE(p.done, p.total);
+    if (p.eta_s >= 0) EXPECT_TRUE(std::isfinite(p.eta_s));
+  }
+  EXPECT_TRUE(simulate_seen);
+  EXPECT_EQ(seen.back().done, r.fit);
+  EXPECT_EQ(seen.back().simulated, r.simulated);
+  EXPECT_EQ(seen.back().eta_s, 0);
+}
+
+TEST(Search, SummaryFitsIn100ColumnsAndExplainListsTheFamilies) {
+  const SearchResult r = search(small_scenario(), small_options());
+  ASSERT_FALSE(r.losers.empty());
+  const std::string brief = search_summary_text(r), full = search_summary_text(r, true);
+  for (const auto& line : split_lines(brief)) EXPECT_LE(line.size(), 100u) << line;
+  for (const auto& line : split_lines(full)) EXPECT_LE(line.size(), 100u) << line;
+  EXPECT_EQ(brief.find(r.losers.front().family), std::string::npos);
+  EXPECT_NE(brief.find("--explain"), std::string::npos);
+  EXPECT_NE(full.find(r.losers.front().family), std::string::npos);
+}
+
+TEST(Search, FormatEta) {
+  EXPECT_EQ(format_eta(-1), "?");
+  EXPECT_EQ(format_eta(42), "42s");
+  EXPECT_EQ(format_eta(187), "3m07s");
 }
 
 }  // namespace
