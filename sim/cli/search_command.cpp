@@ -115,8 +115,9 @@ class ProgressPrinter {
         check ? fmt::format("checking plans: {}/{} candidates", p.done, p.total)
               : fmt::format("simulating: {}/{} plans that fit settled, {} simulated, best {:.0f} tokens/s", p.done,
                             p.total, p.simulated, p.best_tokens_per_s);
-    const std::string eta = end ? fmt::format("{:.1f} s", p.elapsed_s)
-                                : fmt::format("ETA {}{}", check ? "" : "<= ", sim::format_eta(p.eta_s));
+    std::string eta = fmt::format("{:.1f} s", p.elapsed_s);
+    if (!end && p.eta_s >= 0) eta = fmt::format("ETA {}{}", check ? "" : "<= ", sim::format_eta(p.eta_s));
+    if (!end && p.eta_s < 0) eta = check ? "ETA ?" : "ETA once the top plans are simulated";
     if (tty_) {
       std::fprintf(stderr, "\r\033[K%s, %s", counts.c_str(), eta.c_str());
       if (end) std::fprintf(stderr, "\n");

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -78,7 +79,7 @@ void report_progress(const SearchRun& run, const Waves& waves, const WaveProgres
   const std::int64_t sims = simulated - wp.sims_before;
   if (pr.done >= pr.total)
     pr.eta_s = 0;
-  else if (sims > 0)
+  else if (sims > 0 && std::isfinite(waves.kth))  // before the top K is full nothing can be beaten yet
     pr.eta_s = pr.phase_elapsed_s / static_cast<double>(sims) * static_cast<double>(to_simulate);
   run.opt.progress(pr);
 }
