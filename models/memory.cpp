@@ -54,22 +54,42 @@ std::vector<int> stage_layer_indices(const ModelSpec& m, const Parallelism& p, i
 
 // ------------------------------------------------------------ model states ---
 
-ModelStates state_bytes_per_param(Precision precision) {
-  // ZeRO (Rajbhandari et al. SC'20) §3.1: mixed-precision Adam keeps fp16/bf16
-  // weights and gradients (2 + 2 bytes) and K = 12 bytes of fp32 master weights,
-  // momentum and variance. fp32 training: 4-byte weights and gradients, Adam's m
-  // and v (8 bytes), no separate master copy. fp8 (Transformer Engine): weights
-  // stay bf16 and are cast to fp8 per GEMM (the fp8 copies are transient
-  // workspace), so the states are the bf16 ones.
-  if (precision == Precision::fp32) return {4.0, 4.0, 8.0};
-  return {2.0, 2.0, 12.0};
+ModelStates state_bytes_per_param(Precision precision, StateLayout layout) {
+  switch (layout) {
+    case StateLayout::megatron:
+      // Megatron-core distributed-optimizer guide (docs/source/api-guide/
+      // dist_optimizer.md), theoretical bytes per parameter: "fp16 parameters,
+      // fp16 gradients: 20 | 4 + 16/d"; "bf16 parameters, fp32 gradients: 18 |
+      // 6 + 12/d"; "fp32 parameters, fp32 gradients: 16 | 8 + 8/d". The /d part
+      // is what the distributed optimizer shards: fp32 main params and Adam m, v,
+      // and for fp16 also the fp32 main-grad copy. bf16 grads accumulate in an
+      // fp32 buffer (accumulate_allreduce_grads_in_fp32, forced on for bf16).
+      // fp8 (Transformer Engine) keeps bf16 weights: the bf16 row.
+      if (precision == Precision::fp32) return {4.0, 4.0, 8.0};
+      if (precision == Precision::fp16) return {2.0, 2.0, 16.0};
+      return {2.0, 4.0, 12.0};
+    case StateLayout::deepspeed:
+      // ZeRO (Rajbhandari et al. SC'20) §3.1: mixed-precision Adam keeps fp16/bf16
+      // weights and gradients (2 + 2 bytes) and K = 12 bytes of fp32 master
+      // weights, momentum and variance. fp32 training: 4-byte weights and
+      // gradients, Adam's m and v (8 bytes), no separate master copy.
+      if (precision == Precision::fp32) return {4.0, 4.0, 8.0};
+      return {2.0, 2.0, 12.0};
+    case StateLayout::fsdp:
+      // PyTorch FSDP (FlatParameter): the sharded flat parameter keeps the
+      // original fp32 dtype and is what the optimizer steps; with
+      // MixedPrecision(param_dtype=bf16) only the all-gathered unit is bf16, and
+      // the reduced gradient shard is cast back to fp32. m and v in fp32.
+      return {4.0, 4.0, 8.0};
+  }
+  return {4.0, 4.0, 8.0};  // unreachable: every layout returns above
 }
 
-ModelStates zero_model_state_bytes(double psi, int dp, int stage, Precision precision) {
+ModelStates zero_model_state_bytes(double psi, int dp, int stage, Precision precision, StateLayout layout) {
   if (dp < 1) throw std::invalid_argument(fmt::format("data-parallel size must be >= 1, got {}", dp));
   if (stage < 0 || stage > 3) throw std::invalid_argument(fmt::format("zero_stage must be 0..3, got {}", stage));
   if (psi < 0) throw std::invalid_argument(fmt::format("parameter count must be >= 0, got {}", psi));
-  const ModelStates per = state_bytes_per_param(precision);
+  const ModelStates per = state_bytes_per_param(precision, layout);
   const double n = dp;
   // ZeRO §5: P_os shards the optimizer state, P_os+g also the gradients,
   // P_os+g+p also the parameters, each 1/N_d per GPU.
@@ -176,8 +196,10 @@ ModelStates model_states(const ModelSpec& m, const Parallelism& p, int stage) {
   // weights over the expert-data-parallel group dp·cp/ep.
   const int n_dense = p.dp * p.cp;
   const int n_expert = n_dense / p.ep;
-  const ModelStates d = zero_model_state_bytes(static_cast<double>(lp.dense), n_dense, p.zero_stage, p.precision);
-  const ModelStates e = zero_model_state_bytes(static_cast<double>(lp.expert), n_expert, p.zero_stage, p.precision);
+  const ModelStates d =
+      zero_model_state_bytes(static_cast<double>(lp.dense), n_dense, p.zero_stage, p.precision, p.state_layout);
+  const ModelStates e =
+      zero_model_state_bytes(static_cast<double>(lp.expert), n_expert, p.zero_stage, p.precision, p.state_layout);
   ModelStates s{d.params + e.params, d.grads + e.grads, d.optimizer + e.optimizer};
   // ZeRO-Offload (Ren et al. 2021): the optimizer state and step live in CPU
   // memory. ZeRO-Infinity parameter offload: the parameter shards live in CPU
@@ -274,6 +296,19 @@ double head_activation_bytes(const ModelSpec& m, const Parallelism& p) {
   return 2.0 * e * sbh * rep + tokens * vocab * (4.0 + e);
 }
 
+double recompute_working_set_bytes(const ModelSpec& m, const Parallelism& p, bool moe_layer) {
+  if (p.recompute == Recompute::none) return 0.0;
+  // Full: Megatron's CheckpointFunction re-runs the layer's forward under
+  // enable_grad right before its backward (tensor_parallel/random.py), so every
+  // tensor the plain forward saves exists again until that backward ends.
+  // Selective: the checkpointed core attention re-creates its scores, softmax
+  // and dropout (Korthikanti §5: the 5as²b term), which the naive kernel saves
+  // and FlashAttention never materialises.
+  Parallelism plain = p;
+  plain.recompute = Recompute::none;
+  return activation_bytes_per_layer(m, plain, moe_layer) - activation_bytes_per_layer(m, p, moe_layer);
+}
+
 // ---------------------------------------------------------------- pipeline ---
 
 int in_flight_microbatch_chunks(const Parallelism& p, int stage) {
@@ -291,11 +326,12 @@ int in_flight_microbatch_chunks(const Parallelism& p, int stage) {
     // interleaving): min(pp − rank − 1, m) warm-up forwards + 1 in steady state.
     return std::min(m, p.pp - stage);
   }
-  // Megatron-LM forward_backward_pipelining_with_interleaving: warm-up forwards
-  // (pp − rank − 1)·2 + (vpp − 1)·pp, all of them when m == pp, capped at m·vpp;
-  // one more forward runs before the first backward frees anything.
+  // Megatron-core forward_backward_pipelining_with_interleaving (schedules.py
+  // get_pp_rank_microbatches): warm-up forwards (pp − rank − 1)·2 + (vpp − 1)·pp,
+  // capped at m·vpp (then all forwards run first); one more forward runs before
+  // the first backward frees anything. (2021 Megatron-LM also ran every forward
+  // first when m == pp; Megatron-core dropped that case.)
   const int total = m * p.vpp;
-  if (m == p.pp) return total;
   const int warmup = (p.pp - stage - 1) * 2 + (p.vpp - 1) * p.pp;
   return std::min(total, warmup + 1);
 }
@@ -314,11 +350,17 @@ double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage) {
   const LocalParams lp = stage_params(m, p, stage);
   double bytes = 0;
 
-  // Gradient reduction bucket (dp_bucket_params elements); one bucket is staged in
-  // the fp32 gradient-accumulation dtype while its reduce-scatter runs (distributed
-  // optimizer, ZeRO >= 1). Never more than the stage's gradients.
   const int dp = p.dp * p.cp;
-  if (p.zero_stage >= 1 && dp > 1) bytes += 4.0 * std::min(dp_bucket_params(dp), static_cast<double>(lp.total()));
+  if (p.state_layout == StateLayout::deepspeed && p.zero_stage >= 1 && dp > 1) {
+    // DeepSpeed ZeRO-1/2 (stage_1_and_2.py): gradients are copied into an
+    // independent-partition bucket of reduce_bucket_size elements in the gradient
+    // dtype before each reduce; never more than the stage's parameters.
+    bytes += state_bytes_per_param(p.precision, p.state_layout).grads *
+             std::min(kDeepSpeedReduceBucket, static_cast<double>(lp.total()));
+  }
+  // Megatron-core reduce-scatters and all-gathers in place in its contiguous grad
+  // and param buffers (dist_optimizer.md: "contiguous buffers for parameters and
+  // main gradients"): no staging copy. FSDP: see the ZeRO-3 block below.
   // Pipeline p2p: one received activation (forward) and one received gradient
   // (backward) of shape s/cp × b × h (/tp with SP: Megatron's scatter-gather).
   if (p.pp > 1) bytes += 2.0 * e * tokens * h * rep;
@@ -332,7 +374,12 @@ double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage) {
   if (p.zero_stage == 3 || p.offload_params) {
     std::int64_t largest = 0;
     for (int i : layers) largest = std::max(largest, layer_params_per_gpu(m, p.tp, p.ep, m.is_moe_layer(i)).total());
-    bytes += 2.0 * state_bytes_per_param(p.precision).params * static_cast<double>(largest);
+    // The gathered copy is in the compute dtype (bf16/fp16; fp32 in fp32 training).
+    const double gathered = activation_element_bytes(p.precision);
+    bytes += 2.0 * gathered * static_cast<double>(largest);
+    // FSDP: the unit's unsharded gradient (param dtype) lives until its
+    // reduce-scatter has produced the fp32 shard (FlatParamHandle, _post_backward).
+    if (p.state_layout == StateLayout::fsdp) bytes += gathered * static_cast<double>(largest);
   }
   // Largest transient gradient a layer's backward materialises: the MLP
   // up-projection output gradient, the naive-attention score gradient, or the
@@ -358,13 +405,22 @@ double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage) {
 
 // ---------------------------------------------------------------- summary ---
 
+double reserved_bytes(const Parallelism& p, double allocated) {
+  if (!(p.allocator_overhead >= 0.0)) {
+    throw std::invalid_argument(fmt::format("allocator_overhead must be >= 0, got {}", p.allocator_overhead));
+  }
+  return allocated * (1.0 + p.allocator_overhead);
+}
+
 // Consistent with what the simulator allocates: static model states from the
 // start; on each forward of a (micro-batch, chunk) the chunk's layers'
 // activations (+ the embedding activation for chunk 0 of stage 0, + the head
-// activation for the last chunk of the last stage), freed at its backward; the
-// buffers held throughout. A stage's peak is reached with the most forwards in
+// activation for the last chunk of the last stage, freed right after the head's
+// backward), freed at its backward; during each layer's backward its recompute
+// working set; the buffers held throughout. A stage's peak is reached with the most forwards in
 // flight, in_flight_microbatch_chunks, which are the first ones of the schedule
-// (their chunks given by forward_chunk).
+// (their chunks given by forward_chunk), plus the recompute working set of the
+// backward that follows them; the allocator gap scales the sum.
 std::vector<StageMemory> analytical_memory(const ModelSpec& m, const Parallelism& p) {
   check_sharding(m, p);
   std::vector<StageMemory> out;
@@ -386,8 +442,19 @@ std::vector<StageMemory> analytical_memory(const ModelSpec& m, const Parallelism
       if (stage == 0 && c == 0) sm.activations += emb;
       if (stage == p.pp - 1 && c == p.vpp - 1) sm.activations += head;
     }
+    // The first backward after the in-flight forwards re-creates one layer's
+    // recompute working set on top of them. On the last stage the head's backward
+    // comes first and its activation is freed before the layers' backward: the
+    // working set then adds only what exceeds one head.
+    double working_set = 0;
+    for (int i : stage_layer_indices(m, p, stage))
+      working_set = std::max(working_set, recompute_working_set_bytes(m, p, m.is_moe_layer(i)));
+    const bool holds_head = stage == p.pp - 1;
+    sm.activations += holds_head ? std::max(0.0, working_set - head) : working_set;
     sm.buffers = buffer_bytes(m, p, stage);
-    sm.peak = sm.params + sm.grads + sm.optimizer + sm.activations + sm.buffers;
+    const double allocated = sm.params + sm.grads + sm.optimizer + sm.activations + sm.buffers;
+    sm.peak = reserved_bytes(p, allocated);
+    sm.allocator = sm.peak - allocated;
     out.push_back(sm);
   }
   return out;

@@ -9,22 +9,32 @@
 namespace ptsim::models {
 
 // Model states on one GPU of `stage` (bytes): weights, gradients, optimizer state,
-// after TP/PP/EP sharding and the ZeRO stage over dp. Mixed precision Adam:
-// 2 bytes weights, 2 bytes grads, K = 12 bytes optimizer (fp32 master + m + v)
-// (ZeRO paper §3.1); fp32 training: 4 + 4 + 8.
+// after TP/PP/EP sharding and the ZeRO stage over dp, in the layout of
+// p.state_layout (see state_bytes_per_param).
 struct ModelStates {
   double params = 0, grads = 0, optimizer = 0;
   double total() const { return params + grads + optimizer; }
 };
 ModelStates model_states(const ModelSpec& m, const Parallelism& p, int stage);
 
-// Bytes per parameter of weights, gradients and optimizer state (Adam) for a
-// training precision: fp32 4/4/8; fp16, bf16 and fp8 2/2/12 (ZeRO §3.1, K = 12).
-ModelStates state_bytes_per_param(Precision precision);
+// Bytes per parameter of weights, gradients and optimizer state (Adam) as each
+// framework allocates them (the sharded part is `optimizer`, plus `grads` from
+// ZeRO-2 and `params` from ZeRO-3):
+//   megatron (Megatron-core distributed-optimizer guide, bytes-per-parameter
+//   table): fp16 2 / 2 / 16 (fp32 main params 4, fp32 main grads 4, m + v 8) =
+//   20, "4 + 16/d" distributed; bf16 and fp8 2 / 4 (fp32 main-grad buffer) / 12 =
+//   18, "6 + 12/d"; fp32 4 / 4 / 8 = 16, "8 + 8/d".
+//   deepspeed (ZeRO, Rajbhandari et al. SC'20 §3.1, K = 12): fp16, bf16, fp8
+//   2 / 2 / 12; fp32 4 / 4 / 8.
+//   fsdp (PyTorch FSDP with MixedPrecision(param_dtype=bf16)): the sharded flat
+//   parameter stays fp32 and is the master copy, its gradient is reduced into an
+//   fp32 shard: 4 / 4 / 8 for every precision (the bf16 copy is the gathered unit,
+//   a buffer).
+ModelStates state_bytes_per_param(Precision precision, StateLayout layout);
 // ZeRO (Rajbhandari et al. SC'20 §5): model states of `psi` parameters on one of
 // `dp` data-parallel GPUs at ZeRO stage 0..3 (0: replicated; 1: optimizer
-// sharded; 2: + gradients; 3: + parameters).
-ModelStates zero_model_state_bytes(double psi, int dp, int stage, Precision precision);
+// sharded; 2: + gradients; 3: + parameters), bytes per parameter of `layout`.
+ModelStates zero_model_state_bytes(double psi, int dp, int stage, Precision precision, StateLayout layout);
 
 // Parameters held by one GPU of `stage` after TP/PP/EP (before ZeRO): its layers,
 // plus the embedding on stage 0 and final norm + output layer on the last stage
@@ -53,6 +63,12 @@ double activation_bytes_per_layer(const ModelSpec& m, const Parallelism& p, bool
 // logits in fp32 for the loss) for one micro-batch.
 double embedding_activation_bytes(const ModelSpec& m, const Parallelism& p);
 double head_activation_bytes(const ModelSpec& m, const Parallelism& p);
+// The recompute pass's working set for one layer's backward: the saved tensors
+// that recomputation re-creates and the backward then consumes, i.e. the layer's
+// activations without recompute minus those kept under p.recompute (full: the
+// whole layer but its input; selective: the attention core's s×s tensors). 0
+// without recompute. Allocated before the layer's backward, freed after it.
+double recompute_working_set_bytes(const ModelSpec& m, const Parallelism& p, bool moe_layer);
 
 // Micro-batches whose activations a stage holds at its peak: GPipe m; 1F1B
 // min(m, p − stage); interleaved per Megatron (stage 0: (1 + (p−1)/(p·v))·p worth).
@@ -62,14 +78,25 @@ int in_flight_microbatch_chunks(const Parallelism& p, int stage);
 // Megatron-LM's default DDP bucket: max(40,000,000, 1,000,000 · dp) parameters
 // (megatron/core/distributed/distributed_data_parallel.py).
 double dp_bucket_params(int dp);
+// DeepSpeed ZeRO's default reduce_bucket_size, 5e8 elements (DeepSpeed config
+// docs, zero_optimization.reduce_bucket_size).
+inline constexpr double kDeepSpeedReduceBucket = 5e8;
 
 // Transient buffers (bytes): the largest op workspace during backward, DP gradient
-// buckets, ZeRO-3 gathered layers, pipeline send/recv buffers.
+// buckets in the layout's own form (DeepSpeed's reduce bucket; FSDP's unsharded
+// unit gradient; Megatron reduces in place in its grad buffer), ZeRO-3 gathered
+// layers, pipeline send/recv buffers.
 double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage);
+
+// Reserved bytes for `allocated` bytes at the peak: allocated × (1 +
+// p.allocator_overhead), the PyTorch caching allocator's fragmentation gap.
+double reserved_bytes(const Parallelism& p, double allocated);
 
 struct StageMemory {
   int stage = 0;
-  double params = 0, grads = 0, optimizer = 0, activations = 0, buffers = 0, peak = 0;
+  double params = 0, grads = 0, optimizer = 0, activations = 0, buffers = 0;
+  double allocator = 0;  // the allocator's reserved-minus-allocated gap
+  double peak = 0;       // everything above, allocator gap included
 };
 std::vector<StageMemory> analytical_memory(const ModelSpec& m, const Parallelism& p);
 

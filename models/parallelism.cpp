@@ -21,6 +21,7 @@ std::string_view to_string(Precision p) { return name_in(kPrecisionNames, p, "Pr
 std::string_view to_string(Recompute r) { return name_in(kRecomputeNames, r, "Recompute"); }
 std::string_view to_string(Schedule s) { return name_in(kScheduleNames, s, "Schedule"); }
 std::string_view to_string(AttentionImpl a) { return name_in(kAttentionImplNames, a, "AttentionImpl"); }
+std::string_view to_string(StateLayout l) { return name_in(kStateLayoutNames, l, "StateLayout"); }
 
 double compute_bytes(Precision p) {
   switch (p) {

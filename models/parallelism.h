@@ -12,6 +12,11 @@ enum class Precision { fp32, fp16, bf16, fp8 };
 enum class Recompute { none, selective, full };
 enum class Schedule { gpipe, one_f_one_b, interleaved_1f1b };
 enum class AttentionImpl { flash, naive };
+// Whose mixed-precision model-state layout and buffers the memory model follows
+// (models/memory.h state_bytes_per_param, buffer_bytes): Megatron-core's DDP +
+// (distributed) optimizer, DeepSpeed ZeRO, PyTorch FSDP. A training-framework
+// profile selects it; megatron is the default.
+enum class StateLayout { megatron, deepspeed, fsdp };
 
 struct Parallelism {
   int tp = 1;   // tensor parallel
@@ -37,6 +42,10 @@ struct Parallelism {
   // moe_capacity_factor <= 0 means dropless (no cap, Megatron-core's default).
   double moe_capacity_factor = 0.0;  // tokens an expert accepts, × the mean (0 = dropless)
   double moe_load_imbalance = 1.0;   // hottest expert's tokens, × the mean
+  StateLayout state_layout = StateLayout::megatron;
+  // PyTorch caching-allocator gap: reserved = allocated × (1 + allocator_overhead)
+  // at the peak (fragmentation, rounding to blocks). 0 reports max allocated.
+  double allocator_overhead = 0.0;
 };
 
 // Each enum's spellings, in one place: as the scenario keys write them (CONTRACT §2),
@@ -54,11 +63,14 @@ inline constexpr Spelling<Schedule> kScheduleNames[] = {
     {Schedule::gpipe, "gpipe"}, {Schedule::one_f_one_b, "1f1b"}, {Schedule::interleaved_1f1b, "interleaved-1f1b"}};
 inline constexpr Spelling<AttentionImpl> kAttentionImplNames[] = {{AttentionImpl::flash, "flash"},
                                                                   {AttentionImpl::naive, "naive"}};
+inline constexpr Spelling<StateLayout> kStateLayoutNames[] = {
+    {StateLayout::megatron, "megatron"}, {StateLayout::deepspeed, "deepspeed"}, {StateLayout::fsdp, "fsdp"}};
 
 std::string_view to_string(Precision p);
 std::string_view to_string(Recompute r);
 std::string_view to_string(Schedule s);
 std::string_view to_string(AttentionImpl a);
+std::string_view to_string(StateLayout l);
 
 // The value spelt `name` in `table`; nullopt when no entry is.
 template <class E, std::size_t N>

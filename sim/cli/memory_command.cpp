@@ -34,7 +34,7 @@ Command memory_command() {
     j["per_stage"] = nlohmann::json::array();
     double peak = 0;
     std::string text = fmt::format("{}: per-GPU memory (analytical), capacity {}\n", s.name, format_bytes(cap));
-    text += "  stage      params       grads   optimizer activations     buffers        peak  fits\n";
+    text += "  stage      params       grads   optimizer activations     buffers   allocator        peak  fits\n";
     for (const auto& m : stages) {
       peak = std::max(peak, m.peak);
       j["per_stage"].push_back({{"stage", m.stage},
@@ -43,10 +43,12 @@ Command memory_command() {
                                 {"optimizer", m.optimizer},
                                 {"activations", m.activations},
                                 {"buffers", m.buffers},
+                                {"allocator", m.allocator},
                                 {"peak", m.peak}});
-      text += fmt::format("  {:>5} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}  {}\n", m.stage, format_bytes(m.params),
-                          format_bytes(m.grads), format_bytes(m.optimizer), format_bytes(m.activations),
-                          format_bytes(m.buffers), format_bytes(m.peak), m.peak <= cap ? "yes" : "NO");
+      text += fmt::format("  {:>5} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}  {}\n", m.stage,
+                          format_bytes(m.params), format_bytes(m.grads), format_bytes(m.optimizer),
+                          format_bytes(m.activations), format_bytes(m.buffers), format_bytes(m.allocator),
+                          format_bytes(m.peak), m.peak <= cap ? "yes" : "NO");
     }
     j["peak_bytes"] = peak;
     j["feasible"] = peak <= cap;

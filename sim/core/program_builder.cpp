@@ -49,7 +49,10 @@ class Builder {
     hidden_msg_ = tokens_ * static_cast<double>(m.hidden_size) * act_bytes_;
     dense_layer_local_ = static_cast<double>(models::layer_params_per_gpu(m, par_.tp, par_.ep, false).total());
     if (m.moe) moe_layer_local_ = static_cast<double>(models::layer_params_per_gpu(m, par_.tp, par_.ep, true).total());
-    grad_elem_bytes_ = models::state_bytes_per_param(par_.precision).grads;
+    // Gradients travel in the compute dtype (4 bytes in fp32 training, else 2) as
+    // the ZeRO paper counts them; which dtype a framework reduces in belongs to its
+    // profile. What the gradients occupy in memory is models::model_states.
+    grad_elem_bytes_ = par_.precision == models::Precision::fp32 ? 4.0 : 2.0;
   }
 
   Program build() {
@@ -327,6 +330,7 @@ class Builder {
   struct ChunkBlocks {
     std::vector<Op> dense_ops, moe_ops;  // one layer's ops
     Bytes activations = 0;               // held from the forward to the backward
+    Bytes head = 0;                      // of which the head's, freed once its backward ran
     // The chunk's parameter blocks in forward order: the embedding (kEmbedding) on
     // the first chunk, its transformer layers, the head (kHead) on the last.
     std::vector<int> order;
@@ -346,7 +350,8 @@ class Builder {
     for (int l = range.first; l < range.first + range.count; ++l)
       blocks.activations += models::activation_bytes_per_layer(m, par_, m.is_moe_layer(l));
     if (first) blocks.activations += models::embedding_activation_bytes(m, par_);
-    if (last) blocks.activations += models::head_activation_bytes(m, par_);
+    if (last) blocks.head = models::head_activation_bytes(m, par_);
+    blocks.activations += blocks.head;
     if (first) blocks.order.push_back(kEmbedding);
     for (int l = range.first; l < range.first + range.count; ++l) blocks.order.push_back(l);
     if (last) blocks.order.push_back(kHead);
@@ -399,21 +404,29 @@ class Builder {
       zero3_before(b, reverse, i, true);
       if (l == kHead) {
         head_backward(b);
+        // The loss's fp32 softmax and the logits gradient are dead once the output
+        // layer's backward has produced the hidden-state gradient.
+        b.push_back(mem(InstrKind::release, MemCat::activations, blocks.head, "head activations"));
       } else if (l == kEmbedding) {
         // The embedding's forward reduce-scatter (SP) has an all-gather as gradient;
         // its forward all-reduce (no SP) has the identity.
         if (par_.sequence_parallel) push_coll(b, Dim::tp, CollectiveKind::all_gather, hidden_msg_, "tp embedding bwd");
         for (const Op& op : models::embedding_ops(m, par_)) push_compute(b, op.name, time_of(op, true));
       } else {
+        // The recompute pass re-creates the layer's saved tensors (full) or the
+        // attention core's (selective); they live until the layer's backward ends.
+        const Bytes ws = models::recompute_working_set_bytes(m, par_, m.is_moe_layer(l));
+        if (ws > 0) b.push_back(mem(InstrKind::alloc, MemCat::activations, ws, "recompute working set"));
         if (par_.recompute == models::Recompute::full) layer_forward(b, blocks.ops(m, l), kRecompute);
         layer_backward(b, blocks.ops(m, l));
+        if (ws > 0) b.push_back(mem(InstrKind::release, MemCat::activations, ws, "recompute working set"));
       }
       zero3_after(b, l);
       dp_launch(b, block_params(l), false);
     }
     // The last chunk to finish backward on this stage flushes the partial bucket.
     if (chunk == 0) dp_launch(b, 0, true);
-    b.push_back(mem(InstrKind::release, MemCat::activations, blocks.activations, "activations"));
+    b.push_back(mem(InstrKind::release, MemCat::activations, blocks.activations - blocks.head, "activations"));
     if (pipeline_destination(Phase::backward, stage, chunk, p, v).stage >= 0)
       b.push_back(p2p(InstrKind::send, "pp send grad"));
     return b;

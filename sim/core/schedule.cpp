@@ -45,7 +45,10 @@ std::vector<ScheduleStep> build_schedule(models::Schedule kind, int stage, int p
     }
     case models::Schedule::interleaved_1f1b: {
       const int total = m * v;
-      int warmup = (m == p) ? total : std::min(total, (p - stage - 1) * 2 + (v - 1) * p);
+      // Megatron-core schedules.py (get_pp_rank_microbatches): warm-up
+      // (p − rank − 1)·2 + (v − 1)·p, all of them only when that reaches m·v (the
+      // 2021 Megatron-LM's "m == p: all warm-up" special case is gone).
+      const int warmup = std::min(total, (p - stage - 1) * 2 + (v - 1) * p);
       const int steady = total - warmup;
       for (int k = 0; k < warmup; ++k)
         steps.push_back({Phase::forward, interleaved_microbatch(k, p, v), interleaved_chunk(k, p, v, true)});

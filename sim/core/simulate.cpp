@@ -127,9 +127,11 @@ void fill_stages(Result& r, const Scenario& s, const Replay& replay) {
     bubble += t.bubble_s;
     const auto& pr = peak_rank[static_cast<std::size_t>(st)];
     const auto states = models::model_states(s.model, s.plan.par, st);
+    // The allocator's reserved-vs-allocated gap (training.memory.allocator_overhead).
+    const double peak = models::reserved_bytes(s.plan.par, pr.mem_peak);
     r.per_stage.push_back(
-        {st, states.params, states.grads, states.optimizer, pr.activations_at_peak, pr.buffers_at_peak, pr.mem_peak});
-    r.peak_bytes = std::max(r.peak_bytes, pr.mem_peak);
+        {st, states.params, states.grads, states.optimizer, pr.activations_at_peak, pr.buffers_at_peak, peak});
+    r.peak_bytes = std::max(r.peak_bytes, peak);
   }
   r.bubble_time_s = bubble / p;
   r.bubble_fraction = r.iteration_time_s > 0 ? r.bubble_time_s / r.iteration_time_s : 0;

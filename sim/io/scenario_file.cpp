@@ -47,8 +47,9 @@ const std::vector<std::string> kParallelKeys = {
     "virtual_pipeline_stages", "pipeline_schedule", "sequence_parallel",   "zero_stage",           "recompute",
     "offload_optimizer",       "offload_params",    "overlap_grad_reduce", "overlap_param_gather", "overlap_p2p",
     "pipeline_layers"};
-const std::vector<std::string> kTrainingKeys = {"global_batch_size", "micro_batch_size", "precision", "optimizer",
-                                                "attention"};
+const std::vector<std::string> kTrainingKeys = {"global_batch_size", "micro_batch_size", "precision",
+                                                "optimizer",         "attention",        "memory"};
+const std::vector<std::string> kMemoryKeys = {"state_layout", "allocator_overhead"};
 
 // The strict reader for one scenario file: bad input is a ScenarioError naming the file.
 hw::StrictReader reader(const std::string& file) {
@@ -331,6 +332,18 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
   if (t["precision"]) par.precision = r.choice(t["precision"], "training.precision", models::kPrecisionNames);
   if (t["optimizer"]) s.optimizer = r.choice(t["optimizer"], "training.optimizer", {"adam", "adamw", "sgd"});
   if (t["attention"]) par.attention = r.choice(t["attention"], "training.attention", models::kAttentionImplNames);
+  if (const YAML::Node mem = t["memory"]) {
+    r.check_keys(mem, "training.memory", kMemoryKeys);
+    if (mem["state_layout"])
+      par.state_layout = r.choice(mem["state_layout"], "training.memory.state_layout", models::kStateLayoutNames);
+    if (mem["allocator_overhead"]) {
+      const double v = r.number(mem["allocator_overhead"], "training.memory.allocator_overhead");
+      if (!(v >= 0.0 && v <= 4.0))
+        r.fail("training.memory.allocator_overhead", fmt::format("must be in [0, 4], got {}", v),
+               "the reserved-minus-allocated gap as a fraction of allocated, e.g. 0.1");
+      par.allocator_overhead = v;
+    }
+  }
 }
 
 }  // namespace

@@ -85,7 +85,7 @@ ZeroReport zero_report(const ZeroReportInput& in) {
   r.params = in.params > 0 ? in.params : static_cast<double>(models::count_params(in.model).total);
   r.dp = in.dp;
   r.precision = std::string(models::to_string(in.precision));
-  r.bytes_per_element = models::state_bytes_per_param(in.precision).params;
+  r.bytes_per_element = models::state_bytes_per_param(in.precision, models::StateLayout::deepspeed).params;
   const double S = r.params * r.bytes_per_element;  // Ψ in bytes
   const double n = in.dp;
   const double f = (n - 1) / n;
@@ -120,7 +120,7 @@ ZeroReport zero_report(const ZeroReportInput& in) {
       s.time_s += c.count * c.time_each;
     }
     s.volume_psi = S > 0 ? s.sent_bytes / S : 0;
-    s.memory = models::zero_model_state_bytes(r.params, in.dp, stage, in.precision);
+    s.memory = models::zero_model_state_bytes(r.params, in.dp, stage, in.precision, models::StateLayout::deepspeed);
     r.stages.push_back(std::move(s));
   }
   return r;

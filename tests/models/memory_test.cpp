@@ -11,25 +11,54 @@ namespace {
 ModelSpec preset(const char* name) { return *find_preset(name); }
 
 TEST(Zero, PaperExample) {
+  // DeepSpeed's layout is the ZeRO paper's.
   // Rajbhandari et al. SC'20 §5 (Figure 1): Ψ = 7.5e9, N_d = 64, K = 12.
   //   baseline (2 + 2 + 12)Ψ = 120e9 B; P_os 4Ψ + 12Ψ/64 = 31.40625e9 (paper: 31.4 GB);
   //   P_os+g 2Ψ + 14Ψ/64 = 16.640625e9 (16.6 GB); P_os+g+p 16Ψ/64 = 1.875e9 (1.9 GB).
   const double psi = 7.5e9;
-  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 64, 0, Precision::bf16).total(), 120e9);
-  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 64, 1, Precision::bf16).total(), 31.40625e9);
-  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 64, 2, Precision::bf16).total(), 16.640625e9);
-  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 64, 3, Precision::bf16).total(), 1.875e9);
-  const ModelStates s1 = zero_model_state_bytes(psi, 64, 1, Precision::fp16);
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 64, 0, Precision::bf16, StateLayout::deepspeed).total(), 120e9);
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 64, 1, Precision::bf16, StateLayout::deepspeed).total(), 31.40625e9);
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 64, 2, Precision::bf16, StateLayout::deepspeed).total(), 16.640625e9);
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 64, 3, Precision::bf16, StateLayout::deepspeed).total(), 1.875e9);
+  const ModelStates s1 = zero_model_state_bytes(psi, 64, 1, Precision::fp16, StateLayout::deepspeed);
   EXPECT_DOUBLE_EQ(s1.params, 2 * psi);
   EXPECT_DOUBLE_EQ(s1.grads, 2 * psi);
   EXPECT_DOUBLE_EQ(s1.optimizer, 12 * psi / 64);
   // fp32 Adam: 4 + 4 + 8 bytes; ZeRO-1 → 8Ψ + 8Ψ/N.
-  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 64, 0, Precision::fp32).total(), 16 * psi);
-  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 64, 1, Precision::fp32).total(), 8 * psi + 8 * psi / 64);
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 64, 0, Precision::fp32, StateLayout::deepspeed).total(), 16 * psi);
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 64, 1, Precision::fp32, StateLayout::deepspeed).total(),
+                   8 * psi + 8 * psi / 64);
   // fp8 (Transformer Engine) keeps bf16 weights: same as bf16.
-  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 64, 2, Precision::fp8).total(), 16.640625e9);
-  EXPECT_THROW(zero_model_state_bytes(psi, 64, 4, Precision::bf16), std::invalid_argument);
-  EXPECT_THROW(zero_model_state_bytes(psi, 0, 1, Precision::bf16), std::invalid_argument);
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 64, 2, Precision::fp8, StateLayout::deepspeed).total(), 16.640625e9);
+  EXPECT_THROW(zero_model_state_bytes(psi, 64, 4, Precision::bf16, StateLayout::deepspeed), std::invalid_argument);
+  EXPECT_THROW(zero_model_state_bytes(psi, 0, 1, Precision::bf16, StateLayout::deepspeed), std::invalid_argument);
+}
+
+TEST(Zero, MegatronBytesPerParameter) {
+  // Megatron-core distributed-optimizer guide, bytes per parameter (d = data
+  // parallel size): fp16 20 | 4 + 16/d; bf16 (fp32 grads) 18 | 6 + 12/d;
+  // fp32 16 | 8 + 8/d. fp8 keeps bf16 weights: the bf16 row.
+  const double psi = 1e9, d = 8;
+  const auto total = [&](int zero, Precision pr) {
+    return zero_model_state_bytes(psi, 8, zero, pr, StateLayout::megatron).total() / psi;
+  };
+  EXPECT_DOUBLE_EQ(total(0, Precision::fp16), 20);
+  EXPECT_DOUBLE_EQ(total(1, Precision::fp16), 4 + 16 / d);
+  EXPECT_DOUBLE_EQ(total(0, Precision::bf16), 18);
+  EXPECT_DOUBLE_EQ(total(1, Precision::bf16), 6 + 12 / d);
+  EXPECT_DOUBLE_EQ(total(0, Precision::fp8), 18);
+  EXPECT_DOUBLE_EQ(total(1, Precision::fp8), 6 + 12 / d);
+  EXPECT_DOUBLE_EQ(total(0, Precision::fp32), 16);
+  EXPECT_DOUBLE_EQ(total(1, Precision::fp32), 8 + 8 / d);
+  // The split: bf16 weights 2, fp32 main-grad buffer 4, main params + m + v 12.
+  const ModelStates bf16 = state_bytes_per_param(Precision::bf16, StateLayout::megatron);
+  EXPECT_DOUBLE_EQ(bf16.params, 2);
+  EXPECT_DOUBLE_EQ(bf16.grads, 4);
+  EXPECT_DOUBLE_EQ(bf16.optimizer, 12);
+  // FSDP: fp32 flat-parameter shards, fp32 gradient shards, m + v: 16/d at ZeRO-3.
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 8, 3, Precision::bf16, StateLayout::fsdp).total(), 16 * psi / d);
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 8, 2, Precision::bf16, StateLayout::fsdp).total(),
+                   4 * psi + 12 * psi / d);
 }
 
 // Korthikanti et al. 2022, Table 2, for the 175B GPT (s = 2048, b = 1, h = 12288,
@@ -80,6 +109,24 @@ TEST_F(Table2, FlashDropsTheScoreTerm) {
   EXPECT_DOUBLE_EQ(bytes(plan(8, false, Recompute::none, AttentionImpl::flash)), sbh * (10 + 24 / t));
   EXPECT_DOUBLE_EQ(bytes(plan(8, true, Recompute::none, AttentionImpl::flash)), 34 * sbh / t);
   EXPECT_DOUBLE_EQ(bytes(plan(1, false, Recompute::none, AttentionImpl::flash)), 34 * sbh);
+}
+TEST_F(Table2, RecomputeWorkingSet) {
+  // Full recompute re-creates the layer's plain-forward tensors on top of the kept
+  // input: sbh(10 + 24/t + 5as/(ht)) − 2sbh (t = 8, naive), /t of the replicated
+  // part with SP: sbh/t·(34 + 5as/h) − 2sbh/t.
+  EXPECT_DOUBLE_EQ(recompute_working_set_bytes(m, plan(8, false, Recompute::full), false),
+                   sbh * (10 + 24 / t + 5 * a * s / (h * t)) - 2 * sbh);
+  EXPECT_DOUBLE_EQ(recompute_working_set_bytes(m, plan(8, true, Recompute::full), false),
+                   sbh / t * (34 + 5 * a * s / h) - 2 * sbh / t);
+  // Selective re-creates the attention core's scores: softmax 2, mask 1, dropout
+  // output 2 bytes per score, 5·a·s²·b/t.
+  EXPECT_DOUBLE_EQ(recompute_working_set_bytes(m, plan(8, true, Recompute::selective), false), 5 * a * s * s * b / t);
+  // FlashAttention has no scores to re-create; no recompute, no working set.
+  EXPECT_DOUBLE_EQ(recompute_working_set_bytes(m, plan(8, true, Recompute::selective, AttentionImpl::flash), false), 0);
+  EXPECT_DOUBLE_EQ(recompute_working_set_bytes(m, plan(8, true, Recompute::none), false), 0);
+  // Full with flash, t = 1: 34sbh − 2sbh.
+  EXPECT_DOUBLE_EQ(recompute_working_set_bytes(m, plan(1, false, Recompute::full, AttentionImpl::flash), false),
+                   32 * sbh);
 }
 TEST_F(Table2, ContextParallelHalvesAndMicroBatchDoubles) {
   // Every term is linear in the local sequence s/cp (naive scores: s/cp × s).
@@ -150,9 +197,12 @@ TEST(Pipeline, InFlightMicrobatches) {
   p.vpp = 2;
   EXPECT_EQ(in_flight_microbatch_chunks(p, 0), 11);
   EXPECT_EQ(in_flight_microbatch_chunks(p, 3), 5);  // 0·2 + 4 + 1
-  // m == pp: Megatron runs every forward first (all_warmup_microbatches).
+  // m == pp: Megatron-core keeps the same warm-up (the 2021 "m == pp: every
+  // forward first" case is gone): last stage 0·2 + 4 + 1 = 5 of 8; stage 0's
+  // 2·3 + 4 + 1 = 11 is capped at m·v = 8 (all forwards first).
   p.num_microbatches = 4;
-  EXPECT_EQ(in_flight_microbatch_chunks(p, 3), 8);
+  EXPECT_EQ(in_flight_microbatch_chunks(p, 3), 5);
+  EXPECT_EQ(in_flight_microbatch_chunks(p, 0), 8);
   // Virtual stages need the interleaved schedule.
   p.schedule = Schedule::one_f_one_b;
   EXPECT_THROW(in_flight_microbatch_chunks(p, 0), std::invalid_argument);
@@ -215,8 +265,9 @@ TEST(States, ZeroOverDataAndExpertDataParallel) {
   p.zero_stage = 1;
   const double dense = 1'605'636'096.0, expert = 5'637'144'576.0;
   const ModelStates s = model_states(m, p, 0);
+  // Megatron layout, bf16: 2-byte weights, 4-byte main grads, 12 bytes sharded.
   EXPECT_DOUBLE_EQ(s.params, 2 * (dense + expert));
-  EXPECT_DOUBLE_EQ(s.grads, 2 * (dense + expert));
+  EXPECT_DOUBLE_EQ(s.grads, 4 * (dense + expert));
   EXPECT_DOUBLE_EQ(s.optimizer, 12 * dense / 8 + 12 * expert);
   // Offload: the optimizer leaves the GPU; parameter offload needs ZeRO-3.
   p.offload_optimizer = true;
@@ -225,7 +276,7 @@ TEST(States, ZeroOverDataAndExpertDataParallel) {
   EXPECT_THROW(model_states(m, p, 0), std::invalid_argument);
   p.zero_stage = 3;
   EXPECT_DOUBLE_EQ(model_states(m, p, 0).params, 0);
-  EXPECT_DOUBLE_EQ(model_states(m, p, 0).grads, 2 * dense / 8 + 2 * expert);
+  EXPECT_DOUBLE_EQ(model_states(m, p, 0).grads, 4 * dense / 8 + 4 * expert);
 }
 
 TEST(Buffers, Components) {
@@ -236,15 +287,23 @@ TEST(Buffers, Components) {
   Parallelism p;
   p.tp = 8;
   EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0);
-  // pp = 2 adds p2p receive buffers 2·2·s·h = 100,663,296; ZeRO-1 over dp = 64 a
-  // fp32 bucket of max(40e6, 64e6) = 64e6 elements = 256e6 bytes.
+  // pp = 2 adds p2p receive buffers 2·2·s·h = 100,663,296. Megatron's ZeRO-1
+  // (distributed optimizer) reduces in place in its grad buffer: nothing more.
   p.pp = 2;
   p.dp = 64;
   p.zero_stage = 1;
-  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0 + 256e6);
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0);
+  // DeepSpeed copies gradients into a reduce bucket of 5e8 bf16 elements (the
+  // stage holds 48 × 226,576,896 + 78,643,200 > 5e8 parameters): 1e9 bytes.
+  p.state_layout = StateLayout::deepspeed;
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0 + 1e9);
   // ZeRO-3 adds two gathered layers: 2 × 226,576,896 × 2 bytes.
   p.zero_stage = 3;
-  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0 + 256e6 + 4.0 * 226'576'896);
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0 + 1e9 + 4.0 * 226'576'896);
+  // FSDP has no reduce bucket but keeps the unit's unsharded bf16 gradient.
+  p.state_layout = StateLayout::fsdp;
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0 + 6.0 * 226'576'896);
+  p.state_layout = StateLayout::megatron;
   // SP (t = 8) divides the p2p buffers by t and adds one gathered input 2·s·h.
   p.zero_stage = 0;
   p.sequence_parallel = true;
@@ -276,9 +335,11 @@ TEST(Analytical, OneFOneBMatchesTheAllocationRule) {
     EXPECT_DOUBLE_EQ(s.optimizer, ms.optimizer);
     EXPECT_DOUBLE_EQ(s.buffers, buffer_bytes(m, p, s.stage));
     EXPECT_DOUBLE_EQ(s.peak, s.params + s.grads + s.optimizer + s.activations + s.buffers);
+    EXPECT_DOUBLE_EQ(s.allocator, 0);
   }
-  // Stage 0 with ZeRO-1 over dp = 16: 2,822,731,776 params × (2 + 2 + 12/16) bytes.
-  EXPECT_DOUBLE_EQ(mem[0].params + mem[0].grads + mem[0].optimizer, 2'822'731'776.0 * 4.75);
+  // Stage 0 with the distributed optimizer over dp = 16: 2,822,731,776 params ×
+  // (6 + 12/16) bytes (Megatron bf16 row).
+  EXPECT_DOUBLE_EQ(mem[0].params + mem[0].grads + mem[0].optimizer, 2'822'731'776.0 * 6.75);
 }
 
 TEST(Analytical, InterleavedStageZero) {
@@ -296,6 +357,37 @@ TEST(Analytical, InterleavedStageZero) {
   EXPECT_DOUBLE_EQ(mem[0].activations, 33 * 34 * sbh + 7 * sbh);
   // Last stage: 5 forwards in flight (chunks 0,0,0,0,1): 15 layers and one head.
   EXPECT_DOUBLE_EQ(mem[3].activations, 15 * 34 * sbh + head_activation_bytes(m, p));
+}
+
+TEST(Analytical, FullRecomputeAddsOneLayerWorkingSet) {
+  // GPT-3 1.7B, pp = 2, m = 2, flash, full recompute. Stage 0 holds two
+  // micro-batches of 12 kept inputs (2sbh) + embedding mask sbh, and during the
+  // first backward one layer re-created: 34sbh − 2sbh.
+  const ModelSpec m = preset("gpt3-1.7b");
+  Parallelism p;
+  p.pp = 2;
+  p.num_microbatches = 2;
+  p.recompute = Recompute::full;
+  const double sbh = 2048.0 * 2304;
+  const auto mem = analytical_memory(m, p);
+  EXPECT_DOUBLE_EQ(mem[0].activations, 2 * (12 * 2 * sbh + sbh) + 32 * sbh);
+  // The last stage frees its head (4sbh + s·V·6 bytes, larger than 32sbh) before
+  // the layers' backward: the working set fits in what the head left.
+  const double head = head_activation_bytes(m, p);
+  ASSERT_GT(head, 32 * sbh);
+  EXPECT_DOUBLE_EQ(mem[1].activations, 12 * 2 * sbh + head);
+}
+
+TEST(Analytical, AllocatorOverheadScalesThePeak) {
+  const ModelSpec m = preset("gpt3-1.7b");
+  Parallelism p;
+  const double allocated = analytical_memory(m, p)[0].peak;
+  p.allocator_overhead = 0.1;
+  const auto mem = analytical_memory(m, p);
+  EXPECT_NEAR(mem[0].peak, 1.1 * allocated, 1e-9 * allocated);
+  EXPECT_NEAR(mem[0].allocator, 0.1 * allocated, 1e-9 * allocated);
+  p.allocator_overhead = -0.1;
+  EXPECT_THROW(analytical_memory(m, p), std::invalid_argument);
 }
 
 }  // namespace

@@ -96,10 +96,17 @@ TEST(Replay, SameScenarioTwiceGivesIdenticalJson) {
 }
 
 TEST(Replay, SimulatedPeakMemoryMatchesAnalyticalModel) {
-  for (const char* extra :
-       {"", "  pipeline_schedule: gpipe", "  virtual_pipeline_stages: 2\n  pipeline_schedule: interleaved-1f1b"}) {
-    const Scenario s =
-        parse_scenario(tiny_gpt_yaml(4, 2, 2, 16, 16, std::string(extra) + "\n  zero_stage: 1", 51200), "test");
+  // Plain, GPipe, interleaved, and the recompute working set (full; selective with
+  // naive attention) allocated at each layer's backward, with the allocator gap.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"", {}},
+      {"  pipeline_schedule: gpipe", {}},
+      {"  virtual_pipeline_stages: 2\n  pipeline_schedule: interleaved-1f1b", {}},
+      {"  recompute: full", {}},
+      {"  recompute: full\n  pipeline_schedule: gpipe", {"training.memory.allocator_overhead=0.1"}},
+      {"  recompute: selective", {"training.attention=naive"}}};
+  for (const auto& [extra, sets] : cases) {
+    const Scenario s = parse_scenario(tiny_gpt_yaml(4, 2, 2, 16, 16, extra + "\n  zero_stage: 1", 51200), "test", sets);
     const Result r = simulate(s).result;
     const auto analytical = models::analytical_memory(s.model, s.plan.par);
     ASSERT_EQ(analytical.size(), r.per_stage.size());

@@ -67,6 +67,19 @@ TEST(Scenario, SetOverridesAKey) {
   expect_error(kBase, {"parallel.tensor_parallel"}, {"KEY=VALUE"});
 }
 
+TEST(Scenario, TrainingMemoryKeys) {
+  const Scenario s = parse_scenario(
+      kBase, "s.yaml", {"training.memory.state_layout=deepspeed", "training.memory.allocator_overhead=0.15"});
+  EXPECT_EQ(s.plan.par.state_layout, models::StateLayout::deepspeed);
+  EXPECT_DOUBLE_EQ(s.plan.par.allocator_overhead, 0.15);
+  const Scenario d = parse_scenario(kBase, "s.yaml");
+  EXPECT_EQ(d.plan.par.state_layout, models::StateLayout::megatron);
+  EXPECT_DOUBLE_EQ(d.plan.par.allocator_overhead, 0.0);
+  expect_error(kBase, {"training.memory.state_layout=zero"}, {"training.memory.state_layout", "megatron"});
+  expect_error(kBase, {"training.memory.allocator_overhead=-0.1"}, {"training.memory.allocator_overhead", "[0, 4]"});
+  expect_error(kBase, {"training.memory.overhead=0.1"}, {"training.memory", "allocator_overhead"});
+}
+
 TEST(Scenario, EveryConstraintNamesItsKeys) {
   expect_error(kBase, {"parallel.tensor_parallel=5", "cluster.num_gpus=40"},
                {"parallel.tensor_parallel", "model.num_attention_heads"});
