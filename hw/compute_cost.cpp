@@ -2,13 +2,18 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "hw/gemm_model.h"
 
 namespace ptsim::hw {
 
-ComputeCostModel::ComputeCostModel(GpuSpec gpu) : gpu_(std::move(gpu)), eff_(gpu_.efficiency) {}
+ComputeCostModel::ComputeCostModel(GpuSpec gpu)
+    : gpu_(std::move(gpu)), eff_(gpu_.efficiency), attention_kernel_(gpu_.attention_kernel) {}
 
 ComputeCostModel::ComputeCostModel(GpuSpec gpu, std::shared_ptr<const CostTable> table)
-    : gpu_(std::move(gpu)), eff_(gpu_.efficiency), table_(std::move(table)) {}
+    : gpu_(std::move(gpu)), eff_(gpu_.efficiency), table_(std::move(table)), attention_kernel_(gpu_.attention_kernel) {}
 
 Seconds ComputeCostModel::seconds(const KernelDesc& k) const {
   if (table_) {
@@ -36,22 +41,87 @@ Seconds ComputeCostModel::seconds(const KernelDesc& k) const {
   return roofline_seconds(k);
 }
 
-Seconds ComputeCostModel::roofline_seconds(const KernelDesc& k) const {
-  Seconds mem = 0;
-  if (k.bytes > 0) mem = k.bytes / (gpu_.hbm_bandwidth * eff_.memory);
-  if (k.flops <= 0 || k.cls == KernelClass::memory) return mem;
-  FlopsPerSecond peak = gpu_.peak(k.dtype);
-  if (peak <= 0) {
-    // fp8 on a GPU without fp8 tensor cores runs in 16-bit (as Transformer Engine
-    // falls back); fp32 math uses TF32 tensor cores as PyTorch's default for matmul.
-    peak = gpu_.peak_bf16;
+void ComputeCostModel::set_attention_kernel(const std::string& kind) {
+  if (kind == "naive" || kind == "flash" || kind == gpu_.attention_kernel) {
+    attention_kernel_ = kind == "flash" ? gpu_.attention_kernel : kind;
+    return;
   }
-  const double eff = k.cls == KernelClass::gemm ? eff_.gemm : eff_.attention;
-  double flops = k.flops;
-  // Causal attention kernels skip the masked half of the score blocks; the op list
-  // counts causal attention in full (model-FLOPs convention), so halve it here.
-  if (k.cls == KernelClass::attention && k.causal) flops *= 0.5;
-  return std::max(flops / (peak * eff), mem);
+  if (gpu_.attention_kernels.count(kind)) {
+    attention_kernel_ = kind;
+    return;
+  }
+  std::string have = "naive, flash (= " + gpu_.attention_kernel + ")";
+  for (const auto& [name, eff] : gpu_.attention_kernels) have += ", " + name;
+  throw std::invalid_argument(
+      fmt::format("attention kernel '{}' does not run on {} (it has: {})", kind, gpu_.name, have));
+}
+
+FlopsPerSecond ComputeCostModel::math_peak(const std::string& dtype) const {
+  const FlopsPerSecond peak = gpu_.peak(dtype);
+  // fp8 on a GPU without fp8 tensor cores runs in 16-bit (as Transformer Engine falls
+  // back); fp32 math uses TF32 tensor cores as PyTorch's default for matmul.
+  return peak > 0 ? peak : gpu_.peak_bf16;
+}
+
+Seconds ComputeCostModel::memory_seconds(Bytes bytes) const {
+  return bytes > 0 ? bytes / (gpu_.hbm_bandwidth * eff_.memory) : 0.0;
+}
+
+Seconds ComputeCostModel::roofline_seconds(const KernelDesc& k) const {
+  switch (k.cls) {
+    case KernelClass::gemm:
+      return gemm_seconds(k);
+    case KernelClass::attention:
+      return attention_seconds(k);
+    case KernelClass::memory:
+      break;
+  }
+  return memory_seconds(k.bytes) + gpu_.launch_overhead;
+}
+
+// One launch for the whole (grouped) GEMM; the tile/wave model when the shape is known,
+// flat FLOPs at the GEMM efficiency otherwise; never below the HBM traffic.
+Seconds ComputeCostModel::gemm_seconds(const KernelDesc& k) const {
+  const FlopsPerSecond peak = math_peak(k.dtype);
+  Seconds compute = k.flops / (peak * eff_.gemm);
+  if (k.m > 0 && k.n > 0 && k.k > 0) compute = gemm_timing(gpu_, peak, eff_.gemm, k.m, k.n, k.k, k.count).seconds;
+  return std::max(compute, memory_seconds(k.bytes)) + gpu_.launch_overhead;
+}
+
+Seconds ComputeCostModel::attention_seconds(const KernelDesc& k) const {
+  if (attention_kernel_ == "naive" && k.batch_heads > 0) return naive_attention_seconds(k);
+  double eff =
+      attention_kernel_ == gpu_.attention_kernel ? eff_.attention : gpu_.attention_kernels.at(attention_kernel_);
+  // Flash kernels skip the masked half of causal score blocks; the op list counts causal
+  // attention in full (model-FLOPs convention), so halve it here. Ring attention
+  // (seq_kv = cp·seq_q) runs one kernel per K/V chunk of seq_q keys.
+  double flops = k.causal ? 0.5 * k.flops : k.flops;
+  double launches = 1;
+  if (k.seq_q > 0 && k.seq_kv > 0) {
+    eff *= attention_length_factor(gpu_, std::min(k.seq_q, k.seq_kv));
+    launches = std::max(1.0, std::ceil(static_cast<double>(k.seq_kv) / static_cast<double>(k.seq_q)));
+  }
+  return std::max(flops / (math_peak(k.dtype) * eff), memory_seconds(k.bytes)) + launches * gpu_.launch_overhead;
+}
+
+// Naive attention (Megatron-LM 2021: baddbmm, fused scale-mask-softmax, dropout, bmm)
+// computes every score, causal or not: its batched GEMMs (k = head_dim or seq: short k
+// pays the pipeline fill) plus the score tensor's HBM traffic, kernel after kernel.
+// Forward Q·Kᵀ and P·V; backward dV, dP, dQ, dK.
+Seconds ComputeCostModel::naive_attention_seconds(const KernelDesc& k) const {
+  const FlopsPerSecond peak = math_peak(k.dtype);
+  const int bh = static_cast<int>(k.batch_heads);
+  auto bmm = [&](std::int64_t m, std::int64_t n, std::int64_t kk) {
+    return gemm_timing(gpu_, peak, eff_.gemm, m, n, kk, bh).seconds;
+  };
+  const std::int64_t q = k.seq_q, kv = k.seq_kv, d = k.head_dim;
+  Seconds t = bmm(q, kv, d) + bmm(q, d, kv);
+  int launches = 4;  // two GEMMs, softmax, dropout
+  if (k.backward) {
+    t = bmm(kv, d, q) + bmm(q, kv, d) + bmm(q, d, kv) + bmm(kv, d, q);
+    launches = 6;  // four GEMMs, dropout and softmax backward
+  }
+  return t + memory_seconds(k.bytes) + launches * gpu_.launch_overhead;
 }
 
 }  // namespace ptsim::hw

@@ -1,7 +1,10 @@
 // The compute cost model: the duration of one kernel on one GPU. A calibrated
-// table answers when it covers the kernel; otherwise the roofline of the GPU
-// catalog does: max(FLOPs / (peak · eff_class), bytes / (HBM bandwidth · eff_mem)).
-// Efficiencies are global per GPU type and op class (hw/gpus.yaml), never per scenario.
+// table answers when it covers the kernel; otherwise the shape-aware roofline of the
+// GPU catalog does (README 'Cost model'): max(compute, bytes / (HBM bandwidth · eff_mem))
+// + launch overhead, where compute is the tile/wave model of hw/gemm_model.h for GEMMs,
+// the attention kernel's rate at its sequence length for flash attention, and its
+// GEMMs plus the score traffic for naive attention. Constants are global per GPU type
+// (hw/gpus.yaml), never per scenario.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -39,12 +42,18 @@ class ComputeCostModel {
   // the roofline elsewhere.
   ComputeCostModel(GpuSpec gpu, std::shared_ptr<const CostTable> table);
   virtual ~ComputeCostModel() = default;
-  ComputeCostModel(const ComputeCostModel& o) : gpu_(o.gpu_), eff_(o.eff_), table_(o.table_), source_(o.source_) {}
+  ComputeCostModel(const ComputeCostModel& o)
+      : gpu_(o.gpu_), eff_(o.eff_), table_(o.table_), source_(o.source_), attention_kernel_(o.attention_kernel_) {}
   const GpuSpec& gpu() const { return gpu_; }
   const Efficiency& efficiency() const { return eff_; }
   void set_efficiency(const Efficiency& e) { eff_ = e; }
+  // The attention kernel: "naive", "flash" (the GPU's default flash kernel) or a named
+  // one ("fa2", "fa3", "cudnn"). Throws std::invalid_argument when the GPU has no such
+  // kernel (e.g. fa3 on an A100), naming the kernels it has.
+  void set_attention_kernel(const std::string& kind);
+  const std::string& attention_kernel() const { return attention_kernel_; }
 
-  // Seconds for one kernel by roofline.
+  // Seconds for one kernel by the shape-aware roofline (launch overhead included).
   Seconds roofline_seconds(const KernelDesc& k) const;
   // The table's figure when it has one for this kernel, else the roofline.
   virtual Seconds seconds(const KernelDesc& k) const;
@@ -54,10 +63,17 @@ class ComputeCostModel {
   const CostTable* table() const { return table_.get(); }
 
  private:
+  FlopsPerSecond math_peak(const std::string& dtype) const;
+  Seconds memory_seconds(Bytes bytes) const;
+  Seconds gemm_seconds(const KernelDesc& k) const;
+  Seconds attention_seconds(const KernelDesc& k) const;
+  Seconds naive_attention_seconds(const KernelDesc& k) const;
+
   GpuSpec gpu_;
   Efficiency eff_;
   std::shared_ptr<const CostTable> table_;
   std::string source_ = "datasheet";
+  std::string attention_kernel_;  // set by the constructors to the GPU's default flash kernel
   mutable std::atomic<bool> table_used_{false};
 };
 

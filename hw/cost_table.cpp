@@ -347,13 +347,20 @@ Flops attention_flops(const AttentionShape& s, bool backward) {
   return backward ? 2.5 * f : f;
 }
 
+GemmWaves gemm_waves(std::int64_t m, std::int64_t n, int count, int tile_m, int tile_n, int sm_count) {
+  if (m <= 0 || n <= 0 || count <= 0 || tile_m <= 0 || tile_n <= 0 || sm_count <= 0)
+    throw std::invalid_argument(fmt::format("wave_efficiency: bad arguments m={} n={} count={} tile={}x{} sms={}", m, n,
+                                            count, tile_m, tile_n, sm_count));
+  GemmWaves w;
+  w.tiles = static_cast<double>(count) * static_cast<double>((m + tile_m - 1) / tile_m) *
+            static_cast<double>((n + tile_n - 1) / tile_n);
+  w.waves = std::ceil(w.tiles / sm_count);
+  return w;
+}
+
 double wave_efficiency(std::int64_t m, std::int64_t n, int tile_m, int tile_n, int sm_count) {
-  if (m <= 0 || n <= 0 || tile_m <= 0 || tile_n <= 0 || sm_count <= 0)
-    throw std::invalid_argument(
-        fmt::format("wave_efficiency: bad arguments m={} n={} tile={}x{} sms={}", m, n, tile_m, tile_n, sm_count));
-  const double tiles = static_cast<double>((m + tile_m - 1) / tile_m) * static_cast<double>((n + tile_n - 1) / tile_n);
-  const double waves = std::ceil(tiles / sm_count);
-  return tiles / (waves * sm_count);
+  const GemmWaves w = gemm_waves(m, n, 1, tile_m, tile_n, sm_count);
+  return w.tiles / (w.waves * sm_count);
 }
 
 Seconds GemmFit::predict(std::int64_t m, std::int64_t n, std::int64_t k) const {

@@ -109,6 +109,15 @@ struct CollectivePoint {
 // spread over sm_count SMs in ⌈tiles/sm_count⌉ waves; efficiency = tiles / (waves·sm_count).
 // (The "wave quantization" effect of NVIDIA's Matrix Multiplication Background guide.)
 double wave_efficiency(std::int64_t m, std::int64_t n, int tile_m, int tile_n, int sm_count);
+// Output tiles of `count` identical m×n GEMMs (a grouped GEMM packs them into one grid) and
+// the waves they take on sm_count SMs: tiles = count·⌈m/tile_m⌉·⌈n/tile_n⌉,
+// waves = ⌈tiles/sm_count⌉. The one place wave quantisation is computed (calibration fits
+// and the shape-aware roofline of hw/gemm_model.h both use it).
+struct GemmWaves {
+  double tiles = 0;
+  double waves = 0;
+};
+GemmWaves gemm_waves(std::int64_t m, std::int64_t n, int count, int tile_m, int tile_n, int sm_count);
 
 // GEMM fit: t = overhead_s + seconds_per_flop·(2mnk / wave_efficiency) + seconds_per_byte·bytes,
 // bytes = (mk + kn + mn)·sizeof(dtype). Least squares on relative error (calibration/).

@@ -44,6 +44,18 @@ std::vector<GpuSpec> parse_gpu_catalog(const std::string& yaml_text) {
     s.host_adam_params_per_s = std::stod(adam) * 1e9;  // "N Gparam/s"
     s.matmul_best = g["matmul_best"].as<double>();
     s.nvls = g["nvls"].as<bool>(false);
+    s.sm_count = g["sm_count"].as<int>();
+    s.launch_overhead = parse_seconds(g["launch_overhead"].as<std::string>());
+    s.gemm_tile_k = g["gemm_tile_k"].as<int>();
+    s.gemm_stages = g["gemm_stages"].as<int>();
+    s.attention_kernel = g["attention_kernel"].as<std::string>();
+    s.attention_seq_half = g["attention_seq_half"].as<double>();
+    if (const auto a = g["attention_kernels"]) s.attention_kernels = a.as<std::map<std::string, double>>();
+    if (s.sm_count < 1 || s.gemm_tile_k < 1 || s.gemm_stages < 0 || !(s.attention_seq_half >= 0))
+      throw std::invalid_argument(
+          fmt::format("gpu '{}': sm_count, gemm_tile_k must be >= 1, gemm_stages and "
+                      "attention_seq_half >= 0",
+                      s.name));
     if (const auto e = g["efficiency"]) {
       s.efficiency.gemm = e["gemm"].as<double>();
       s.efficiency.attention = e["attention"].as<double>();

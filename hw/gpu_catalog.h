@@ -1,6 +1,7 @@
 // The GPU catalog (hw/gpus.yaml, embedded in the binary): dense peak per precision,
 // HBM size and bandwidth, NVLink and PCIe bandwidth, each figure with its source.
 #pragma once
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,7 +23,19 @@ struct GpuSpec {
   double host_adam_params_per_s = 0;    // CPU optimizer step rate (offload)
   double matmul_best = 0;               // best measured matmul / peak
   bool nvls = false;                    // NVSwitch SHARP available
-  // Fraction of peak reached per op class (roofline efficiency), global per GPU type.
+  // Kernel-level constants of the shape-aware cost model (hw/gemm_model.h, README 'Cost model').
+  int sm_count = 0;               // streaming multiprocessors: the GEMM wave width
+  Seconds launch_overhead = 0;    // per kernel, back-to-back on one stream
+  int gemm_tile_k = 64;           // k-slice of one main-loop iteration (CUTLASS ThreadblockShape k)
+  int gemm_stages = 3;            // software-pipeline stages: prologue + epilogue cost this many k-slices
+  std::string attention_kernel;   // default flash kernel of the generation: fa2 | fa3 | cudnn
+  double attention_seq_half = 0;  // sequence length at which a flash kernel reaches half its long-sequence rate
+  // Other flash kernels this GPU runs, with their long-sequence fraction of peak
+  // (the default kernel's is efficiency.attention).
+  std::map<std::string, double> attention_kernels;
+  // Fraction of peak reached per op class, global per GPU type: gemm is the main loop of a
+  // full-wave, long-k GEMM tile; attention the default flash kernel at long sequences;
+  // memory the fraction of HBM bandwidth a streaming kernel reaches.
   struct Efficiency {
     double gemm = 0.7, attention = 0.5, memory = 0.8;
   } efficiency;

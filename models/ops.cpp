@@ -155,7 +155,7 @@ Op attention(const ModelSpec& /*m*/, const Parallelism& p, const Dims& x) {
   // dO, LSE; write dQ, dK, dV. No s×s tensor touches HBM.
   op.fwd_bytes = (2.0 * q + 2.0 * kv) * x.ab + lse;
   op.bwd_bytes = (4.0 * q + 4.0 * kv) * x.ab + lse;
-  if (p.attention == AttentionImpl::flash) {
+  if (p.attention != AttentionImpl::naive) {
     op.bwd_flops = 2.5 * op.fwd_flops;
   } else {
     op.bwd_flops = 2.0 * op.fwd_flops;

@@ -11,12 +11,15 @@ namespace ptsim::models {
 enum class Precision { fp32, fp16, bf16, fp8 };
 enum class Recompute { none, selective, full };
 enum class Schedule { gpipe, one_f_one_b, interleaved_1f1b };
-enum class AttentionImpl { flash, naive };
 // Whose mixed-precision model-state layout and buffers the memory model follows
 // (models/memory.h state_bytes_per_param, buffer_bytes): Megatron-core's DDP +
 // (distributed) optimizer, DeepSpeed ZeRO, PyTorch FSDP. A training-framework
 // profile selects it; megatron is the default.
 enum class StateLayout { megatron, deepspeed, fsdp };
+// flash: the GPU's default flash kernel (hw/gpus.yaml attention_kernel); fa2 / fa3 / cudnn
+// name one (FlashAttention-2, FlashAttention-3, cuDNN fused attention); naive materialises
+// the scores. All flash kinds do the same FLOPs and HBM traffic; their rates differ.
+enum class AttentionImpl { flash, naive, fa2, fa3, cudnn };
 
 struct Parallelism {
   int tp = 1;   // tensor parallel
@@ -62,7 +65,10 @@ inline constexpr Spelling<Recompute> kRecomputeNames[] = {
 inline constexpr Spelling<Schedule> kScheduleNames[] = {
     {Schedule::gpipe, "gpipe"}, {Schedule::one_f_one_b, "1f1b"}, {Schedule::interleaved_1f1b, "interleaved-1f1b"}};
 inline constexpr Spelling<AttentionImpl> kAttentionImplNames[] = {{AttentionImpl::flash, "flash"},
-                                                                  {AttentionImpl::naive, "naive"}};
+                                                                  {AttentionImpl::naive, "naive"},
+                                                                  {AttentionImpl::fa2, "fa2"},
+                                                                  {AttentionImpl::fa3, "fa3"},
+                                                                  {AttentionImpl::cudnn, "cudnn"}};
 inline constexpr Spelling<StateLayout> kStateLayoutNames[] = {
     {StateLayout::megatron, "megatron"}, {StateLayout::deepspeed, "deepspeed"}, {StateLayout::fsdp, "fsdp"}};
 

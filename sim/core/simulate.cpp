@@ -29,7 +29,14 @@ std::shared_ptr<const hw::CostTable> load_table(const Scenario& s) {
 
 hw::ComputeCostModel make_compute_cost(const Scenario& s) {
   auto table = load_table(s);
-  return table ? hw::ComputeCostModel(s.cluster.gpu, std::move(table)) : hw::ComputeCostModel(s.cluster.gpu);
+  hw::ComputeCostModel m =
+      table ? hw::ComputeCostModel(s.cluster.gpu, std::move(table)) : hw::ComputeCostModel(s.cluster.gpu);
+  try {
+    m.set_attention_kernel(std::string(models::to_string(s.plan.par.attention)));
+  } catch (const std::invalid_argument& e) {
+    throw ScenarioError(s.file, "training.attention", e.what(), "use flash (the GPU's default kernel) or naive");
+  }
+  return m;
 }
 
 // The network model of hw/net (README "Network model"): the scenario's topology,

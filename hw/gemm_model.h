@@ -1,0 +1,35 @@
+// Shape-aware kernel times without a calibration table (README 'Cost model'): GEMMs by
+// tile and wave quantisation on the GPU's SMs with a k-dependent pipeline fill, flash
+// attention by sequence length. Constants come from the GPU catalog (hw/gpus.yaml).
+#pragma once
+#include <cstdint>
+
+#include "hw/gpu_catalog.h"
+#include "hw/units.h"
+
+namespace ptsim::hw {
+
+struct GemmTile {
+  int m = 0, n = 0;
+};
+
+struct GemmTiming {
+  Seconds seconds = 0;  // main loop + pipeline fill of every wave (no launch, no HBM floor)
+  GemmTile tile;        // the tile chosen
+  double waves = 0;
+};
+
+// `count` identical C[m×n] = A[m×k]·B[k×n] run as one grid at `eff` of `peak`. Each SM
+// runs one output tile at a time at peak·eff/sm_count; a tile costs
+// (⌈k/gemm_tile_k⌉ + gemm_stages) main-loop slices (prologue and epilogue fill the
+// software pipeline); tiles go in ⌈tiles/sm_count⌉ waves (hw::gemm_waves). Like cuBLAS's
+// heuristic, the fastest of CUTLASS's large tensor-op tiles 256×128, 128×256 and 128×128
+// is chosen. Throws std::invalid_argument on non-positive sizes, peak or eff.
+GemmTiming gemm_timing(const GpuSpec& gpu, FlopsPerSecond peak, double eff, std::int64_t m, std::int64_t n,
+                       std::int64_t k, int count = 1);
+
+// Fraction of a flash kernel's long-sequence rate reached with `length` queries per
+// kernel: length / (length + attention_seq_half).
+double attention_length_factor(const GpuSpec& gpu, std::int64_t length);
+
+}  // namespace ptsim::hw

@@ -1,0 +1,139 @@
+#include "hw/compute_cost.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <stdexcept>
+
+namespace ptsim::hw {
+namespace {
+
+ComputeCostModel model(const char* gpu = "a100-sxm-80gb") { return ComputeCostModel(*find_gpu(gpu)); }
+
+KernelDesc gemm(std::int64_t m, std::int64_t n, std::int64_t k) {
+  KernelDesc d;
+  d.cls = KernelClass::gemm;
+  d.m = m, d.n = n, d.k = k;
+  d.flops = 2.0 * m * n * k;
+  d.bytes = 2.0 * (m * k + k * n + m * n);
+  return d;
+}
+
+double achieved(const ComputeCostModel& c, const KernelDesc& d) { return d.flops / c.seconds(d); }
+
+TEST(ComputeCost, SkinnyGemmBelowSquare) {
+  const auto c = model();
+  // Same FLOPs: 8192³ against 128 × 8192 × 4 Mi (64 tiles on 108 SMs: a partial wave).
+  const KernelDesc square = gemm(8192, 8192, 8192);
+  const KernelDesc skinny = gemm(128, 8192, 8192LL * 64);
+  ASSERT_DOUBLE_EQ(square.flops, skinny.flops);
+  EXPECT_LT(achieved(c, skinny), 0.65 * achieved(c, square));
+  // A square GEMM approaches, never exceeds, the GEMM efficiency of peak.
+  EXPECT_LT(achieved(c, square), 312e12 * c.efficiency().gemm);
+  EXPECT_GT(achieved(c, square), 0.9 * 312e12 * c.efficiency().gemm);
+}
+
+TEST(ComputeCost, LaunchOverheadDominatesTinyKernels) {
+  const auto c = model();
+  const Seconds launch = c.gpu().launch_overhead;
+  ASSERT_GT(launch, 0);
+  KernelDesc tiny;
+  tiny.cls = KernelClass::memory;
+  tiny.bytes = 1024;
+  EXPECT_GT(launch / c.seconds(tiny), 0.99);
+  // A one-tile GEMM pays its tile's pipeline fill too, yet the launch is a fifth of it.
+  EXPECT_GT(launch / c.seconds(gemm(16, 16, 16)), 0.15);
+  // A large kernel hardly notices it.
+  EXPECT_LT(launch / c.seconds(gemm(8192, 8192, 8192)), 0.001);
+}
+
+TEST(ComputeCost, MonotonicInEverySize) {
+  const auto c = model();
+  for (std::int64_t base : {64, 1000, 4096}) {
+    Seconds prev_m = 0, prev_n = 0, prev_k = 0;
+    for (std::int64_t x = 1; x <= 40000; x = x * 3 / 2 + 1) {
+      const Seconds tm = c.seconds(gemm(x, base, base)), tn = c.seconds(gemm(base, x, base));
+      const Seconds tk = c.seconds(gemm(base, base, x));
+      EXPECT_GE(tm, prev_m) << "m=" << x;
+      EXPECT_GE(tn, prev_n) << "n=" << x;
+      EXPECT_GE(tk, prev_k) << "k=" << x;
+      prev_m = tm, prev_n = tn, prev_k = tk;
+    }
+  }
+  KernelDesc mem;
+  Seconds prev = 0;
+  for (double b = 1; b < 1e10; b *= 7) {
+    mem.bytes = b;
+    EXPECT_GT(c.seconds(mem), prev);
+    prev = c.seconds(mem);
+  }
+}
+
+TEST(ComputeCost, MemoryBoundFloorAndOptimizerStep) {
+  const auto c = model();
+  // Adam over 1e9 parameters: 28 bytes each over HBM at the memory efficiency, one launch.
+  KernelDesc adam;
+  adam.bytes = 28e9;
+  EXPECT_DOUBLE_EQ(c.seconds(adam), 28e9 / (2039e9 * c.efficiency().memory) + c.gpu().launch_overhead);
+  // A GEMM whose HBM traffic outlasts its math costs its bytes.
+  KernelDesc heavy = gemm(4096, 4096, 4096);
+  heavy.bytes = 1e10;
+  EXPECT_NEAR(c.seconds(heavy), 1e10 / (2039e9 * c.efficiency().memory) + c.gpu().launch_overhead, 1e-12);
+  EXPECT_LT(c.seconds(gemm(4096, 4096, 4096)), c.seconds(heavy));
+}
+
+KernelDesc attention(std::int64_t seq, std::int64_t bh = 32, std::int64_t d = 128, bool backward = false) {
+  KernelDesc a;
+  a.cls = KernelClass::attention;
+  a.batch_heads = bh, a.seq_q = seq, a.seq_kv = seq, a.head_dim = d;
+  a.flops = 4.0 * bh * seq * seq * d * (backward ? 2.5 : 1.0);
+  a.bytes = 4.0 * bh * seq * d * 2;
+  a.backward = backward;
+  return a;
+}
+
+TEST(ComputeCost, AttentionByKernelKindAndLength) {
+  auto a100 = model();
+  EXPECT_EQ(a100.attention_kernel(), "fa2");
+  EXPECT_THROW(a100.set_attention_kernel("fa3"), std::invalid_argument);  // FA3 is Hopper-only
+  // Longer sequences run a flash kernel closer to its rate.
+  EXPECT_LT(achieved(a100, attention(512)), achieved(a100, attention(8192)));
+  // Causal flash FLOPs at 8k: half the model count at 0.73 · 8192/(8192+235) of peak.
+  const KernelDesc a = attention(8192);
+  EXPECT_NEAR(a100.seconds(a), 0.5 * a.flops / (312e12 * 0.73 * 8192 / (8192 + 235.0)), 2e-6);
+  // Naive attention computes every score and moves them: slower than flash.
+  ComputeCostModel naive = a100;
+  naive.set_attention_kernel("naive");
+  EXPECT_GT(naive.seconds(attention(2048)), 2 * a100.seconds(attention(2048)));
+  EXPECT_GT(naive.seconds(attention(2048, 32, 128, true)), naive.seconds(attention(2048)));
+
+  auto h100 = model("h100-sxm");
+  EXPECT_EQ(h100.attention_kernel(), "fa3");
+  const Seconds fa3 = h100.seconds(attention(4096));
+  h100.set_attention_kernel("fa2");
+  const Seconds fa2 = h100.seconds(attention(4096));
+  h100.set_attention_kernel("cudnn");
+  const Seconds cudnn = h100.seconds(attention(4096));
+  EXPECT_NEAR(fa2 / fa3, 0.75 / 0.35, 0.01);  // [fa3]: 75 % against FA2's 35 %
+  EXPECT_GT(cudnn, fa3);
+  EXPECT_LT(cudnn, fa2);
+  EXPECT_THROW(h100.set_attention_kernel("fa4"), std::invalid_argument);
+}
+
+TEST(ComputeCost, TableTakesPrecedenceWhereGiven) {
+  auto table = std::make_shared<CostTable>();
+  table->name = "measured";
+  table->gemm.push_back({4096, 4096, 4096, "bf16", 1.234e-3});
+  table->membw.push_back({1e6, 7e-6});
+  const ComputeCostModel c(*find_gpu("a100"), table);
+  EXPECT_EQ(c.source(), "datasheet");
+  EXPECT_NEAR(c.seconds(gemm(4096, 4096, 4096)), 1.234e-3, 1e-15);
+  EXPECT_EQ(c.source(), "measured");
+  EXPECT_NE(c.roofline_seconds(gemm(4096, 4096, 4096)), 1.234e-3);
+  KernelDesc mem;
+  mem.bytes = 1e6;
+  EXPECT_NEAR(c.seconds(mem), 7e-6, 1e-17);
+}
+
+}  // namespace
+}  // namespace ptsim::hw

@@ -1,0 +1,68 @@
+#include "hw/gemm_model.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "hw/cost_table.h"
+
+namespace ptsim::hw {
+namespace {
+
+GpuSpec a100() { return *find_gpu("a100-sxm-80gb"); }
+
+TEST(GemmModel, OneTileMoreThanTheSmsTakesTwoWaves) {
+  const GpuSpec g = a100();
+  ASSERT_EQ(g.sm_count, 108);
+  // 109 × 1 tiles of 128×128 on 108 SMs: two waves, the second with one busy SM.
+  EXPECT_EQ(gemm_waves(128 * 109, 128, 1, 128, 128, 108).waves, 2);
+  EXPECT_EQ(gemm_waves(128 * 108, 128, 1, 128, 128, 108).waves, 1);
+  // Every tile choice needs twice the time of the full single wave (256×128 halves the
+  // tiles but doubles each one's work), so one extra tile doubles the GEMM.
+  const double one_wave = gemm_timing(g, 312e12, 0.8, 128 * 108, 128, 4096).seconds;
+  const double two_waves = gemm_timing(g, 312e12, 0.8, 128 * 109, 128, 4096).seconds;
+  EXPECT_DOUBLE_EQ(two_waves, 2 * one_wave);
+  // By hand: ⌈4096/64⌉ + 3 = 67 slices of 2·128·128·64 FLOPs at 312e12·0.8/108 per SM.
+  EXPECT_NEAR(one_wave, 67 * 2.0 * 128 * 128 * 64 / (312e12 * 0.8 / 108), 1e-15);
+}
+
+TEST(GemmModel, GroupedGemmPacksTilesIntoSharedWaves) {
+  const GpuSpec g = a100();
+  // 4 experts × 27 tiles = 108 tiles: one wave, as fast as one expert alone.
+  const double one = gemm_timing(g, 312e12, 0.8, 128 * 27, 128, 1024, 1).seconds;
+  const double four = gemm_timing(g, 312e12, 0.8, 128 * 27, 128, 1024, 4).seconds;
+  EXPECT_DOUBLE_EQ(four, one);
+}
+
+TEST(GemmModel, PicksTheFastestTile) {
+  const GpuSpec g = a100();
+  // 256×(128·108): with 128×128 tiles 216 tiles = 2 full waves; 256×128 tiles 108 = 1
+  // wave of double work: a tie; 128×256 tiles: 2·54 = 108 tiles, also one wave.
+  const GemmTiming t = gemm_timing(g, 312e12, 0.8, 256, 128 * 108, 8192);
+  EXPECT_EQ(t.waves, 1);
+  EXPECT_THROW(gemm_timing(g, 312e12, 0.8, 0, 1, 1), std::invalid_argument);
+  EXPECT_THROW(gemm_timing(g, 0, 0.8, 1, 1, 1), std::invalid_argument);
+}
+
+TEST(GemmModel, ShortKPaysThePipelineFill) {
+  const GpuSpec g = a100();
+  auto rate = [&](std::int64_t k) {
+    return 2.0 * 4096 * 4096 * k / gemm_timing(g, 312e12, 0.8, 4096, 4096, k).seconds;
+  };
+  // k = 64: 1 slice + 3 of fill -> a quarter of the long-k rate; k = 12288 loses 1.5 %.
+  EXPECT_NEAR(rate(64) / rate(1 << 20), 0.25, 0.01);
+  EXPECT_GT(rate(12288) / rate(1 << 20), 0.98);
+  EXPECT_LT(rate(1536) / rate(12288), 0.92);
+}
+
+TEST(GemmModel, AttentionLengthFactor) {
+  const GpuSpec g = a100();
+  EXPECT_DOUBLE_EQ(attention_length_factor(g, 235), 0.5);
+  EXPECT_LT(attention_length_factor(g, 512), attention_length_factor(g, 16384));
+  // FA2's published low end: 0.73 of peak at 16k-ish, 0.50 at 512 (gpus.yaml [fa2]).
+  EXPECT_NEAR(g.efficiency.attention * attention_length_factor(g, 512), 0.50, 0.005);
+  EXPECT_THROW(attention_length_factor(g, 0), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace ptsim::hw
