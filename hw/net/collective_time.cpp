@@ -25,6 +25,7 @@ Seconds collective_time(const Expansion& e, Router& router) {
     }
     for (const auto& p : paths)
       for (LinkId l : p) load[l] = 0;
+    if (e.step_latency >= 0) alpha = e.step_latency;
     total += static_cast<double>(s.repeat) * (alpha + transfer);
   }
   return total;
@@ -39,7 +40,10 @@ Seconds idle_network_time(const Expansion& e, Router& router) {
     const Seconds start = net.now();
     for (std::size_t i = 0; i < s.flows.size(); ++i) {
       router.route(s.flows[i].src, s.flows[i].dst, i, path);
-      net.add_flow(path, s.flows[i].bytes, start);
+      if (e.step_latency >= 0)
+        net.add_flow(path, s.flows[i].bytes, start + e.step_latency, 0, /*pay_latency=*/false);
+      else
+        net.add_flow(path, s.flows[i].bytes, start);
     }
     done.clear();
     total += static_cast<double>(s.repeat) * (net.run_until_idle(&done) - start);
@@ -63,7 +67,10 @@ std::size_t CollectiveRunner::launch_next_step(FlowNetwork& net, Seconds start, 
     for (std::size_t i = 0; i < s.flows.size(); ++i) router_.route(s.flows[i].src, s.flows[i].dst, i, paths_[i]);
     resolved_for_ = next_step_;
   }
-  for (std::size_t i = 0; i < s.flows.size(); ++i) ids.push_back(net.add_flow(paths_[i], s.flows[i].bytes, start, tag));
+  for (std::size_t i = 0; i < s.flows.size(); ++i)
+    ids.push_back(expansion_.step_latency >= 0
+                      ? net.add_flow(paths_[i], s.flows[i].bytes, start + expansion_.step_latency, tag, false)
+                      : net.add_flow(paths_[i], s.flows[i].bytes, start, tag));
   if (++done_repeats_ == s.repeat) {
     ++next_step_;
     done_repeats_ = 0;

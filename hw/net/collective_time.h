@@ -7,7 +7,9 @@
 // (exact max-min rates whenever a step is symmetric, as ring / NVLS / direct steps
 // are). The whole collective is Σ repeat × step time; e.g. the ring all-reduce gives
 // the α-β formula 2(n−1)·(α + S/(n·B)) (Thakur, Rabenseifner, Gropp 2005; NCCL
-// tuning model). No event simulation: O(flows × path length) per distinct step.
+// tuning model). An expansion with step_latency >= 0 (NCCL's latency model applied)
+// pays that per step instead of α, here, in idle_network_time and in the runner. No event simulation: O(flows × path
+// length) per distinct step.
 //
 // idle_network_time(): the same collective run through a private FlowNetwork, step by
 // step (max-min rates, flows finishing at different times). Identical repeated steps

@@ -63,6 +63,13 @@ struct Expansion {
   int group_size = 0;
   Bytes bytes = 0;
   std::vector<Step> steps;
+  // NCCL's cost model applied (sim/core/network_cost.cpp, hw/net/nccl_tuning.h): every
+  // step pays step_latency instead of its largest path latency (< 0: path latency),
+  // and flows carry byte_scale × the data they move (the protocol's wire overhead and
+  // NCCL's achieved bandwidth on this group); nccl names the algorithm/protocol.
+  Seconds step_latency = -1;
+  double byte_scale = 1;
+  std::string nccl;
   std::int64_t num_steps() const;  // Σ repeat
   std::size_t num_flows() const;   // Σ flows × repeat
 };

@@ -7,6 +7,9 @@
 //   reduce-scatter, all-gather, broadcast: ring; all-to-all, send/recv: direct.
 // The prediction is collective_time() on the real topology, so group shape and
 // placement enter. A per-kind override (a scenario key) replaces the choice.
+// The simulator's NetworkModel (sim/core/network_cost.h) picks all-reduce, reduce-
+// scatter, all-gather and broadcast with NCCL's own cost model instead (nccl_tuning.h)
+// and uses this selection for all-to-all and send/recv.
 #pragma once
 
 #include <array>

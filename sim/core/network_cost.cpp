@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -93,7 +94,11 @@ NetworkModel::NetworkModel(const ClusterConfig& cluster, const Layout& layout)
     : cluster_(cluster),
       layout_(layout),
       topo_(hw::net::build_cluster(cluster_net_spec(cluster))),
-      overrides_(algorithm_overrides(cluster)) {
+      overrides_(algorithm_overrides(cluster)),
+      nccl_version_(hw::net::parse_nccl_version(cluster.nccl_version)) {
+  const hw::net::ClusterNetSpec spec = cluster_net_spec(cluster);
+  nvlink_bw_ = spec.intra_bandwidth;
+  nic_bw_ = spec.nic_bandwidth;
   if (topo_.num_gpus() < layout_.world())
     throw std::invalid_argument(
         fmt::format("network: the plan needs {} GPUs but the cluster graph has {}", layout_.world(), topo_.num_gpus()));
@@ -113,7 +118,109 @@ std::vector<int> NetworkModel::members(Dim d, const GroupShape& g) const {
   return members(d, layout_.group_id(g.first_rank, d));
 }
 
+namespace {
+
+bool nccl_tuned(CollectiveKind c) { return c != CollectiveKind::all_to_all && c != CollectiveKind::send_recv; }
+
+// NCCL's per-architecture tables are indexed by compute capability: Volta, Ampere,
+// Hopper (newer GPUs use Hopper's row here).
+hw::net::GpuArch gpu_arch(const hw::GpuSpec& g) {
+  const std::string& n = g.name;
+  if (n.rfind("v100", 0) == 0) return hw::net::GpuArch::volta;
+  if (g.nvls || n.rfind("h1", 0) == 0 || n.rfind("h2", 0) == 0 || n.rfind("b", 0) == 0) return hw::net::GpuArch::hopper;
+  return hw::net::GpuArch::ampere;
+}
+
+// The NCCL algorithm a scenario's per-kind override asks for.
+std::optional<hw::net::NcclAlgo> forced_nccl_algo(hw::net::Algorithm a, int n_nodes) {
+  switch (a) {
+    case hw::net::Algorithm::ring:
+    case hw::net::Algorithm::hierarchical:
+      return hw::net::NcclAlgo::ring;
+    case hw::net::Algorithm::tree:
+      return hw::net::NcclAlgo::tree;
+    case hw::net::Algorithm::nvls:
+      return n_nodes > 1 ? hw::net::NcclAlgo::nvls_tree : hw::net::NcclAlgo::nvls;
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace
+
+hw::net::NcclComm NetworkModel::nccl_comm(std::span<const int> ranks) const {
+  std::set<int> nodes;
+  for (int r : ranks) nodes.insert(topo_.node_of_rank(r));
+  hw::net::NcclComm c;
+  c.n_ranks = static_cast<int>(ranks.size());
+  c.n_nodes = static_cast<int>(nodes.size());
+  c.arch = gpu_arch(cluster_.gpu);
+  c.nvlink = cluster_.intra_fabric != "pcie";
+  // NCCL builds one ring / tree per NIC and duplicates them (src/graph/connect.cc,
+  // ncclTopoPostset): 2 channels per NIC of a DGX-style node.
+  c.n_channels = std::max(2, 2 * cluster_.nics_per_node);
+  c.bus_bw_intra = nvlink_bw_;
+  // Across nodes a ring crosses each node once per channel, so its busbw is what the
+  // group's own NICs carry (ppn × NICs per GPU of them; at least one), never more than
+  // NVLink (a DGX A100 all-reduce reaches 192 GB/s over 8 × 200 Gb/s, nccl #812).
+  const double gpn = std::max(1, std::min(cluster_.gpus_per_node, cluster_.num_gpus));
+  const double nics = std::max(1.0, c.ppn() * cluster_.nics_per_node / gpn);
+  c.bus_bw_inter = std::min(nvlink_bw_, nic_bw_ * nics);
+  c.nvls = topo_.nvls();
+  c.collnet = false;  // no cluster key for in-network reduction (SHARP) yet
+  return c;
+}
+
+hw::net::Algorithm NetworkModel::flow_algorithm(CollectiveKind kind, hw::net::NcclAlgo a, std::span<const int> ranks,
+                                                Bytes S) {
+  using hw::net::Algorithm;
+  using hw::net::NcclAlgo;
+  auto ok = [&](Algorithm x) { return hw::net::supports(kind, x, ranks, topo_); };
+  if (a == NcclAlgo::tree && ok(Algorithm::tree)) return Algorithm::tree;
+  if ((a == NcclAlgo::nvls) && ok(Algorithm::nvls)) return Algorithm::nvls;
+  // Rings across nodes: NCCL runs one per NIC, which the hierarchical expansion stands
+  // for when a group holds several GPUs of a node (hw/net/selection.h); NVLS-tree and
+  // CollNet also reduce inside the node first.
+  if (!ok(Algorithm::hierarchical)) return Algorithm::ring;
+  if (a == NcclAlgo::nvls_tree || a == NcclAlgo::collnet_direct || a == NcclAlgo::collnet_chain)
+    return Algorithm::hierarchical;
+  const auto ring = hw::net::expand(kind, ranks, S, Algorithm::ring, topo_, expand_options_);
+  const auto hier = hw::net::expand(kind, ranks, S, Algorithm::hierarchical, topo_, expand_options_);
+  return hw::net::collective_time(hier, *router_) < hw::net::collective_time(ring, *router_) ? Algorithm::hierarchical
+                                                                                             : Algorithm::ring;
+}
+
+void NetworkModel::calibrate(hw::net::Expansion& e, const hw::net::NcclEstimate& est) {
+  e.step_latency = 0;
+  const Seconds transfer = hw::net::collective_time(e, *router_);
+  const auto steps = std::max<std::int64_t>(1, e.num_steps());
+  e.step_latency = est.latency / static_cast<double>(steps);
+  const Seconds want = est.time - est.latency;
+  if (transfer > 0 && want > 0) {
+    e.byte_scale = want / transfer;
+    for (auto& step : e.steps)
+      for (auto& f : step.flows) f.bytes *= e.byte_scale;
+  }
+  e.nccl = fmt::format("{}/{}", hw::net::to_string(est.algo), hw::net::to_string(est.proto));
+}
+
 hw::net::Expansion NetworkModel::expand(CollectiveKind kind, std::span<const int> ranks, Bytes S) {
+  const hw::net::Algorithm forced = overrides_.get(kind);
+  if (nccl_tuned(kind) && ranks.size() > 1 && forced != hw::net::Algorithm::direct) {
+    const hw::net::NcclComm comm = nccl_comm(ranks);
+    std::optional<hw::net::NcclEstimate> est;
+    if (auto only = forced_nccl_algo(forced, comm.n_nodes))
+      est = hw::net::nccl_choose(kind, comm, S, nccl_version_, only);
+    // An override NCCL cannot run for this group falls back to its own choice, as NCCL
+    // ignores an inapplicable NCCL_ALGO for that call.
+    if (!est) est = hw::net::nccl_choose(kind, comm, S, nccl_version_);
+    hw::net::Algorithm a = forced != hw::net::Algorithm::automatic && hw::net::supports(kind, forced, ranks, topo_)
+                               ? forced
+                               : flow_algorithm(kind, est->algo, ranks, S);
+    auto e = hw::net::expand(kind, ranks, S, a, topo_, expand_options_);
+    calibrate(e, *est);
+    return e;
+  }
   auto a = hw::net::select_algorithm(kind, ranks, S, *router_, overrides_, expand_options_);
   // An override that this group cannot run (e.g. nvls across nodes) falls back to
   // NCCL's own choice, as NCCL ignores an inapplicable NCCL_ALGO for that call.
@@ -151,7 +258,9 @@ Seconds NetworkModel::stage_seconds(CollectiveKind c, Dim d, const GroupShape& g
       merged = false;
       break;
     }
-    const auto se = hw::net::expand(e.kind, sib, S, e.algorithm, topo_, expand_options_);
+    auto se = hw::net::expand(e.kind, sib, S, e.algorithm, topo_, expand_options_);
+    for (auto& step : se.steps)  // the same NCCL calibration as the representative group
+      for (auto& f : step.flows) f.bytes *= e.byte_scale;
     if (se.steps.size() != e.steps.size()) {
       merged = false;
       break;

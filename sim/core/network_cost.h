@@ -27,6 +27,7 @@
 #include "hw/net/cluster.h"
 #include "hw/net/collectives.h"
 #include "hw/net/layout.h"
+#include "hw/net/nccl_tuning.h"
 #include "hw/net/routing.h"
 #include "hw/net/selection.h"
 #include "hw/net/topology.h"
@@ -59,8 +60,16 @@ class NetworkModel {
   // Members of the group that `shape` describes (found through its first rank).
   std::vector<int> members(Dim d, const GroupShape& shape) const;
 
-  // The algorithm NCCL would use (or the scenario's override) and its expansion.
+  // The algorithm NCCL would use (or the scenario's override) and its expansion. For
+  // the collectives NCCL's tuner times (all-reduce, reduce-scatter, all-gather,
+  // broadcast) the choice is NCCL's (hw/net/nccl_tuning.h: smallest predicted time over
+  // algorithm × protocol) and the expansion is calibrated to NCCL's prediction: each
+  // step pays latency / steps, flows carry bytes scaled so that the group alone on the
+  // network takes NCCL's time; sharing the network with other groups slows it from there.
   hw::net::Expansion expand(CollectiveKind c, std::span<const int> ranks, Bytes S);
+  // What NCCL's tuner sees for this group (ranks, nodes, bandwidths of this cluster).
+  hw::net::NcclComm nccl_comm(std::span<const int> ranks) const;
+  hw::net::NcclVersion nccl_version() const { return nccl_version_; }
   // Idle-network time of one group's collective, alone on the network.
   Seconds isolated_seconds(CollectiveKind c, std::span<const int> ranks, Bytes S);
   // Closed form with the group's sibling groups of the same stage running at once.
@@ -73,6 +82,11 @@ class NetworkModel {
   std::unique_ptr<hw::net::Router> router_;
   hw::net::AlgorithmOverrides overrides_;
   hw::net::ExpandOptions expand_options_;
+  hw::net::NcclVersion nccl_version_;
+  BytesPerSecond nvlink_bw_ = 0, nic_bw_ = 0;  // per GPU / per NIC, as NCCL gets them
+
+  hw::net::Algorithm flow_algorithm(CollectiveKind c, hw::net::NcclAlgo a, std::span<const int> ranks, Bytes S);
+  void calibrate(hw::net::Expansion& e, const hw::net::NcclEstimate& est);
 };
 
 class NetworkCost : public CollectiveCost {

@@ -86,7 +86,7 @@ const NetworkTransport::Template& NetworkTransport::get_template(CollectiveKind 
     for (std::size_t i = 0; i < step.flows.size(); ++i) {
       FlowT f;
       router.route(step.flows[i].src, step.flows[i].dst, i, f.path);  // ECMP flow index i, as collective_time
-      f.latency = router.path_latency(f.path);
+      f.latency = e.step_latency >= 0 ? e.step_latency : router.path_latency(f.path);
       f.bytes = step.flows[i].bytes;
       p.alpha = std::max(p.alpha, f.latency);
       for (auto l : f.path)

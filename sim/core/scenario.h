@@ -32,6 +32,9 @@ struct ClusterConfig {
   std::string graph_file;       // inter_node.graph_file: topology `user`
   bool nvls = false;            // intra_node.nvls: NVLink SHARP all-reduce (H100+)
   bool link_sharing = true;     // cluster.link_sharing: overlapping transfers share links
+  // cluster.nccl_version: which NCCL's cost model and algorithms (hw/net/nccl_tuning.h;
+  // the default is hw::net::kDefaultNcclVersion).
+  std::string nccl_version = "2.27";
   // cluster.collectives: per-kind algorithm override, e.g. {"all_reduce", "ring"}.
   std::vector<std::pair<std::string, std::string>> collective_algorithms;
 

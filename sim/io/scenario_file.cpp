@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "hw/input_file.h"
+#include "hw/net/nccl_tuning.h"
 #include "hw/strict_yaml.h"
 #include "sim/core/errors.h"
 
@@ -34,8 +35,9 @@ const std::vector<std::string> kModelKeys = {"preset",
                                              "hf_config"};
 const std::vector<std::string> kMoeKeys = {"num_experts",    "top_k",           "ffn_hidden_size", "layer_freq",
                                            "shared_experts", "capacity_factor", "load_imbalance"};
-const std::vector<std::string> kClusterKeys = {"gpu",        "num_gpus",    "gpus_per_node", "intra_node",
-                                               "inter_node", "calibration", "link_sharing",  "collectives"};
+const std::vector<std::string> kClusterKeys = {"gpu",          "num_gpus",    "gpus_per_node",
+                                               "intra_node",   "inter_node",  "calibration",
+                                               "link_sharing", "collectives", "nccl_version"};
 const std::vector<std::string> kIntraKeys = {"fabric", "bandwidth", "latency", "nvls"};
 const std::vector<std::string> kInterKeys = {"topology", "nics_per_node",    "nic_bandwidth",
                                              "latency",  "oversubscription", "switch_radix",
@@ -233,6 +235,14 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c) {
       r.fail("cluster.inter_node.graph_file", "missing: topology 'user' reads its graph from this YAML file");
   }
   if (c["link_sharing"]) cc.link_sharing = r.boolean(c["link_sharing"], "cluster.link_sharing");
+  if (c["nccl_version"]) {
+    cc.nccl_version = r.string(c["nccl_version"], "cluster.nccl_version");
+    try {
+      hw::net::parse_nccl_version(cc.nccl_version);
+    } catch (const std::invalid_argument& e) {
+      r.fail("cluster.nccl_version", e.what());
+    }
+  }
   if (const auto co = c["collectives"]) {
     r.check_keys(co, "cluster.collectives", kCollectiveKindKeys);
     for (const auto& kv : co) {

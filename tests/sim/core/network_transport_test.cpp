@@ -19,6 +19,10 @@ namespace {
 // Links carry what NCCL gets from them (sim/core/network_cost.cpp): NVLink at the A100's
 // measured 0.775 (232.5 GB/s), NICs at 0.96 (24 GB/s).
 constexpr double kNvlink = 300e9 * 0.775, kNic = 25e9 * 0.96;
+// NCCL's latency (hw/net/nccl_tuning.h, v2.27) of a Simple ring all-reduce over two
+// nodes with one GPU each: base 8.4 µs + 2 network steps at Tree's 14 µs (one GPU per
+// node), × 1.4 (the multi-node Simple ring "plateau"): 50.96 µs.
+constexpr double kTwoNodeRingLatency = (8.4 + 2 * 14.0) * 1.4 * 1e-6;
 ClusterConfig two_nodes(double oversubscription = 1.0) {
   ClusterConfig c = default_cluster("a100-sxm-80gb", 16);
   c.intra_bandwidth = 300e9;
@@ -39,15 +43,16 @@ struct Recorder {
   }
 };
 
-TEST(NetworkCost, TensorParallelRingInsideANodeIsTheAlphaBetaFormula) {
+TEST(NetworkCost, TensorParallelRingInsideANodeIsNcclsAlphaBetaFormula) {
   Layout layout(8, 1, 2, 1, 1, 8);
   NetworkCost cost(std::make_shared<NetworkModel>(two_nodes(), layout));
   const double S = 64e6;
-  // Ring all-reduce over 8 GPUs on NVSwitch: 2(n−1)·(α + S/(n·B)) with α = 1 us,
-  // B = 232.5 GB/s: 14 · (1e-6 + 8e6/232.5e9) = 14 · 35.409 us = 495.72 us. The
-  // other node's TP group uses its own NVSwitch, so running both at once changes nothing.
+  // Ring all-reduce over 8 GPUs on NVSwitch, Simple protocol at 64 MB: NCCL's latency
+  // 8.4 µs + 2(n−1) = 14 NVLink hops of 3.4 µs = 56 µs, then 14 steps of S/n at
+  // B = 232.5 GB/s: 56 + 14 · 8e6/232.5e9 s = 537.72 us. The other node's TP group
+  // uses its own NVSwitch, so running both at once changes nothing.
   EXPECT_NEAR(cost.seconds(CollectiveKind::all_reduce, Dim::tp, layout.shape(Dim::tp, 0), S),
-              14 * (1e-6 + 8e6 / kNvlink), 1e-12);
+              (8.4 + 14 * 3.4) * 1e-6 + 14 * 8e6 / kNvlink, 1e-12);
 }
 
 TEST(NetworkCost, EightA100AllReduceBusBandwidthMatchesNcclTests) {
@@ -70,13 +75,13 @@ TEST(NetworkCost, OversubscriptionSlowsCrossLeafDataParallelEvenInClosedForm) {
   const Seconds t_over = over.seconds(CollectiveKind::all_reduce, Dim::dp, layout.shape(Dim::dp, 0), S);
   // 4:1 with 4 downlinks per leaf keeps one 24 GB/s uplink; GPU i uses NIC i (NCCL
   // NIC affinity), so the 4 rings of GPUs 0-3 all leave through leaf0's one uplink:
-  // 24/4 GB/s each. Ring, n = 2: 2 steps of (α + (S/2)/(24e9/4)), α = 2 us
-  // -> 2 · (2e-6 + 8.333e-3) = 16.671 ms.
-  EXPECT_NEAR(t_over, 2 * (2e-6 + (S / 2) / (kNic / 4)), 1e-9);
+  // 24/4 GB/s each. Ring, n = 2: NCCL's 50.96 us + 2 steps of (S/2)/(24e9/4)
+  // -> 16.718 ms.
+  EXPECT_NEAR(t_over, kTwoNodeRingLatency + 2 * (S / 2) / (kNic / 4), 1e-9);
   // Full bisection: 4 uplinks per leaf, ECMP-hashed; never slower than 4:1 and at
-  // least the lone-ring time 2 · (2 us + 50 MB / 24 GB/s) = 4.171 ms.
+  // least the lone-ring time 50.96 us + 2 · 50 MB / 24 GB/s = 4.218 ms.
   EXPECT_LT(t_full, t_over);
-  EXPECT_GE(t_full, 2 * (2e-6 + (S / 2) / kNic) - 1e-12);
+  EXPECT_GE(t_full, kTwoNodeRingLatency + 2 * (S / 2) / kNic - 1e-12);
 }
 
 TEST(NetworkTransport, IdleNetworkEqualsTheClosedForm) {
@@ -90,10 +95,10 @@ TEST(NetworkTransport, IdleNetworkEqualsTheClosedForm) {
   const auto g = layout.shape(Dim::dp, 0);
   tr.start_collective(e, CollectiveKind::all_reduce, Dim::dp, 0, g, S, &Recorder::cb, &rec, 0);
   e.run();
-  // Alone: 2 · (2 us + 50 MB / 24 GB/s) = 4.171 ms, as model->isolated_seconds.
+  // Alone: 50.96 us + 2 · 50 MB / 24 GB/s = 4.218 ms, as model->isolated_seconds.
   const auto ranks = model->members(Dim::dp, 0);
   EXPECT_NEAR(to_seconds(rec.at[0]), model->isolated_seconds(CollectiveKind::all_reduce, ranks, S), 1e-9);
-  EXPECT_NEAR(to_seconds(rec.at[0]), 2 * (2e-6 + (S / 2) / kNic), 1e-9);
+  EXPECT_NEAR(to_seconds(rec.at[0]), kTwoNodeRingLatency + 2 * (S / 2) / kNic, 1e-9);
 }
 
 TEST(NetworkTransport, DataParallelAllReduceAndPipelineSendOnOneNicSlowEachOther) {
@@ -103,25 +108,26 @@ TEST(NetworkTransport, DataParallelAllReduceAndPipelineSendOnOneNicSlowEachOther
   NetworkTransport tr(*model, cost);
   Engine e;
   Recorder rec{&e};
-  const double S = 100e6, P = 50e6, a = 2e-6, B = kNic;
-  // t = 0: DP all-reduce of {0, 8} (ring n = 2: flows 0->8 and 8->0 of S after 2α) and
-  // a 50 MB pipeline send 0->8 (after α), both on GPU 0's NIC 0 and the same path.
+  const double S = 100e6, P = 50e6, a = 2e-6, B = kNic, a_dp = kTwoNodeRingLatency;
+  // t = 0: DP all-reduce of {0, 8} (ring n = 2: flows 0->8 and 8->0 of S after NCCL's
+  // latency a_dp = 50.96 us) and a 50 MB pipeline send 0->8 (after the path's α = 2 us),
+  // both on GPU 0's NIC 0 and the same path.
   tr.start_collective(e, CollectiveKind::all_reduce, Dim::dp, 0, layout.shape(Dim::dp, 0), S, &Recorder::cb, &rec, 0);
   GroupShape pair{2, 2, 0, 8};
   tr.start_p2p(e, 0, 8, pair, P, &Recorder::cb, &rec, 1);
   e.run();
   // Shares by hand (max-min on the B = 24 GB/s links 0->8):
-  //  [α, 2α): the send alone at 24 GB/s: 48 kB;
-  //  from 2α: send and DP flow 0->8 at 12 GB/s each; the send's 49.952 MB take
-  //  4.1627 ms -> send done at 2α + 4.1627 ms = 4.1667 ms (alone: α + 2.083 ms);
-  //  the DP flow then has 100 − 49.952 = 50.048 MB left at 24 GB/s: 2.0853 ms more
-  //  -> 6.252 ms (alone: 2α + 4.1667 ms).
-  const double send_done = 2 * a + (P - B * a) / (B / 2);
-  const double dp_done = send_done + (S - (B / 2) * (send_done - 2 * a)) / B;
+  //  [α, a_dp): the send alone at 24 GB/s: 1.175 MB;
+  //  from a_dp: send and DP flow 0->8 at 12 GB/s each; the send's 48.825 MB take
+  //  4.069 ms -> send done at 4.120 ms (alone: α + 2.083 ms);
+  //  the DP flow then has 100 − 48.825 MB left at 24 GB/s: 2.132 ms more
+  //  -> 6.252 ms (alone: a_dp + 4.1667 ms).
+  const double send_done = a_dp + (P - B * (a_dp - a)) / (B / 2);
+  const double dp_done = send_done + (S - (B / 2) * (send_done - a_dp)) / B;
   EXPECT_NEAR(to_seconds(rec.at[1]), send_done, 2e-9);
   EXPECT_NEAR(to_seconds(rec.at[0]), dp_done, 2e-9);
-  EXPECT_GT(to_seconds(rec.at[1]), a + P / B + 1e-3);      // the send was slowed
-  EXPECT_GT(to_seconds(rec.at[0]), 2 * a + S / B + 1e-3);  // and so was the all-reduce
+  EXPECT_GT(to_seconds(rec.at[1]), a + P / B + 1e-3);     // the send was slowed
+  EXPECT_GT(to_seconds(rec.at[0]), a_dp + S / B + 1e-3);  // and so was the all-reduce
   // Bytes: DP 2 × 100 MB, PP 50 MB.
   EXPECT_NEAR(tr.dim_bytes(Dim::dp), 2 * S, 1e3);
   EXPECT_NEAR(tr.dim_bytes(Dim::pp), P, 1e3);

@@ -1,0 +1,74 @@
+// NCCL's own cost model for one collective: for every algorithm × protocol a
+// latency (µs) and a bandwidth (GB/s), time = latency + bytes / bandwidth, and the
+// tuner runs the pair with the smallest predicted time. The constants and formulas
+// are those of NCCL's src/graph/tuning.cc (ncclTopoTuneModel, ncclTopoGetAlgoTime),
+// read in the tags v2.18.3-1, v2.19.3-1, v2.21.5-1, v2.23.4-1 and v2.27.3-1 of
+// github.com/NVIDIA/nccl; each figure in nccl_tuning.cpp names the version it comes from.
+//
+// What NCCL's tuner sees is reduced to NcclComm: rank and node counts, the GPU
+// generation (it indexes NCCL's per-architecture caps), whether the node's GPUs talk
+// over NVLink, the channel count and the bus bandwidth one Simple-protocol ring
+// reaches with all channels inside a node and across nodes (NCCL takes these from its
+// topology search; ptsim from the cluster's links), and whether NVLink SHARP (NVLS,
+// NVSwitch + H100) or in-network reduction (CollNet, SHARP switches) exist.
+//
+// Versions: "2.18" to "2.27" (cluster.nccl_version). NVLS and NVLS-tree are in every
+// one of them; PAT (all-gather / reduce-scatter with one GPU per node) from 2.23.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "hw/net/collectives.h"
+
+namespace ptsim::hw::net {
+
+struct NcclVersion {
+  int minor = 27;  // 2.minor
+};
+inline constexpr std::string_view kDefaultNcclVersion = "2.27";
+inline constexpr int kMinNcclMinor = 18, kMaxNcclMinor = 27;
+// "2.18" .. "2.27", optionally with a patch level ("2.21.5"); throws
+// std::invalid_argument naming the accepted range otherwise.
+NcclVersion parse_nccl_version(std::string_view text);
+
+enum class NcclAlgo : std::uint8_t { tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat };
+enum class NcclProto : std::uint8_t { ll, ll128, simple };
+std::string_view to_string(NcclAlgo a);
+std::string_view to_string(NcclProto p);
+
+enum class GpuArch : std::uint8_t { volta, ampere, hopper };
+
+struct NcclComm {
+  int n_ranks = 1;
+  int n_nodes = 1;
+  GpuArch arch = GpuArch::ampere;
+  bool nvlink = true;  // GPUs of a node joined by NVLink (else PCIe)
+  int n_channels = 16;
+  BytesPerSecond bus_bw_intra = 0;  // Simple ring busbw inside one node, all channels
+  BytesPerSecond bus_bw_inter = 0;  // Simple ring busbw across nodes, all channels
+  bool nvls = false;                // NVLink SHARP in the node's NVSwitches
+  bool collnet = false;             // in-network reduction (SHARP) on the fabric
+  double ppn() const { return static_cast<double>(n_ranks) / n_nodes; }
+};
+
+struct NcclEstimate {
+  NcclAlgo algo = NcclAlgo::ring;
+  NcclProto proto = NcclProto::simple;
+  Seconds latency = 0;
+  BytesPerSecond bandwidth = 0;  // NCCL's "algorithm" bandwidth: time = latency + bytes / bandwidth
+  Seconds time = 0;
+};
+
+// Every algorithm × protocol NCCL would consider for `kind` on this communicator in
+// version v (kinds: all-reduce, reduce-scatter, all-gather, broadcast; bytes as
+// nccl-tests counts them, see collectives.h). Throws std::invalid_argument for other
+// kinds or an inconsistent communicator.
+std::vector<NcclEstimate> nccl_estimates(CollectiveKind kind, const NcclComm& comm, Bytes bytes, NcclVersion v);
+// The pair NCCL's tuner runs: the smallest predicted time, or the fastest protocol
+// of `only` when given (NCCL_ALGO forced) and available; nullopt when `only` is not.
+std::optional<NcclEstimate> nccl_choose(CollectiveKind kind, const NcclComm& comm, Bytes bytes, NcclVersion v,
+                                        std::optional<NcclAlgo> only = std::nullopt);
+
+}  // namespace ptsim::hw::net
