@@ -30,6 +30,14 @@ Router::Router(const Topology& topo, std::size_t cached_destinations, Contractio
   capacity_ =
       cached_destinations > 0 ? cached_destinations : std::clamp<std::size_t>((256u << 20) / per_table, 4, 8192);
   slot_of_.assign(fabric_.size(), -1);
+  entry_pos_.assign(fabric_.size(), kInf);
+  for (LinkId id : port_links_) {
+    const std::uint32_t f = fidx_[topo_.link(id).src];
+    if (entry_pos_[f] == kInf) {
+      entry_pos_[f] = static_cast<std::uint32_t>(entry_fabric_.size());
+      entry_fabric_.push_back(f);
+    }
+  }
   dst_info_.resize(topo.num_vertices());
   dst_info_ready_.assign(topo.num_vertices(), 0);
 }
@@ -234,12 +242,7 @@ std::uint32_t Router::dist_via(VertexId w, const DstInfo& info, const std::vecto
   return d;
 }
 
-const std::vector<std::uint32_t>& Router::distances_to(std::uint32_t u) {
-  ++clock_;
-  if (const std::int32_t i = slot_of_[u]; i >= 0) {
-    tables_[i].last_use = clock_;
-    return tables_[i].dist;
-  }
+std::vector<std::uint32_t>& Router::claim_table(std::uint32_t u) {
   Table* slot = nullptr;
   if (tables_.size() < capacity_) {
     slot = &tables_.emplace_back();
@@ -251,8 +254,36 @@ const std::vector<std::uint32_t>& Router::distances_to(std::uint32_t u) {
   slot_of_[u] = static_cast<std::int32_t>(slot - tables_.data());
   slot->u = u;
   slot->last_use = clock_;
-  auto& dist = slot->dist;
-  dist.assign(fabric_.size(), kInf);
+  slot->dist.assign(fabric_.size(), kInf);
+  ++tables_computed_;
+  return slot->dist;
+}
+
+const std::vector<std::uint32_t>& Router::distances_to(std::uint32_t u) {
+  ++clock_;
+  if (const std::int32_t i = slot_of_[u]; i >= 0) {
+    tables_[i].last_use = clock_;
+    return tables_[i].dist;
+  }
+  // With room for 64 more tables (nothing evicted, so no table of the route being
+  // walked moves), compute u's with the next 63 uncached entry switches: a collective
+  // needs the tables of most of them anyway.
+  if (entry_pos_[u] != kInf && tables_.size() + 64 <= capacity_) {
+    std::vector<std::uint32_t> batch{u};
+    const std::size_t n = entry_fabric_.size();
+    for (std::size_t k = 1; k < n && batch.size() < 64; ++k) {
+      const std::uint32_t f = entry_fabric_[(entry_pos_[u] + k) % n];
+      if (slot_of_[f] < 0) batch.push_back(f);
+    }
+    search_batch(batch);
+    return tables_[slot_of_[u]].dist;
+  }
+  auto& dist = claim_table(u);
+  search_one(u, dist);
+  return dist;
+}
+
+void Router::search_one(std::uint32_t u, std::vector<std::uint32_t>& dist) {
   // Dial's algorithm (Dijkstra with a circular bucket queue; integer weights < buckets),
   // run backwards over H's incoming edges so dist[f] = least cost f -> u.
   dist[u] = 0;
@@ -279,8 +310,43 @@ const std::vector<std::uint32_t>& Router::distances_to(std::uint32_t u) {
     }
     bucket.clear();
   }
-  ++tables_computed_;
-  return dist;
+}
+
+void Router::search_batch(const std::vector<std::uint32_t>& targets) {
+  const std::size_t nb = buckets_.size(), nf = fabric_.size();
+  std::vector<std::uint32_t*> out;
+  for (std::uint32_t t : targets) out.push_back(claim_table(t).data());
+  // pend[level % nb][v]: targets that v reaches at that level, not yet settled.
+  std::vector<std::uint64_t> pend(nb * nf, 0), settled(nf, 0);
+  std::size_t pending = 0;
+  for (std::size_t k = 0; k < targets.size(); ++k) {
+    pend[targets[k]] |= std::uint64_t{1} << k;
+    buckets_[0].push_back(targets[k]);
+    ++pending;
+  }
+  for (std::uint32_t d = 0; pending > 0; ++d) {
+    auto& bucket = buckets_[d % nb];
+    std::uint64_t* level = &pend[(d % nb) * nf];
+    for (std::size_t i = 0; i < bucket.size(); ++i) {
+      const std::uint32_t v = bucket[i];
+      const std::uint64_t m = level[v] & ~settled[v];
+      level[v] = 0;
+      if (m == 0) continue;
+      settled[v] |= m;
+      for (std::uint64_t bits = m; bits; bits &= bits - 1) out[__builtin_ctzll(bits)][v] = d;
+      for (std::uint32_t k = h_in_begin_[v]; k < h_in_begin_[v + 1]; ++k) {
+        const HEdge& e = h_in_[k];
+        std::uint64_t& p = pend[((d + e.cost) % nb) * nf + e.src];
+        if (p == 0) {
+          buckets_[(d + e.cost) % nb].push_back(e.src);
+          ++pending;
+        }
+        p |= m;
+      }
+    }
+    pending -= bucket.size();
+    bucket.clear();
+  }
 }
 
 void Router::route(VertexId src, VertexId dst, std::uint64_t flow, std::vector<LinkId>& out) {

@@ -83,6 +83,13 @@ class Router {
  private:
   // Distances to fabric vertex number `u` (index into fabric_) from every fabric vertex.
   const std::vector<std::uint32_t>& distances_to(std::uint32_t u);
+  // An LRU slot for u's table (evicting the least recently used when full).
+  std::vector<std::uint32_t>& claim_table(std::uint32_t u);
+  // Dial's search to one fabric vertex; the same for up to 64 at once (one bit per
+  // target in a 64-bit mask per vertex, so a vertex is scanned once per distinct
+  // distance instead of once per target).
+  void search_one(std::uint32_t u, std::vector<std::uint32_t>& dist);
+  void search_batch(const std::vector<std::uint32_t>& targets);
   struct Entry {
     std::uint32_t u;      // fabric index of a vertex outside the node
     std::uint32_t extra;  // min over ports from u: cost(u->p) + dist_in(p, dst)
@@ -137,6 +144,8 @@ class Router {
   std::vector<std::uint32_t> port_begin_, port_links_;     // CSR: links u -> p entering each closed node
   std::vector<std::uint32_t> fabric_;                      // fabric vertices (F), by fabric index
   std::vector<std::uint32_t> fidx_;                        // by vertex: fabric index, kNone if not fabric
+  std::vector<std::uint32_t> entry_fabric_;                // fabric indices with a port into a closed node
+  std::vector<std::uint32_t> entry_pos_;                   // by fabric index: position in entry_fabric_
   std::vector<std::uint32_t> exit_begin_;                  // by vertex: CSR into exits_
   std::vector<Exit> exits_;
   std::vector<std::uint32_t> h_in_begin_;  // H: incoming edges by fabric index
