@@ -32,7 +32,7 @@
 //    through an exit q -> b, so dist(w, dst) = min over exits (dist_in(w, q) +
 //    cost(q->b) + dist(b, dst)) (precomputed per vertex, keyed by b).
 // dist_in is a search over the node's ~20 vertices; the tables dist(·, u) hold |F|
-// entries (5,120 at 65,536 GPUs instead of ~172k), keyed by the entry switch u and
+// entries (5,120 at 65,536 GPUs instead of 177,152), keyed by the entry switch u and
 // shared by every GPU behind it. Exact: the same distances, hence the same routes, as
 // a full search per destination (Contraction::none, kept as the reference; tested on
 // random fat trees, tori and user graphs).
