@@ -14,7 +14,7 @@
 // over flat CSR arrays and are kept for the most recently used destinations only
 // (bounded LRU), so a 65k-GPU fabric never stores all-pairs routes.
 //
-// Contraction to the switch fabric (why: a full-graph table per leaf is ~170k vertices
+// Contraction to the switch fabric (why: a full-graph table per leaf is 177,152 vertices
 // at 65,536 GPUs, and the 2,048 leaf tables a collective needs thrashed any sane LRU:
 // 42 s of a 65k folded run). A compute node is *closed* when every cable leaving it
 // ends on a fabric vertex (one of no node: leaf, spine, torus router, ...); the
