@@ -21,40 +21,58 @@ std::uint64_t mix(std::uint64_t x) {
 
 }  // namespace
 
-Router::Router(const Topology& topo, std::size_t cached_destinations) : topo_(topo) {
-  const std::size_t n = topo.num_vertices();
+Router::Router(const Topology& topo, std::size_t cached_destinations, Contraction contraction) : topo_(topo) {
+  build_csr();
+  build_nodes(contraction);
+  build_exits();
+  build_fabric_graph();
+  const std::size_t per_table = std::max<std::size_t>(1, fabric_.size()) * sizeof(std::uint32_t);
+  capacity_ =
+      cached_destinations > 0 ? cached_destinations : std::clamp<std::size_t>((256u << 20) / per_table, 4, 8192);
+  slot_of_.assign(fabric_.size(), -1);
+  entry_pos_.assign(fabric_.size(), kInf);
+  for (LinkId id : port_links_) {
+    const std::uint32_t f = fidx_[topo_.link(id).src];
+    if (entry_pos_[f] == kInf) {
+      entry_pos_[f] = static_cast<std::uint32_t>(entry_fabric_.size());
+      entry_fabric_.push_back(f);
+    }
+  }
+  dst_info_.resize(topo.num_vertices());
+  dst_info_ready_.assign(topo.num_vertices(), 0);
+}
+
+void Router::build_csr() {
+  const std::size_t n = topo_.num_vertices();
   out_begin_.assign(n + 1, 0);
   in_begin_.assign(n + 1, 0);
-  for (const Link& l : topo.links()) {
+  for (const Link& l : topo_.links()) {
     ++out_begin_[l.src + 1];
     ++in_begin_[l.dst + 1];
-    max_cost_ = std::max<std::uint32_t>(max_cost_, l.cost);
   }
   for (std::size_t v = 0; v < n; ++v) {
     out_begin_[v + 1] += out_begin_[v];
     in_begin_[v + 1] += in_begin_[v];
   }
-  out_links_.resize(topo.num_links());
-  in_links_.resize(topo.num_links());
+  out_links_.resize(topo_.num_links());
+  in_links_.resize(topo_.num_links());
   std::vector<std::uint32_t> out_fill(out_begin_.begin(), out_begin_.end() - 1);
   std::vector<std::uint32_t> in_fill(in_begin_.begin(), in_begin_.end() - 1);
-  for (LinkId id = 0; id < topo.num_links(); ++id) {
-    const Link& l = topo.link(id);
+  for (LinkId id = 0; id < topo_.num_links(); ++id) {
+    const Link& l = topo_.link(id);
     out_links_[out_fill[l.src]++] = id;
     in_links_[in_fill[l.dst]++] = id;
   }
-  const std::size_t per_table = std::max<std::size_t>(1, n) * sizeof(std::uint32_t);
-  capacity_ =
-      cached_destinations > 0 ? cached_destinations : std::clamp<std::size_t>((256u << 20) / per_table, 4, 8192);
-  buckets_.resize(max_cost_ + 1);
-  slot_of_dst_.assign(n, -1);
+}
 
-  // Compute-node structure (per-node contraction, routing.h).
+// Nodes, which of them are closed (routing.h), the fabric F and the ports into closed nodes.
+void Router::build_nodes(Contraction contraction) {
+  const std::size_t n = topo_.num_vertices();
   node_of_.resize(n);
   local_index_.assign(n, 0);
   int nodes = 0;
   for (VertexId v = 0; v < n; ++v) {
-    node_of_[v] = topo.node(v);
+    node_of_[v] = topo_.node(v);
     nodes = std::max(nodes, node_of_[v] + 1);
   }
   node_begin_.assign(static_cast<std::size_t>(nodes) + 1, 0);
@@ -62,72 +80,141 @@ Router::Router(const Topology& topo, std::size_t cached_destinations) : topo_(to
     if (node_of_[v] >= 0) ++node_begin_[node_of_[v] + 1];
   for (int i = 0; i < nodes; ++i) node_begin_[i + 1] += node_begin_[i];
   node_vertices_.resize(node_begin_.back());
-  {
-    std::vector<std::uint32_t> fill(node_begin_.begin(), node_begin_.end() - 1);
-    for (VertexId v = 0; v < n; ++v)
-      if (node_of_[v] >= 0) {
-        local_index_[v] = fill[node_of_[v]] - node_begin_[node_of_[v]];
-        node_vertices_[fill[node_of_[v]]++] = v;
-      }
+  std::vector<std::uint32_t> fill(node_begin_.begin(), node_begin_.end() - 1);
+  for (VertexId v = 0; v < n; ++v)
+    if (node_of_[v] >= 0) {
+      local_index_[v] = fill[node_of_[v]] - node_begin_[node_of_[v]];
+      node_vertices_[fill[node_of_[v]]++] = v;
+    }
+  // A node is open when a cable joins it to another node directly.
+  std::vector<char> closed(static_cast<std::size_t>(nodes), contraction == Contraction::nodes ? 1 : 0);
+  for (const Link& l : topo_.links())
+    if (node_of_[l.src] >= 0 && node_of_[l.dst] >= 0 && node_of_[l.src] != node_of_[l.dst])
+      closed[node_of_[l.src]] = closed[node_of_[l.dst]] = 0;
+  region_.resize(n);
+  fidx_.assign(n, kInf);
+  for (VertexId v = 0; v < n; ++v) {
+    region_[v] = node_of_[v] >= 0 && closed[node_of_[v]] ? node_of_[v] : -1;
+    if (region_[v] < 0) {
+      fidx_[v] = static_cast<std::uint32_t>(fabric_.size());
+      fabric_.push_back(v);
+    }
   }
   port_begin_.assign(static_cast<std::size_t>(nodes) + 1, 0);
-  auto is_port = [&](const Link& l) { return node_of_[l.dst] >= 0 && node_of_[l.src] != node_of_[l.dst]; };
-  for (const Link& l : topo.links())
-    if (is_port(l)) ++port_begin_[node_of_[l.dst] + 1];
+  auto is_port = [&](const Link& l) { return region_[l.dst] >= 0 && region_[l.src] != region_[l.dst]; };
+  for (const Link& l : topo_.links())
+    if (is_port(l)) ++port_begin_[region_[l.dst] + 1];
   for (int i = 0; i < nodes; ++i) port_begin_[i + 1] += port_begin_[i];
   port_links_.resize(port_begin_.back());
-  {
-    std::vector<std::uint32_t> fill(port_begin_.begin(), port_begin_.end() - 1);
-    for (LinkId id = 0; id < topo.num_links(); ++id)
-      if (is_port(topo.link(id))) port_links_[fill[node_of_[topo.link(id).dst]]++] = id;
+  fill.assign(port_begin_.begin(), port_begin_.end() - 1);
+  for (LinkId id = 0; id < topo_.num_links(); ++id)
+    if (is_port(topo_.link(id))) port_links_[fill[region_[topo_.link(id).dst]]++] = id;
+}
+
+// Reverse Dijkstra inside a node, O(k^2) over its ~20 vertices.
+void Router::in_node_distances(int node, VertexId target, std::vector<std::uint32_t>& out) const {
+  const std::uint32_t b = node_begin_[node], k = node_begin_[node + 1] - b;
+  out.assign(k, kInf);
+  std::vector<char> done(k, 0);
+  out[local_index_[target]] = 0;
+  for (std::uint32_t it = 0; it < k; ++it) {
+    std::uint32_t best = kInf, bi = 0;
+    for (std::uint32_t i = 0; i < k; ++i)
+      if (!done[i] && out[i] < best) best = out[i], bi = i;
+    if (best == kInf) break;
+    done[bi] = 1;
+    const VertexId v = node_vertices_[b + bi];
+    for (std::uint32_t e = in_begin_[v]; e < in_begin_[v + 1]; ++e) {
+      const Link& l = topo_.link(in_links_[e]);
+      if (node_of_[l.src] != node) continue;
+      auto& d = out[local_index_[l.src]];
+      d = std::min(d, best + l.cost);
+    }
   }
-  dst_info_.resize(n);
-  dst_info_ready_.assign(n, 0);
+}
+
+// Per vertex of a closed node: the least cost to each fabric vertex b it can leave to.
+void Router::build_exits() {
+  const std::size_t n = topo_.num_vertices();
+  exit_begin_.assign(n + 1, 0);
+  std::vector<std::uint32_t> d;
+  std::vector<std::vector<Exit>> lists(n);
+  for (std::size_t node = 0; node + 1 < node_begin_.size(); ++node) {
+    const std::uint32_t b = node_begin_[node], k = node_begin_[node + 1] - b;
+    if (k == 0 || region_[node_vertices_[b]] < 0) continue;
+    for (std::uint32_t i = 0; i < k; ++i) {
+      const VertexId q = node_vertices_[b + i];
+      for (std::uint32_t e = out_begin_[q]; e < out_begin_[q + 1]; ++e) {
+        const Link& l = topo_.link(out_links_[e]);
+        if (region_[l.dst] >= 0) continue;  // stays inside (a closed node only borders F)
+        in_node_distances(static_cast<int>(node), q, d);
+        for (std::uint32_t w = 0; w < k; ++w) {
+          if (d[w] == kInf) continue;
+          auto& list = lists[node_vertices_[b + w]];
+          const std::uint32_t c = d[w] + l.cost, f = fidx_[l.dst];
+          auto it = std::find_if(list.begin(), list.end(), [&](const Exit& x) { return x.f == f; });
+          if (it == list.end())
+            list.push_back({f, c});
+          else
+            it->extra = std::min(it->extra, c);
+        }
+      }
+    }
+  }
+  for (std::size_t v = 0; v < n; ++v) exit_begin_[v + 1] = exit_begin_[v] + lists[v].size();
+  exits_.reserve(exit_begin_.back());
+  for (auto& list : lists) exits_.insert(exits_.end(), list.begin(), list.end());
+}
+
+// H: links between fabric vertices plus the shortcuts through closed nodes, reversed.
+void Router::build_fabric_graph() {
+  std::vector<std::pair<std::uint32_t, HEdge>> edges;  // (target, edge)
+  for (const Link& l : topo_.links())
+    if (fidx_[l.src] != kInf && fidx_[l.dst] != kInf) edges.push_back({fidx_[l.dst], {fidx_[l.src], l.cost}});
+  for (LinkId id : port_links_) {
+    const Link& l = topo_.link(id);
+    for (std::uint32_t e = exit_begin_[l.dst]; e < exit_begin_[l.dst + 1]; ++e)
+      if (exits_[e].f != fidx_[l.src]) edges.push_back({exits_[e].f, {fidx_[l.src], l.cost + exits_[e].extra}});
+  }
+  h_in_begin_.assign(fabric_.size() + 1, 0);
+  std::uint32_t max_cost = 1;
+  for (const auto& [t, e] : edges) {
+    ++h_in_begin_[t + 1];
+    max_cost = std::max(max_cost, e.cost);
+  }
+  for (std::size_t f = 0; f < fabric_.size(); ++f) h_in_begin_[f + 1] += h_in_begin_[f];
+  h_in_.resize(edges.size());
+  std::vector<std::uint32_t> fill(h_in_begin_.begin(), h_in_begin_.end() - 1);
+  for (const auto& [t, e] : edges) h_in_[fill[t]++] = e;
+  buckets_.resize(max_cost + 1);
 }
 
 const Router::DstInfo& Router::dst_info(VertexId dst) {
   DstInfo& info = dst_info_[dst];
   if (dst_info_ready_[dst]) return info;
   dst_info_ready_[dst] = 1;
-  info.node = node_of_[dst];
+  info.node = region_[dst];
   if (info.node < 0) {  // a fabric vertex: its own full table
-    info.entries.push_back({dst, 0});
+    info.entries.push_back({fidx_[dst], 0});
     return info;
   }
-  // dist_in: reverse Dijkstra inside the node (O(k^2) over its ~20 vertices).
-  const std::uint32_t b = node_begin_[info.node], k = node_begin_[info.node + 1] - b;
-  info.in_dist.assign(k, kInf);
-  std::vector<char> done(k, 0);
-  info.in_dist[local_index_[dst]] = 0;
-  for (std::uint32_t it = 0; it < k; ++it) {
-    std::uint32_t best = kInf, bi = 0;
-    for (std::uint32_t i = 0; i < k; ++i)
-      if (!done[i] && info.in_dist[i] < best) best = info.in_dist[i], bi = i;
-    if (best == kInf) break;
-    done[bi] = 1;
-    const VertexId v = node_vertices_[b + bi];
-    for (std::uint32_t e = in_begin_[v]; e < in_begin_[v + 1]; ++e) {
-      const Link& l = topo_.link(in_links_[e]);
-      if (node_of_[l.src] != info.node) continue;
-      auto& d = info.in_dist[local_index_[l.src]];
-      d = std::min(d, best + l.cost);
-    }
-  }
+  in_node_distances(info.node, dst, info.in_dist);
   // Entries: min over the ports from each outside vertex u.
   for (std::uint32_t e = port_begin_[info.node]; e < port_begin_[info.node + 1]; ++e) {
     const Link& l = topo_.link(port_links_[e]);
     const std::uint32_t dp = info.in_dist[local_index_[l.dst]];
     if (dp == kInf) continue;
-    auto it = std::find_if(info.entries.begin(), info.entries.end(), [&](const Entry& x) { return x.u == l.src; });
+    const std::uint32_t u = fidx_[l.src];
+    auto it = std::find_if(info.entries.begin(), info.entries.end(), [&](const Entry& x) { return x.u == u; });
     if (it == info.entries.end())
-      info.entries.push_back({l.src, dp + l.cost});
+      info.entries.push_back({u, dp + l.cost});
     else
       it->extra = std::min(it->extra, dp + l.cost);
   }
   return info;
 }
 
-void Router::load_tables(const DstInfo& info, VertexId, std::vector<const std::uint32_t*>& tables) {
+void Router::load_tables(const DstInfo& info, std::vector<const std::uint32_t*>& tables) {
   // Every entry table must stay cached while this route is walked.
   capacity_ = std::max(capacity_, info.entries.size() + 1);
   tables.clear();
@@ -135,63 +222,131 @@ void Router::load_tables(const DstInfo& info, VertexId, std::vector<const std::u
     tables.push_back(distances_to(e.u).data());  // buffers never move (same-size assign)
 }
 
-std::uint32_t Router::dist_via(VertexId w, const DstInfo& info, const std::vector<const std::uint32_t*>& tables) const {
+std::uint32_t Router::fabric_dist(std::uint32_t f, const DstInfo& info,
+                                  const std::vector<const std::uint32_t*>& tables) const {
   std::uint32_t d = kInf;
-  if (info.node >= 0 && node_of_[w] == info.node) d = info.in_dist[local_index_[w]];
   for (std::size_t i = 0; i < info.entries.size(); ++i) {
-    const std::uint32_t t = tables[i][w];
+    const std::uint32_t t = tables[i][f];
     if (t != kInf) d = std::min(d, t + info.entries[i].extra);
   }
   return d;
 }
 
-const std::vector<std::uint32_t>& Router::distances_to(VertexId dst) {
-  ++clock_;
-  if (const std::int32_t i = slot_of_dst_[dst]; i >= 0) {
-    tables_[i].last_use = clock_;
-    return tables_[i].dist;
+std::uint32_t Router::dist_via(VertexId w, const DstInfo& info, const std::vector<const std::uint32_t*>& tables) const {
+  if (fidx_[w] != kInf) return fabric_dist(fidx_[w], info, tables);
+  std::uint32_t d = region_[w] == info.node ? info.in_dist[local_index_[w]] : kInf;
+  for (std::uint32_t e = exit_begin_[w]; e < exit_begin_[w + 1]; ++e) {
+    const std::uint32_t t = fabric_dist(exits_[e].f, info, tables);
+    if (t != kInf) d = std::min(d, t + exits_[e].extra);
   }
+  return d;
+}
+
+std::vector<std::uint32_t>& Router::claim_table(std::uint32_t u) {
   Table* slot = nullptr;
   if (tables_.size() < capacity_) {
     slot = &tables_.emplace_back();
   } else {
     slot = &*std::min_element(tables_.begin(), tables_.end(),
                               [](const Table& a, const Table& b) { return a.last_use < b.last_use; });
-    slot_of_dst_[slot->dst] = -1;
+    slot_of_[slot->u] = -1;
   }
-  slot_of_dst_[dst] = static_cast<std::int32_t>(slot - tables_.data());
-  slot->dst = dst;
+  slot_of_[u] = static_cast<std::int32_t>(slot - tables_.data());
+  slot->u = u;
   slot->last_use = clock_;
-  auto& dist = slot->dist;
-  dist.assign(topo_.num_vertices(), kInf);
-  // Dial's algorithm (Dijkstra with a circular bucket queue; integer weights <= max_cost_),
-  // run backwards over incoming links so dist[v] = least cost v -> dst.
-  dist[dst] = 0;
+  slot->dist.assign(fabric_.size(), kInf);
+  ++tables_computed_;
+  return slot->dist;
+}
+
+const std::vector<std::uint32_t>& Router::distances_to(std::uint32_t u) {
+  ++clock_;
+  if (const std::int32_t i = slot_of_[u]; i >= 0) {
+    tables_[i].last_use = clock_;
+    return tables_[i].dist;
+  }
+  // With room for 64 more tables (nothing evicted, so no table of the route being
+  // walked moves), compute u's with the next 63 uncached entry switches: a collective
+  // needs the tables of most of them anyway.
+  if (entry_pos_[u] != kInf && tables_.size() + 64 <= capacity_) {
+    std::vector<std::uint32_t> batch{u};
+    const std::size_t n = entry_fabric_.size();
+    for (std::size_t k = 1; k < n && batch.size() < 64; ++k) {
+      const std::uint32_t f = entry_fabric_[(entry_pos_[u] + k) % n];
+      if (slot_of_[f] < 0) batch.push_back(f);
+    }
+    search_batch(batch);
+    return tables_[slot_of_[u]].dist;
+  }
+  auto& dist = claim_table(u);
+  search_one(u, dist);
+  return dist;
+}
+
+void Router::search_one(std::uint32_t u, std::vector<std::uint32_t>& dist) {
+  // Dial's algorithm (Dijkstra with a circular bucket queue; integer weights < buckets),
+  // run backwards over H's incoming edges so dist[f] = least cost f -> u.
+  dist[u] = 0;
   const std::size_t nb = buckets_.size();
-  buckets_[0].push_back(dst);
+  buckets_[0].push_back(u);
   std::size_t pending = 1;
   for (std::uint32_t d = 0; pending > 0; ++d) {
     auto& bucket = buckets_[d % nb];
     // Vertices appended to this bucket while scanning it have distance d too (only
     // if cost 0 existed, which connect() forbids), so index-based iteration is safe.
     for (std::size_t i = 0; i < bucket.size(); ++i) {
-      const VertexId v = bucket[i];
+      const std::uint32_t v = bucket[i];
       --pending;
       if (dist[v] != d) continue;  // stale entry
-      for (std::uint32_t k = in_begin_[v]; k < in_begin_[v + 1]; ++k) {
-        const Link& l = topo_.link(in_links_[k]);
-        const std::uint32_t nd = d + l.cost;
-        if (nd < dist[l.src]) {
-          dist[l.src] = nd;
-          buckets_[nd % nb].push_back(l.src);
+      for (std::uint32_t k = h_in_begin_[v]; k < h_in_begin_[v + 1]; ++k) {
+        const HEdge& e = h_in_[k];
+        const std::uint32_t nd = d + e.cost;
+        if (nd < dist[e.src]) {
+          dist[e.src] = nd;
+          buckets_[nd % nb].push_back(e.src);
           ++pending;
         }
       }
     }
     bucket.clear();
   }
-  ++tables_computed_;
-  return dist;
+}
+
+void Router::search_batch(const std::vector<std::uint32_t>& targets) {
+  const std::size_t nb = buckets_.size(), nf = fabric_.size();
+  std::vector<std::uint32_t*> out;
+  for (std::uint32_t t : targets) out.push_back(claim_table(t).data());
+  // pend[level % nb][v]: targets that v reaches at that level, not yet settled.
+  std::vector<std::uint64_t> pend(nb * nf, 0), settled(nf, 0);
+  std::size_t pending = 0;
+  for (std::size_t k = 0; k < targets.size(); ++k) {
+    pend[targets[k]] |= std::uint64_t{1} << k;
+    buckets_[0].push_back(targets[k]);
+    ++pending;
+  }
+  for (std::uint32_t d = 0; pending > 0; ++d) {
+    auto& bucket = buckets_[d % nb];
+    std::uint64_t* level = &pend[(d % nb) * nf];
+    for (std::size_t i = 0; i < bucket.size(); ++i) {
+      const std::uint32_t v = bucket[i];
+      const std::uint64_t m = level[v] & ~settled[v];
+      level[v] = 0;
+      if (m == 0) continue;
+      settled[v] |= m;
+      for (std::uint64_t bits = m; bits; bits &= bits - 1) out[__builtin_ctzll(bits)][v] = d;
+      for (std::uint32_t k = h_in_begin_[v]; k < h_in_begin_[v + 1]; ++k) {
+        const HEdge& e = h_in_[k];
+        std::uint64_t& p = pend[((d + e.cost) % nb) * nf + e.src];
+        if (p == 0) {
+          buckets_[(d + e.cost) % nb].push_back(e.src);
+          ++pending;
+        }
+        p |= m;
+      }
+    }
+    pending -= bucket.size();
+    bucket.clear();
+  }
 }
 
 void Router::route(VertexId src, VertexId dst, std::uint64_t flow, std::vector<LinkId>& out) {
@@ -200,7 +355,7 @@ void Router::route(VertexId src, VertexId dst, std::uint64_t flow, std::vector<L
     throw std::invalid_argument(fmt::format("route: unknown vertex {} or {}", src, dst));
   if (src == dst) return;
   const DstInfo& info = dst_info(dst);
-  load_tables(info, dst, scratch_tables_);
+  load_tables(info, scratch_tables_);
   const auto& tables = scratch_tables_;
   std::uint32_t dv = dist_via(src, info, tables);
   if (dv == kInf)
@@ -249,12 +404,15 @@ std::vector<LinkId> Router::route_ranks(int src_rank, int dst_rank, std::uint64_
 
 std::uint32_t Router::cost(VertexId src, VertexId dst) {
   const DstInfo& info = dst_info(dst);
-  load_tables(info, dst, scratch_tables_);
+  load_tables(info, scratch_tables_);
   return dist_via(src, info, scratch_tables_);
 }
 
 std::uint64_t Router::count_paths(VertexId src, VertexId dst) {
-  const auto& dist = distances_to(dst);
+  const DstInfo& info = dst_info(dst);
+  load_tables(info, scratch_tables_);
+  std::vector<std::uint32_t> dist(topo_.num_vertices());
+  for (VertexId v = 0; v < topo_.num_vertices(); ++v) dist[v] = v == dst ? 0 : dist_via(v, info, scratch_tables_);
   if (dist[src] == kInf) return 0;
   // Paths counted in increasing distance-to-dst order (a DAG on the least-cost edges).
   std::vector<VertexId> order;

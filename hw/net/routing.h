@@ -12,18 +12,30 @@
 //
 // Distances to a destination come from a reverse Dial/Dijkstra (small integer weights)
 // over flat CSR arrays and are kept for the most recently used destinations only
-// (bounded LRU), so a 16k-GPU fabric never stores all-pairs routes.
+// (bounded LRU), so a 65k-GPU fabric never stores all-pairs routes.
 //
-// Per-node contraction (why: one full search per destination GPU cost ~0.8 ms on a
-// 16k-GPU fat tree, 12 s for every GPU): a least-cost path from outside a compute
-// node to a vertex `dst` inside it enters the node for the last time through a
-// "port" cable u -> p (u outside, p inside) and then stays inside, so
-//   dist(w, dst) = min over ports (dist(w, u) + cost(u->p) + dist_in(p, dst)),
-// and for w inside the node also dist_in(w, dst) (paths that never leave). dist_in is
-// a search over the node's ~20 vertices; dist(·, u) is a full table keyed by the entry
-// switch u (a leaf, a rail switch, a torus router) and shared by every GPU behind it,
-// so a 16k-GPU fat tree needs 512 full searches instead of 16,384. Exact: the same
-// distances, hence the same routes, as a full search per destination.
+// Contraction to the switch fabric (why: a full-graph table per leaf is 177,152 vertices
+// at 65,536 GPUs, and the 2,048 leaf tables a collective needs thrashed any sane LRU:
+// 42 s of a 65k folded run). A compute node is *closed* when every cable leaving it
+// ends on a fabric vertex (one of no node: leaf, spine, torus router, ...); the
+// vertices of open nodes (a user graph wiring nodes directly) count as fabric. F is
+// the fabric; H is the graph on F with, for every closed node, a shortcut a -> b of
+// cost cost(a->p) + dist_in(p, q) + cost(q->b) for each way in (a -> p) and out
+// (q -> b): transit through a node, as PXN does, stays exact. Then
+//  - dist(f, u) for f, u in F is the distance in H (a path leaves a closed node only
+//    onto F, so every stay in a node is one shortcut or costlier);
+//  - to a vertex dst of a closed node: the path enters the node for the last time
+//    through a port u -> p and stays inside, so
+//      dist(w, dst) = min over ports (dist(w, u) + cost(u->p) + dist_in(p, dst)),
+//    and dist_in(w, dst) for w inside that node (paths that never leave);
+//  - from a vertex w of a closed node: the path leaves the node for the first time
+//    through an exit q -> b, so dist(w, dst) = min over exits (dist_in(w, q) +
+//    cost(q->b) + dist(b, dst)) (precomputed per vertex, keyed by b).
+// dist_in is a search over the node's ~20 vertices; the tables dist(·, u) hold |F|
+// entries (5,120 at 65,536 GPUs instead of 177,152), keyed by the entry switch u and
+// shared by every GPU behind it. Exact: the same distances, hence the same routes, as
+// a full search per destination (Contraction::none, kept as the reference; tested on
+// random fat trees, tori and user graphs).
 //
 // NIC affinity: when the equal-cost next hops are NICs of the source's (or the
 // destination's) node, the GPU takes NIC number (its rank mod the number of choices),
@@ -42,8 +54,12 @@ namespace ptsim::hw::net {
 
 class Router {
  public:
+  // nodes: the fabric contraction above; none: every vertex is fabric, one full-graph
+  // search per destination (the reference the contraction must equal).
+  enum class Contraction { nodes, none };
   // cached_destinations = 0 chooses a cache of about 256 MiB of distance tables.
-  explicit Router(const Topology& topo, std::size_t cached_destinations = 0);
+  explicit Router(const Topology& topo, std::size_t cached_destinations = 0,
+                  Contraction contraction = Contraction::nodes);
 
   // Writes into `out` (cleared first) the directed links of one least-cost path
   // src -> dst chosen for flow number `flow`. Empty when src == dst. Throws
@@ -62,47 +78,79 @@ class Router {
 
   const Topology& topology() const { return topo_; }
   std::size_t distance_tables_computed() const { return tables_computed_; }
+  std::size_t fabric_vertices() const { return fabric_.size(); }
 
  private:
-  const std::vector<std::uint32_t>& distances_to(VertexId dst);
-  // Destination summary for the per-node contraction (see above).
+  // Distances to fabric vertex number `u` (index into fabric_) from every fabric vertex.
+  const std::vector<std::uint32_t>& distances_to(std::uint32_t u);
+  // An LRU slot for u's table (evicting the least recently used when full).
+  std::vector<std::uint32_t>& claim_table(std::uint32_t u);
+  // Dial's search to one fabric vertex; the same for up to 64 at once (one bit per
+  // target in a 64-bit mask per vertex, so a vertex is scanned once per distinct
+  // distance instead of once per target).
+  void search_one(std::uint32_t u, std::vector<std::uint32_t>& dist);
+  void search_batch(const std::vector<std::uint32_t>& targets);
   struct Entry {
-    VertexId u;           // fabric vertex outside the node
+    std::uint32_t u;      // fabric index of a vertex outside the node
     std::uint32_t extra;  // min over ports from u: cost(u->p) + dist_in(p, dst)
   };
   struct DstInfo {
-    int node = -1;                       // -1: dst is not inside a compute node (full table)
+    int node = -1;                       // closed node of dst; -1: dst is fabric (one full table)
     std::vector<std::uint32_t> in_dist;  // by local index of the node's vertices
     std::vector<Entry> entries;
   };
+  struct Exit {
+    std::uint32_t f;      // fabric index of b
+    std::uint32_t extra;  // min over exits q -> b: dist_in(w, q) + cost(q->b)
+  };
+  struct HEdge {
+    std::uint32_t src;  // fabric index
+    std::uint32_t cost;
+  };
+  void build_csr();
+  void build_nodes(Contraction contraction);
+  void build_exits();
+  void build_fabric_graph();
+  // Least costs v -> target over the links inside `node` (by local index).
+  void in_node_distances(int node, VertexId target, std::vector<std::uint32_t>& out) const;
   const DstInfo& dst_info(VertexId dst);
   // Distance w -> dst using `info` and the entry tables in `tables` (parallel to info.entries).
   std::uint32_t dist_via(VertexId w, const DstInfo& info, const std::vector<const std::uint32_t*>& tables) const;
-  void load_tables(const DstInfo& info, VertexId dst, std::vector<const std::uint32_t*>& tables);
+  std::uint32_t fabric_dist(std::uint32_t f, const DstInfo& info,
+                            const std::vector<const std::uint32_t*>& tables) const;
+  void load_tables(const DstInfo& info, std::vector<const std::uint32_t*>& tables);
   int nic_affinity_pick(VertexId src, VertexId dst, VertexId v, std::uint32_t count,
                         std::uint32_t first_candidate_vertex) const;
 
   const Topology& topo_;
   std::vector<std::uint32_t> out_begin_, out_links_;  // CSR of outgoing links
   std::vector<std::uint32_t> in_begin_, in_links_;    // CSR of incoming links
-  std::uint32_t max_cost_ = 1;
   struct Table {
-    VertexId dst = kNoVertex;
+    std::uint32_t u = 0;
     std::uint64_t last_use = 0;
-    std::vector<std::uint32_t> dist;
+    std::vector<std::uint32_t> dist;  // by fabric index
   };
   std::vector<Table> tables_;
-  std::vector<std::int32_t> slot_of_dst_;  // by vertex: index in tables_, -1 if not cached
+  std::vector<std::int32_t> slot_of_;  // by fabric index: index in tables_, -1 if not cached
   std::size_t capacity_;
   std::uint64_t clock_ = 0;
   std::size_t tables_computed_ = 0;
-  std::vector<std::vector<VertexId>> buckets_;  // Dial's circular buckets, reused
+  std::vector<std::vector<std::uint32_t>> buckets_;  // Dial's circular buckets, reused
   // Compute-node structure for the contraction.
-  std::vector<std::int32_t> node_of_;                      // by vertex
+  std::vector<std::int32_t> node_of_;                      // by vertex (topology's node)
+  std::vector<std::int32_t> region_;                       // by vertex: its closed node, -1 for fabric
   std::vector<std::uint32_t> local_index_;                 // index of the vertex inside its node
   std::vector<std::uint32_t> node_begin_, node_vertices_;  // CSR: vertices of each node
-  std::vector<std::uint32_t> port_begin_, port_links_;     // CSR: links u -> p entering each node
-  std::vector<DstInfo> dst_info_;                          // by vertex, built lazily
+  std::vector<std::uint32_t> port_begin_, port_links_;     // CSR: links u -> p entering each closed node
+  std::vector<std::uint32_t> fabric_;                      // fabric vertices (F), by fabric index
+  std::vector<std::uint32_t> fidx_;                        // by vertex: fabric index, kNone if not fabric
+  std::vector<std::uint32_t> entry_fabric_;                // fabric indices with a port into a closed node
+  std::vector<std::uint32_t> entry_pos_;                   // by fabric index: position in entry_fabric_
+  std::vector<std::uint32_t> exit_begin_;                  // by vertex: CSR into exits_
+  std::vector<Exit> exits_;
+  std::vector<std::uint32_t> h_in_begin_;  // H: incoming edges by fabric index
+  std::vector<HEdge> h_in_;
+  std::vector<DstInfo> dst_info_;  // by vertex, built lazily
   std::vector<char> dst_info_ready_;
   std::vector<const std::uint32_t*> scratch_tables_;
   std::vector<LinkId> cand_;

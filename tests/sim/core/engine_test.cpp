@@ -89,6 +89,54 @@ TEST(Engine, RunUntilStopsBeforeLaterEvents) {
   EXPECT_EQ(log.seen.size(), 2u);
 }
 
+// run(until) looks at the earliest time past `until`; an event scheduled after that,
+// earlier than it but not before now(), still runs first (radix heap rebase), and ties
+// keep insertion order.
+TEST(Engine, ScheduleAfterAnEarlyStopRunsInOrder) {
+  Engine e;
+  Log log{&e, {}};
+  e.schedule(10, record, &log, 1);
+  e.schedule(1000, record, &log, 2);
+  e.schedule(1000, record, &log, 3);
+  e.schedule(70000, record, &log, 4);
+  e.run(50);
+  e.schedule(60, record, &log, 5);
+  e.schedule(1000, record, &log, 6);
+  e.schedule(50, record, &log, 7);
+  e.run();
+  const std::vector<std::pair<Tick, std::uint64_t>> expected{{10, 1},   {50, 7},   {60, 5},   {1000, 2},
+                                                             {1000, 3}, {1000, 6}, {70000, 4}};
+  EXPECT_EQ(log.seen, expected);
+}
+
+// Ties among many random times come out in insertion order, times never decrease.
+TEST(Engine, ManyTiesKeepInsertionOrder) {
+  Engine e;
+  Log log{&e, {}};
+  std::uint64_t x = 1;
+  for (std::uint64_t i = 0; i < 5000; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    e.schedule(static_cast<Tick>(x >> 57), record, &log, i);  // 128 distinct times
+  }
+  e.run();
+  ASSERT_EQ(log.seen.size(), 5000u);
+  for (std::size_t i = 1; i < log.seen.size(); ++i) {
+    ASSERT_LE(log.seen[i - 1].first, log.seen[i].first);
+    if (log.seen[i - 1].first == log.seen[i].first) ASSERT_LT(log.seen[i - 1].second, log.seen[i].second);
+  }
+}
+
+void schedule_in_the_past(void* ctx, std::uint64_t) {
+  auto* e = static_cast<Engine*>(ctx);
+  e->schedule(e->now() - 1, record, nullptr);
+}
+
+TEST(Engine, TheClockNeverGoesBackwards) {
+  Engine e;
+  e.schedule(5, schedule_in_the_past, &e);
+  EXPECT_THROW(e.run(), InternalError);
+}
+
 TEST(Engine, TwoEnginesAreIndependent) {
   Engine a, b;
   Log la{&a, {}}, lb{&b, {}};
