@@ -11,6 +11,7 @@
 #include "hw/input_file.h"
 #include "hw/strict_yaml.h"
 #include "sim/core/errors.h"
+#include "sim/io/framework_section.h"
 
 namespace ptsim::sim {
 namespace {
@@ -48,7 +49,8 @@ const std::vector<std::string> kParallelKeys = {
     "offload_optimizer",       "offload_params",    "overlap_grad_reduce", "overlap_param_gather", "overlap_p2p",
     "pipeline_layers"};
 const std::vector<std::string> kTrainingKeys = {"global_batch_size", "micro_batch_size", "precision", "optimizer",
-                                                "attention"};
+                                                "attention",         "framework",        "deepspeed", "fsdp",
+                                                "megatron"};
 
 // The strict reader for one scenario file: bad input is a ScenarioError naming the file.
 hw::StrictReader reader(const std::string& file) {
@@ -331,6 +333,7 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
   if (t["precision"]) par.precision = r.choice(t["precision"], "training.precision", models::kPrecisionNames);
   if (t["optimizer"]) s.optimizer = r.choice(t["optimizer"], "training.optimizer", {"adam", "adamw", "sgd"});
   if (t["attention"]) par.attention = r.choice(t["attention"], "training.attention", models::kAttentionImplNames);
+  read_framework(r, t, root["parallel"], s);
 }
 
 }  // namespace
@@ -440,6 +443,28 @@ void validate_layout(const hw::StrictReader& r, const Scenario& s) {
            fmt::format("{} does not divide model.ffn_hidden_size ({})", par.tp, m.ffn_hidden_size));
 }
 
+// What to give when the layers do not divide over the stages: the framework's own keys.
+std::string uneven_layers_hint(Framework f) {
+  if (f == Framework::megatron_core || f == Framework::megatron_lm)
+    return "give training.megatron.decoder_first_pipeline_num_layers and/or decoder_last_pipeline_num_layers (the "
+           "rest split evenly), or parallel.pipeline_layers";
+  return "or give parallel.pipeline_layers";
+}
+
+// What the framework's pipeline engine supports.
+void validate_framework(const hw::StrictReader& r, const Scenario& s) {
+  const auto& par = s.plan.par;
+  const auto& fp = s.framework;
+  if (par.schedule == models::Schedule::interleaved_1f1b && !fp.supports_interleaving)
+    r.fail("parallel.pipeline_schedule",
+           fmt::format("interleaved-1f1b is not offered by {}'s pipeline engine", to_string(fp.framework)),
+           "use 1f1b or gpipe");
+  if (par.pp > 1 && par.zero_stage > fp.max_zero_stage_with_pp)
+    r.fail("parallel.zero_stage",
+           fmt::format("{} with pipeline_parallel {}: {}'s pipeline engine supports ZeRO stage <= {}", par.zero_stage,
+                       par.pp, to_string(fp.framework), fp.max_zero_stage_with_pp));
+}
+
 void validate_pipeline(const hw::StrictReader& r, const Scenario& s) {
   const auto& m = s.model;
   const auto& par = s.plan.par;
@@ -453,7 +478,7 @@ void validate_pipeline(const hw::StrictReader& r, const Scenario& s) {
       r.fail("parallel.pipeline_parallel",
              fmt::format("model.num_layers ({}) is not divisible by pipeline_parallel × virtual_pipeline_stages = {}",
                          m.num_layers, par.pp * par.vpp),
-             "or give parallel.pipeline_layers");
+             uneven_layers_hint(s.framework.framework));
   } else {
     if (static_cast<int>(par.pipeline_layers.size()) != par.pp)
       r.fail("parallel.pipeline_layers",
@@ -546,6 +571,7 @@ void validate(const Scenario& s) {
   const auto r = reader(s.file);
   validate_model(r, s.model);
   validate_layout(r, s);
+  validate_framework(r, s);
   validate_pipeline(r, s);
   validate_batches(r, s);
   validate_sequence(r, s);
