@@ -133,15 +133,15 @@ void read_framework(const hw::StrictReader& r, const YAML::Node& t, const YAML::
   if (t["framework"]) f = r.choice(t["framework"], "training.framework", kFrameworkNames);
   check_sections(r, t, f);
   s.framework = default_profile(f);
+  if (f == Framework::deepspeed) read_deepspeed(r, t["deepspeed"], s);
+  if (f == Framework::fsdp) read_fsdp(r, t["fsdp"], s);
+  if (is_megatron(f)) read_megatron(r, t["megatron"], parallel, s);
   if (!is_megatron(f))
     for (const char* key : {"overlap_grad_reduce", "overlap_param_gather"})
       if (parallel && parallel[key])
         r.fail(
             std::string("parallel.") + key, fmt::format("is a Megatron flag; training.framework is {}", to_string(f)),
             f == Framework::deepspeed ? "use training.deepspeed.overlap_comm" : "use training.fsdp.backward_prefetch");
-  if (f == Framework::deepspeed) read_deepspeed(r, t["deepspeed"], s);
-  if (f == Framework::fsdp) read_fsdp(r, t["fsdp"], s);
-  if (is_megatron(f)) read_megatron(r, t["megatron"], parallel, s);
   apply_partition(r, s);
 }
 
