@@ -40,7 +40,7 @@ std::string gemm_dtype(models::Precision p) {
 class Builder {
  public:
   Builder(const Scenario& s, const hw::ComputeCostModel& compute, BuildOptions opt)
-      : s_(s), par_(s.plan.par), compute_(compute), opt_(opt) {
+      : s_(s), par_(s.plan.par), fw_(s.framework), compute_(compute), opt_(opt) {
     const auto& m = s.model;
     // Activations on the wire and in memory: 4 bytes in fp32, else 2 (fp8 training
     // keeps activations in bf16, as Transformer Engine does).
@@ -76,6 +76,30 @@ class Builder {
   }
 
  private:
+  // What the forward and backward of one model chunk share.
+  struct ChunkBlocks {
+    std::vector<Op> dense_ops, moe_ops;  // one layer's ops
+    Bytes activations = 0;               // held from the forward to the backward
+    Bytes head = 0;                      // of which the head's, freed once its backward ran
+    // The chunk's parameter blocks in forward order: the embedding (kEmbedding) on
+    // the first chunk, its transformer layers, the head (kHead) on the last.
+    std::vector<int> order;
+    const std::vector<Op>& ops(const models::ModelSpec& m, int layer) const {
+      return m.is_moe_layer(layer) ? moe_ops : dense_ops;
+    }
+  };
+
+  struct GatherUnit {
+    int block = 0;
+    int op = -1;  // index in the layer's op list; -1 = the whole block
+    Bytes bytes = 0;
+  };
+  struct Fetch {
+    std::vector<GatherUnit> units;  // in order of first use
+    std::size_t launched = 0, next_use = 0;
+    bool prefetch = false;
+  };
+
   Tick time_of(const Op& op, bool backward) const {
     hw::KernelDesc k;
     k.dtype = gemm_dtype(par_.precision);
@@ -203,8 +227,13 @@ class Builder {
   }
 
   // Forward instructions of one layer's ops (also used for full recomputation).
-  void layer_forward(std::vector<Instr>& out, const std::vector<Op>& ops, std::uint8_t flags) {
-    for (const Op& op : ops) {
+  // `fetch`: the ZeRO-3 gathers of the pass, for submodule gather units (`block`
+  // is the layer; `bwd_pass`: a recomputation inside the backward).
+  void layer_forward(std::vector<Instr>& out, const std::vector<Op>& ops, std::uint8_t flags, Fetch* fetch = nullptr,
+                     int block = 0, bool bwd_pass = false) {
+    for (std::size_t j = 0; j < ops.size(); ++j) {
+      const Op& op = ops[j];
+      if (fetch) fetch_use(out, *fetch, block, static_cast<int>(j), bwd_pass);
       if (op.role == OpRole::attn_enter) tp_boundary(out, true, false, "attn", flags);
       if (op.role == OpRole::mlp_enter) tp_boundary(out, true, false, "mlp", flags);
       if (op.role == OpRole::attn_leave) tp_boundary(out, false, false, "attn", flags);
@@ -217,9 +246,10 @@ class Builder {
     }
   }
 
-  void layer_backward(std::vector<Instr>& out, const std::vector<Op>& ops) {
-    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
-      const Op& op = *it;
+  void layer_backward(std::vector<Instr>& out, const std::vector<Op>& ops, Fetch& fetch, int block) {
+    for (std::size_t j = ops.size(); j-- > 0;) {
+      const Op& op = ops[j];
+      fetch_use(out, fetch, block, static_cast<int>(j), true);
       if (op.role == OpRole::moe_dispatch) ep_all_to_all(out, "ep dispatch bwd", kNoFlags);
       if (op.recomputed_selective && par_.recompute == models::Recompute::selective) {
         cp_launch(out, false, kRecompute);
@@ -255,20 +285,25 @@ class Builder {
   // accumulate gradients over the micro-batches and reduce once, on the last one;
   // ZeRO-2/3 keep only a gradient shard, so they reduce-scatter after every
   // micro-batch's backward (DeepSpeed stage 2/3 with gradient accumulation).
+  // The framework's gradient bucket, in parameters (framework_profile.h).
+  double bucket_params() const { return fw_.grad_bucket_params.value_or(dp_bucket_params(par_.dp)); }
   void dp_launch(std::vector<Instr>& out, double params, bool force) {
     pending_bucket_ += params;
     if (!s_.plan.overlap_grad_reduce || group_size(Dim::dp) <= 1) return;
-    if (pending_bucket_ <= 0 || (!force && pending_bucket_ < dp_bucket_params(par_.dp))) return;
+    if (pending_bucket_ <= 0 || (!force && pending_bucket_ < bucket_params())) return;
     const CollectiveKind c = par_.zero_stage >= 1 ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
     launch(out, Dim::dp, static_cast<int>(Dim::dp), c, pending_bucket_ * grad_elem_bytes_,
            fmt::format("dp grad {}", to_string(c)), par_.zero_stage >= 2 ? kNoFlags : kLastMicrobatch);
     pending_bucket_ = 0;
   }
 
-  // ZeRO-3 (and ZeRO-Infinity parameter offload): a layer's parameters are
-  // all-gathered before its forward and again before its backward, the next
-  // layer's gather prefetched while this one computes (overlap_param_gather),
-  // and the gathered copy freed after use.
+  // ZeRO-3 / FSDP (and ZeRO-Infinity parameter offload): parameters are
+  // all-gathered before use in forward and again in backward, in the framework's
+  // gather units (framework_profile.h): one per block, or one per linear submodule
+  // (DeepSpeed). Units ahead are prefetched while earlier ones compute
+  // (overlap_param_gather): one unit ahead, or, for DeepSpeed, while fewer than
+  // stage3_prefetch_bucket_size elements are in flight. A block's gathered copy is
+  // freed after use (FSDP without reshard_after_forward keeps it to the backward).
   bool zero3() const { return par_.zero_stage == 3 && group_size(Dim::dp) > 1; }
   // Parameters on this GPU of a block: a transformer layer, or the embedding /
   // head (pseudo-layers kEmbedding / kHead).
@@ -279,37 +314,111 @@ class Builder {
     return s_.model.is_moe_layer(block) ? moe_layer_local_ : dense_layer_local_;
   }
   double layer_param_bytes(int block) const { return block_params(block) * act_bytes_; }
-  void gather_layer(std::vector<Instr>& out, int layer, bool backward) {
-    const Bytes bytes = layer_param_bytes(layer);
-    out.push_back(mem(InstrKind::alloc, MemCat::buffers, bytes, "gathered params"));
-    launch(out, Dim::dp, kGatherChannel, CollectiveKind::all_gather, bytes,
+
+  // A layer's linear submodules as DeepSpeed fetches them: (op index, weight
+  // elements) of each GEMM, in op order; the layer's bytes shared in proportion
+  // (biases and norms ride with them); modules below the persistence threshold
+  // stay resident and are not gathered.
+  std::vector<GatherUnit> submodule_units(int block, const std::vector<Op>& ops) const {
+    double total = 0;
+    for (const Op& op : ops)
+      if (op.cls == OpClass::gemm || op.cls == OpClass::router)
+        total += static_cast<double>(op.gemm.k) * static_cast<double>(op.gemm.n) * op.gemm.count;
+    std::vector<GatherUnit> out;
+    for (std::size_t j = 0; j < ops.size(); ++j) {
+      const Op& op = ops[j];
+      if (op.cls != OpClass::gemm && op.cls != OpClass::router) continue;
+      const double w = static_cast<double>(op.gemm.k) * static_cast<double>(op.gemm.n) * op.gemm.count;
+      if (w < fw_.param_persistence_threshold || total <= 0) continue;
+      out.push_back({block, static_cast<int>(j), layer_param_bytes(block) * w / total});
+    }
+    return out;
+  }
+
+  // The gather units of one chunk's pass over `order` (its blocks in execution order).
+  Fetch plan_fetch(const ChunkBlocks& blocks, const std::vector<int>& order, bool backward) const {
+    Fetch f;
+    if (!zero3() || (backward && !fw_.reshard_after_forward)) return f;
+    f.prefetch = s_.plan.overlap_param_gather && (!backward || fw_.backward_prefetch);
+    for (int l : order) {
+      if (l < 0 || fw_.gather_unit == sim::GatherUnit::layer) {
+        // A block without parameters here (the embedding of a single stage) has no gather.
+        if (layer_param_bytes(l) > 0) f.units.push_back({l, -1, layer_param_bytes(l)});
+        continue;
+      }
+      auto pieces = submodule_units(l, blocks.ops(s_.model, l));
+      if (!backward) {
+        f.units.insert(f.units.end(), pieces.begin(), pieces.end());
+        continue;
+      }
+      // Backward uses them in reverse; full recomputation re-runs the forward first
+      // (forward order), and a layer beyond the reuse distance is gathered again
+      // for the backward proper.
+      const bool recompute = par_.recompute == models::Recompute::full;
+      if (recompute) f.units.insert(f.units.end(), pieces.begin(), pieces.end());
+      if (!recompute || (fw_.max_reuse_distance > 0 && block_params(l) > fw_.max_reuse_distance))
+        f.units.insert(f.units.end(), pieces.rbegin(), pieces.rend());
+    }
+    return f;
+  }
+
+  void launch_unit(std::vector<Instr>& out, const GatherUnit& u, bool backward) {
+    out.push_back(mem(InstrKind::alloc, MemCat::buffers, u.bytes, "gathered params"));
+    launch(out, Dim::dp, kGatherChannel, CollectiveKind::all_gather, u.bytes,
            backward ? "zero3 gather (bwd)" : "zero3 gather");
   }
-  // Before computing `layer` (the i-th of `order`): make sure it is gathered.
-  void zero3_before(std::vector<Instr>& out, const std::vector<int>& order, std::size_t i, bool backward) {
-    if (!zero3()) return;
-    if (i == 0) gather_layer(out, order[0], backward);
-    const bool prefetch = s_.plan.overlap_param_gather && i + 1 < order.size();
-    if (prefetch)
-      gather_layer(out, order[i + 1], backward);
-    else if (!s_.plan.overlap_param_gather && i > 0)
-      gather_layer(out, order[i], backward);
-    wait(out, Dim::dp, kGatherChannel, prefetch ? 1 : 0);
+
+  // Before computing `op` of `block` (-1: the block as a whole): its unit gathered.
+  void fetch_use(std::vector<Instr>& out, Fetch& f, int block, int op, bool backward) {
+    std::size_t u = f.next_use;
+    while (u < f.units.size() && !(f.units[u].block == block && f.units[u].op == op)) ++u;
+    if (u >= f.units.size()) return;
+    f.next_use = u + 1;
+    while (f.launched <= u) launch_unit(out, f.units[f.launched++], backward);
+    if (f.prefetch) {
+      const auto ahead = [&] {
+        double elems = 0;
+        for (std::size_t k = u + 1; k < f.launched; ++k) elems += f.units[k].bytes / act_bytes_;
+        return elems;
+      };
+      if (fw_.gather_unit == sim::GatherUnit::layer) {
+        if (f.launched < f.units.size() && f.launched == u + 1) launch_unit(out, f.units[f.launched++], backward);
+      } else {
+        while (f.launched < f.units.size() && ahead() < fw_.prefetch_bucket_params)
+          launch_unit(out, f.units[f.launched++], backward);
+      }
+    }
+    wait(out, Dim::dp, kGatherChannel, static_cast<int>(f.launched - u - 1));
     if (par_.offload_params) {
       // ZeRO-Infinity: the shard comes from host memory over PCIe first.
-      const double shard = layer_param_bytes(order[i]) / group_size(Dim::dp);
+      const double shard = f.units[u].bytes / group_size(Dim::dp);
       push_compute(out, "param h2d", to_ticks(shard / s_.cluster.gpu.pcie_bandwidth));
     }
   }
-  void zero3_after(std::vector<Instr>& out, int layer) {
-    if (zero3()) out.push_back(mem(InstrKind::release, MemCat::buffers, layer_param_bytes(layer), "gathered params"));
+  // Bytes of a block that its gathers bring in (persistent submodules excluded).
+  Bytes gathered_bytes(const ChunkBlocks& blocks, int block) const {
+    if (block < 0 || fw_.gather_unit == sim::GatherUnit::layer) return layer_param_bytes(block);
+    Bytes total = 0;
+    for (const auto& u : submodule_units(block, blocks.ops(s_.model, block))) total += u.bytes;
+    return total;
+  }
+  // After a block: free what this pass gathered of it (a backward without gathers
+  // frees what the forward kept).
+  void zero3_after(std::vector<Instr>& out, const Fetch& f, const ChunkBlocks& blocks, int block, bool backward) {
+    if (!zero3() || (!backward && !fw_.reshard_after_forward)) return;
+    Bytes bytes = 0;
+    for (const auto& u : f.units)
+      if (u.block == block) bytes += u.bytes;
+    if (f.units.empty()) bytes = gathered_bytes(blocks, block);
+    out.push_back(mem(InstrKind::release, MemCat::buffers, bytes, "gathered params"));
   }
 
   // ZeRO-1/2 with overlap_param_gather (Megatron distributed optimizer): the
   // updated parameters of the previous step are all-gathered layer by layer while
   // the first micro-batch's forward runs; layer k waits for its own gather.
   bool overlapped_param_gather() const {
-    return (par_.zero_stage == 1 || par_.zero_stage == 2) && s_.plan.overlap_param_gather && group_size(Dim::dp) > 1;
+    return (par_.zero_stage == 1 || par_.zero_stage == 2) && s_.plan.overlap_param_gather && group_size(Dim::dp) > 1 &&
+           !fw_.allgather_bucket_params;  // DeepSpeed gathers after the step, not under the forward
   }
 
   // Ring attention (context parallelism): K and V chunks travel around the CP
@@ -325,19 +434,6 @@ class Builder {
     if (backward)
       launch(out, Dim::cp, static_cast<int>(Dim::cp), CollectiveKind::reduce_scatter, kv, "cp dkv ring", flags);
   }
-
-  // What the forward and backward of one model chunk share.
-  struct ChunkBlocks {
-    std::vector<Op> dense_ops, moe_ops;  // one layer's ops
-    Bytes activations = 0;               // held from the forward to the backward
-    Bytes head = 0;                      // of which the head's, freed once its backward ran
-    // The chunk's parameter blocks in forward order: the embedding (kEmbedding) on
-    // the first chunk, its transformer layers, the head (kHead) on the last.
-    std::vector<int> order;
-    const std::vector<Op>& ops(const models::ModelSpec& m, int layer) const {
-      return m.is_moe_layer(layer) ? moe_ops : dense_ops;
-    }
-  };
 
   ChunkProgram build_chunk(int stage, int chunk) {
     const auto& m = s_.model;
@@ -372,11 +468,12 @@ class Builder {
     int gather_index = stage == 0 ? 1 : 0;
     for (int c = 0; c < chunk; ++c) gather_index += models::chunk_layers(m, par_, stage, c).count;
     const auto& order = blocks.order;
+    Fetch fetch = plan_fetch(blocks, order, false);
     for (std::size_t i = 0; i < order.size(); ++i) {
       const int l = order[i];
       if (overlapped_param_gather() && l >= 0)
         wait(f, Dim::dp, kGatherChannel, gather_index + (l - first_layer) + 1, kFirstMicrobatch | kAbsoluteWait);
-      zero3_before(f, order, i, false);
+      fetch_use(f, fetch, l, -1, false);
       if (l == kEmbedding) {
         for (const Op& op : models::embedding_ops(m, par_)) push_compute(f, op.name, time_of(op, false));
         push_coll(f, Dim::tp, par_.sequence_parallel ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce,
@@ -384,9 +481,9 @@ class Builder {
       } else if (l == kHead) {
         head_forward(f);
       } else {
-        layer_forward(f, blocks.ops(m, l), kNoFlags);
+        layer_forward(f, blocks.ops(m, l), kNoFlags, &fetch, l);
       }
-      zero3_after(f, l);
+      zero3_after(f, fetch, blocks, l, false);
     }
     if (pipeline_destination(Phase::forward, stage, chunk, p, v).stage >= 0)
       f.push_back(p2p(InstrKind::send, "pp send act"));
@@ -399,9 +496,10 @@ class Builder {
     std::vector<Instr> b;
     if (pipeline_source(Phase::backward, stage, chunk, p, v).stage >= 0) recv(b, "pp recv grad");
     const std::vector<int> reverse(blocks.order.rbegin(), blocks.order.rend());
+    Fetch fetch = plan_fetch(blocks, reverse, true);
     for (std::size_t i = 0; i < reverse.size(); ++i) {
       const int l = reverse[i];
-      zero3_before(b, reverse, i, true);
+      fetch_use(b, fetch, l, -1, true);
       if (l == kHead) {
         head_backward(b);
         // The loss's fp32 softmax and the logits gradient are dead once the output
@@ -417,12 +515,12 @@ class Builder {
         // attention core's (selective); they live until the layer's backward ends.
         const Bytes ws = models::recompute_working_set_bytes(m, par_, m.is_moe_layer(l));
         if (ws > 0) b.push_back(mem(InstrKind::alloc, MemCat::activations, ws, "recompute working set"));
-        if (par_.recompute == models::Recompute::full) layer_forward(b, blocks.ops(m, l), kRecompute);
-        layer_backward(b, blocks.ops(m, l));
+        if (par_.recompute == models::Recompute::full) layer_forward(b, blocks.ops(m, l), kRecompute, &fetch, l, true);
+        layer_backward(b, blocks.ops(m, l), fetch, l);
         if (ws > 0) b.push_back(mem(InstrKind::release, MemCat::activations, ws, "recompute working set"));
       }
-      zero3_after(b, l);
-      dp_launch(b, block_params(l), false);
+      zero3_after(b, fetch, blocks, l, true);
+      dp_launch(b, block_params(l), fw_.grad_reduce_per_unit);
     }
     // The last chunk to finish backward on this stage flushes the partial bucket.
     if (chunk == 0) dp_launch(b, 0, true);
@@ -538,8 +636,8 @@ class Builder {
     if (dp_active && !s_.plan.overlap_grad_reduce) {
       // All gradient buckets reduced after the backward pass, nothing overlapped.
       const CollectiveKind c = par_.zero_stage >= 1 ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
-      for (double left = local_params; left > 0; left -= dp_bucket_params(par_.dp))
-        launch(e, Dim::dp, static_cast<int>(Dim::dp), c, std::min(left, dp_bucket_params(par_.dp)) * grad_elem_bytes_,
+      for (double left = local_params; left > 0; left -= bucket_params())
+        launch(e, Dim::dp, static_cast<int>(Dim::dp), c, std::min(left, bucket_params()) * grad_elem_bytes_,
                fmt::format("dp grad {}", to_string(c)));
     }
     wait(e, Dim::dp, static_cast<int>(Dim::dp), 0);
@@ -563,9 +661,13 @@ class Builder {
       k.bytes = shard * 28.0;
       push_compute(e, "optimizer", to_ticks(compute_.seconds(k)));
     }
-    if (dp_active && (par_.zero_stage == 1 || par_.zero_stage == 2) && !s_.plan.overlap_param_gather) {
-      // Distributed optimizer: all-gather the updated 16-bit weights, exposed.
-      launch(e, Dim::dp, kGatherChannel, CollectiveKind::all_gather, local_params * act_bytes_, "dp param all-gather");
+    if (dp_active && (par_.zero_stage == 1 || par_.zero_stage == 2) && !overlapped_param_gather()) {
+      // Distributed optimizer: all-gather the updated 16-bit weights, exposed; in
+      // DeepSpeed's allgather_bucket_size buckets, else as one message.
+      const double bucket = fw_.allgather_bucket_params.value_or(local_params);
+      for (double left = local_params; left > 0; left -= bucket)
+        launch(e, Dim::dp, kGatherChannel, CollectiveKind::all_gather, std::min(left, bucket) * act_bytes_,
+               "dp param all-gather");
       wait(e, Dim::dp, kGatherChannel, 0);
     }
   }
@@ -576,6 +678,7 @@ class Builder {
 
   const Scenario& s_;
   const models::Parallelism& par_;
+  const FrameworkProfile& fw_;
   const hw::ComputeCostModel& compute_;
   BuildOptions opt_;
   Program prog_;

@@ -8,6 +8,7 @@
 #include "hw/gpu_catalog.h"
 #include "hw/units.h"
 #include "models/model_spec.h"
+#include "sim/core/framework_profile.h"
 #include "sim/core/plan.h"
 
 namespace ptsim::sim {
@@ -48,6 +49,7 @@ struct Scenario {
   ClusterConfig cluster;
   Plan plan;
   std::string optimizer = "adam";
+  FrameworkProfile framework;  // training.framework and its overrides
 };
 
 }  // namespace ptsim::sim

@@ -12,6 +12,7 @@
 #include "hw/net/nccl_tuning.h"
 #include "hw/strict_yaml.h"
 #include "sim/core/errors.h"
+#include "sim/io/framework_section.h"
 
 namespace ptsim::sim {
 namespace {
@@ -49,8 +50,9 @@ const std::vector<std::string> kParallelKeys = {
     "virtual_pipeline_stages", "pipeline_schedule", "sequence_parallel",   "zero_stage",           "recompute",
     "offload_optimizer",       "offload_params",    "overlap_grad_reduce", "overlap_param_gather", "overlap_p2p",
     "pipeline_layers"};
-const std::vector<std::string> kTrainingKeys = {"global_batch_size", "micro_batch_size", "precision",
-                                                "optimizer",         "attention",        "memory"};
+const std::vector<std::string> kTrainingKeys = {
+    "global_batch_size", "micro_batch_size", "precision", "optimizer", "attention", "memory",
+    "framework",         "deepspeed",        "fsdp",      "megatron"};
 const std::vector<std::string> kMemoryKeys = {"state_layout", "allocator_overhead"};
 
 // The strict reader for one scenario file: bad input is a ScenarioError naming the file.
@@ -354,6 +356,10 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
       par.allocator_overhead = v;
     }
   }
+  read_framework(r, t, root["parallel"], s);
+  // The framework decides how model states are laid out, unless the scenario says otherwise.
+  const YAML::Node mem = t["memory"];
+  if (!(mem && mem["state_layout"])) par.state_layout = state_layout_of(s.framework.framework);
 }
 
 }  // namespace
@@ -469,6 +475,28 @@ void validate_layout(const hw::StrictReader& r, const Scenario& s) {
            fmt::format("{} does not divide model.ffn_hidden_size ({})", par.tp, m.ffn_hidden_size));
 }
 
+// What to give when the layers do not divide over the stages: the framework's own keys.
+std::string uneven_layers_hint(Framework f) {
+  if (f == Framework::megatron_core || f == Framework::megatron_lm)
+    return "give training.megatron.decoder_first_pipeline_num_layers and/or decoder_last_pipeline_num_layers (the "
+           "rest split evenly), or parallel.pipeline_layers";
+  return "or give parallel.pipeline_layers";
+}
+
+// What the framework's pipeline engine supports.
+void validate_framework(const hw::StrictReader& r, const Scenario& s) {
+  const auto& par = s.plan.par;
+  const auto& fp = s.framework;
+  if (par.schedule == models::Schedule::interleaved_1f1b && !fp.supports_interleaving)
+    r.fail("parallel.pipeline_schedule",
+           fmt::format("interleaved-1f1b is not offered by {}'s pipeline engine", to_string(fp.framework)),
+           "use 1f1b or gpipe");
+  if (par.pp > 1 && par.zero_stage > fp.max_zero_stage_with_pp)
+    r.fail("parallel.zero_stage",
+           fmt::format("{} with pipeline_parallel {}: {}'s pipeline engine supports ZeRO stage <= {}", par.zero_stage,
+                       par.pp, to_string(fp.framework), fp.max_zero_stage_with_pp));
+}
+
 void validate_pipeline(const hw::StrictReader& r, const Scenario& s) {
   const auto& m = s.model;
   const auto& par = s.plan.par;
@@ -482,7 +510,7 @@ void validate_pipeline(const hw::StrictReader& r, const Scenario& s) {
       r.fail("parallel.pipeline_parallel",
              fmt::format("model.num_layers ({}) is not divisible by pipeline_parallel × virtual_pipeline_stages = {}",
                          m.num_layers, par.pp * par.vpp),
-             "or give parallel.pipeline_layers");
+             uneven_layers_hint(s.framework.framework));
   } else {
     if (static_cast<int>(par.pipeline_layers.size()) != par.pp)
       r.fail("parallel.pipeline_layers",
@@ -575,6 +603,7 @@ void validate(const Scenario& s) {
   const auto r = reader(s.file);
   validate_model(r, s.model);
   validate_layout(r, s);
+  validate_framework(r, s);
   validate_pipeline(r, s);
   validate_batches(r, s);
   validate_sequence(r, s);

@@ -1,0 +1,150 @@
+#include "sim/core/framework_profile.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+#include "models/params.h"
+
+namespace ptsim::sim {
+
+models::StateLayout state_layout_of(Framework f) {
+  switch (f) {
+    case Framework::deepspeed:
+      return models::StateLayout::deepspeed;
+    case Framework::fsdp:
+      return models::StateLayout::fsdp;
+    default:
+      return models::StateLayout::megatron;
+  }
+}
+
+std::string_view to_string(Framework f) {
+  for (const auto& s : kFrameworkNames)
+    if (s.value == f) return s.name;
+  throw std::invalid_argument(fmt::format("unknown Framework value {}", static_cast<int>(f)));
+}
+
+FrameworkProfile default_profile(Framework f) {
+  FrameworkProfile p;
+  p.framework = f;
+  switch (f) {
+    case Framework::megatron_core:
+    case Framework::megatron_lm:
+      // Megatron-core DistributedDataParallelConfig (megatron/core/distributed/
+      // distributed_data_parallel_config.py, core 0.7): bucket_size None = "max(40000000,
+      // 1000000 * dp_size) parameters" — models::dp_bucket_params. Megatron-LM's
+      // training loop wraps the model in that same class (megatron/training/training.py),
+      // so the two profiles issue the same collectives. Parameters are gathered per
+      // layer (the distributed optimizer's per-bucket param all-gather, overlapped
+      // with the forward under overlap_param_gather).
+      return p;
+    case Framework::deepspeed:
+      // DeepSpeed runtime/zero/config.py (DeepSpeedZeroConfig, v0.12–0.14):
+      //   reduce_bucket_size 5e8, allgather_bucket_size 5e8 (elements),
+      //   stage3_prefetch_bucket_size 5e7, stage3_param_persistence_threshold 1e5,
+      //   stage3_max_reuse_distance 1e9,
+      //   overlap_comm None -> True for stage 3, False otherwise (overlap_comm_valid).
+      // ZeRO-3 fetches parameters per submodule (runtime/zero/
+      // partitioned_param_coordinator.py fetch_sub_module), one coalesced all-gather
+      // per fetch, prefetching the following submodules while fewer than
+      // prefetch_bucket_size elements are in flight.
+      p.gather_unit = GatherUnit::submodule;
+      p.grad_bucket_params = 5e8;
+      p.allgather_bucket_params = 5e8;
+      p.prefetch_bucket_params = 5e7;
+      p.param_persistence_threshold = 1e5;
+      p.max_reuse_distance = 1e9;
+      // runtime/pipe/schedule.py TrainSchedule: ReduceGrads and OptimizerStep run
+      // after the last micro-batch's backward; runtime/pipe/engine.py has no
+      // interleaved schedule and asserts ZeRO stage < 2 with pipeline parallelism.
+      p.pipeline_reduces_after_schedule = true;
+      p.supports_interleaving = false;
+      p.max_zero_stage_with_pp = 1;
+      return p;
+    case Framework::fsdp:
+      // PyTorch FSDP (torch.distributed.fsdp.FullyShardedDataParallel, 2.x docs):
+      // wrapping unit = one transformer layer (transformer_auto_wrap_policy), the
+      // default sharding_strategy FULL_SHARD reshards after forward, backward_prefetch
+      // BACKWARD_PRE prefetches the next unit's all-gather in backward, and each
+      // unit's gradients are reduce-scattered as soon as its backward finishes.
+      p.grad_reduce_per_unit = true;
+      return p;
+  }
+  throw std::invalid_argument(fmt::format("unknown Framework value {}", static_cast<int>(f)));
+}
+
+namespace {
+
+// Contiguous split of `w` into `parts` groups minimising the heaviest group (the
+// objective of DeepSpeed's ds_utils.partition_balanced): binary search on the
+// bottleneck, then a greedy fill that leaves at least one item per later group.
+std::vector<int> balanced_counts(const std::vector<double>& w, int parts) {
+  const auto fits = [&](double cap) {
+    int used = 1;
+    double sum = 0;
+    for (double x : w) {
+      if (x > cap) return false;
+      if (sum + x > cap) ++used, sum = 0;
+      sum += x;
+    }
+    return used <= parts;
+  };
+  double lo = *std::max_element(w.begin(), w.end()), hi = std::accumulate(w.begin(), w.end(), 0.0);
+  for (int i = 0; i < 200 && hi - lo > 0.5; ++i) {
+    const double mid = (lo + hi) / 2;
+    (fits(mid) ? hi : lo) = mid;
+  }
+  std::vector<int> counts;
+  std::size_t next = 0;
+  for (int part = 0; part < parts; ++part) {
+    const std::size_t must_leave = static_cast<std::size_t>(parts - part - 1);
+    double sum = 0;
+    int n = 0;
+    while (next < w.size() - must_leave && (n == 0 || part == parts - 1 || sum + w[next] <= hi)) sum += w[next++], ++n;
+    counts.push_back(n);
+  }
+  return counts;
+}
+
+std::vector<int> megatron_partition(const FrameworkProfile& fp, const models::ModelSpec& m, int pp) {
+  const int first = fp.first_stage_layers, last = fp.last_stage_layers;
+  if (first == 0 && last == 0) return {};
+  const int middle_stages = pp - (first > 0) - (last > 0);
+  const int middle_layers = m.num_layers - first - last;
+  if (pp < 2 || middle_stages < 0 || middle_layers < middle_stages || (middle_stages == 0 && middle_layers != 0) ||
+      (middle_stages > 0 && middle_layers % middle_stages != 0))
+    throw std::invalid_argument(fmt::format(
+        "{} layers minus {} on the first and {} on the last stage do not split evenly over the other {} stages",
+        m.num_layers, first, last, std::max(middle_stages, 0)));
+  std::vector<int> out;
+  if (first > 0) out.push_back(first);
+  for (int i = 0; i < middle_stages; ++i) out.push_back(middle_layers / middle_stages);
+  if (last > 0) out.push_back(last);
+  return out;
+}
+
+}  // namespace
+
+std::vector<int> default_partition(const FrameworkProfile& fp, const models::ModelSpec& m, int pp) {
+  if (fp.framework == Framework::megatron_core || fp.framework == Framework::megatron_lm)
+    return megatron_partition(fp, m, pp);
+  if (fp.framework != Framework::deepspeed) return {};
+  if (m.num_layers < pp)
+    throw std::invalid_argument(fmt::format("{} layers cannot fill {} pipeline stages", m.num_layers, pp));
+  // partition_method 'parameters' (deepspeed/runtime/pipe/module.py, the default):
+  // each stage's weight is the parameter count of its layers. Megatron-DeepSpeed's
+  // GPTModelPipe puts the embedding first and, tied, again as the head on the last
+  // stage (TiedLayerSpec counts it there too); untied, the output projection.
+  const models::ParamCounts pc = models::count_params(m);
+  std::vector<double> w;
+  for (int l = 0; l < m.num_layers; ++l)
+    w.push_back(static_cast<double>(m.is_moe_layer(l) ? pc.moe_layer : pc.dense_layer));
+  w.front() += static_cast<double>(pc.embedding);
+  w.back() += static_cast<double>(pc.final_norm + (m.untie_embeddings ? pc.output : pc.embedding));
+  return balanced_counts(w, pp);
+}
+
+}  // namespace ptsim::sim

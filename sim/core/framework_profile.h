@@ -1,0 +1,83 @@
+// What a training framework really issues (README "Training frameworks"): the
+// number and size of its data-parallel collectives, which of them overlap compute,
+// and how its pipeline engine splits layers. A scenario picks one with
+// `training.framework` and overrides its fields under the framework's own key names
+// (`training.deepspeed`, `training.fsdp`, `training.megatron`; sim/io/scenario_file).
+#pragma once
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "models/model_spec.h"
+#include "models/parallelism.h"
+
+namespace ptsim::sim {
+
+enum class Framework { megatron_core, megatron_lm, deepspeed, fsdp };
+inline constexpr models::Spelling<Framework> kFrameworkNames[] = {{Framework::megatron_core, "megatron-core"},
+                                                                  {Framework::megatron_lm, "megatron-lm"},
+                                                                  {Framework::deepspeed, "deepspeed"},
+                                                                  {Framework::fsdp, "fsdp"}};
+std::string_view to_string(Framework f);
+// Whose model-state layout the memory model follows (models::StateLayout) under this framework.
+models::StateLayout state_layout_of(Framework f);
+
+// How ZeRO-3 / FSDP parameters are gathered.
+enum class GatherUnit {
+  layer,      // one all-gather per block (Megatron-core, FSDP's per-layer wrapping unit)
+  submodule,  // one per parameter-holding linear module (DeepSpeed's fetch_sub_module)
+};
+
+struct FrameworkProfile {
+  Framework framework = Framework::megatron_core;
+  GatherUnit gather_unit = GatherUnit::layer;
+  // Gradient-reduction bucket in parameters; nullopt = Megatron-core's
+  // max(40M, 1M × dp) (models::dp_bucket_params). FSDP reduces per wrapping unit.
+  std::optional<double> grad_bucket_params;
+  bool grad_reduce_per_unit = false;  // FSDP: one reduce-scatter per layer's backward
+  // DeepSpeed stage3_prefetch_bucket_size: parameter elements fetched ahead of use
+  // (submodule gathering). 0 = no prefetch.
+  double prefetch_bucket_params = 0;
+  // DeepSpeed stage3_param_persistence_threshold: modules with fewer parameters are
+  // kept whole on every rank and never gathered.
+  double param_persistence_threshold = 0;
+  // DeepSpeed stage3_max_reuse_distance: a gathered module is kept only if it is used
+  // again within this many parameter elements. Under full recomputation a layer
+  // larger than this is gathered for the recomputed forward and again for its
+  // backward. 0 = never released between them (Megatron-core, FSDP).
+  double max_reuse_distance = 0;
+  // ZeRO-1/2 post-step parameter all-gather bucket (DeepSpeed allgather_bucket_size);
+  // nullopt = one all-gather per layer (Megatron's distributed optimizer).
+  std::optional<double> allgather_bucket_params;
+  // FSDP reshard_after_forward: free gathered parameters after forward and gather
+  // them again in backward (FULL_SHARD); false keeps them to the backward
+  // (SHARD_GRAD_OP) and skips the backward gathers.
+  bool reshard_after_forward = true;
+  // FSDP backward_prefetch: BACKWARD_PRE (default) issues the next unit's
+  // all-gather before the current unit's gradient computation; BACKWARD_POST and
+  // none issue it after, so it does not overlap compute.
+  bool backward_prefetch = true;
+  // Pipeline engine: DeepSpeed's PipelineEngine reduces gradients after the whole
+  // schedule (no overlap with backward) and has no interleaved schedule.
+  bool pipeline_reduces_after_schedule = false;
+  bool supports_interleaving = true;
+  int max_zero_stage_with_pp = 3;
+  // Megatron-core: layers on the first / last pipeline stage when num_layers does
+  // not divide evenly (decoder_first/last_pipeline_num_layers); 0 = not given.
+  int first_stage_layers = 0;
+  int last_stage_layers = 0;
+};
+
+// The documented defaults of `f` (every figure cited in framework_profile.cpp).
+FrameworkProfile default_profile(Framework f);
+
+// Transformer layers per pipeline stage when num_layers is not a multiple of pp,
+// as the framework partitions them: DeepSpeed's PipelineModule partition_method
+// 'parameters' (contiguous stages balancing parameter counts, the embedding on the
+// first and the head on the last stage); Megatron-core's explicit first/last-stage
+// layer counts with the rest split evenly. Empty when the framework has no default
+// (Megatron without first/last counts, FSDP): the caller names the keys to give.
+// Throws std::invalid_argument when the counts given cannot work.
+std::vector<int> default_partition(const FrameworkProfile& fp, const models::ModelSpec& m, int pp);
+
+}  // namespace ptsim::sim

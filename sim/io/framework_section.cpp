@@ -1,0 +1,148 @@
+#include "sim/io/framework_section.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ptsim::sim {
+namespace {
+
+// Every key each framework section accepts (README "Training frameworks").
+const std::vector<std::string> kDeepSpeedKeys = {"stage3_prefetch_bucket_size", "stage3_param_persistence_threshold",
+                                                 "stage3_max_reuse_distance",   "reduce_bucket_size",
+                                                 "allgather_bucket_size",       "overlap_comm"};
+const std::vector<std::string> kFsdpKeys = {"reshard_after_forward", "backward_prefetch"};
+const std::vector<std::string> kMegatronKeys = {"bucket_size",
+                                                "overlap_grad_reduce",
+                                                "overlap_param_gather",
+                                                "use_distributed_optimizer",
+                                                "decoder_first_pipeline_num_layers",
+                                                "decoder_last_pipeline_num_layers"};
+// Bucket sizes are parameter counts; 1e12 is beyond any model (and keeps byte counts finite).
+constexpr double kMaxElements = 1e12;
+
+double elements(const hw::StrictReader& r, const YAML::Node& n, const std::string& key, bool zero_ok) {
+  const double v = zero_ok ? r.non_negative(n, key) : r.positive(n, key);
+  if (v > kMaxElements) r.fail(key, fmt::format("{:g} is out of range", v), fmt::format("at most {:g}", kMaxElements));
+  return v;
+}
+
+bool is_megatron(Framework f) { return f == Framework::megatron_core || f == Framework::megatron_lm; }
+
+// The section named for `f` is the only one allowed; another framework's section is an error.
+void check_sections(const hw::StrictReader& r, const YAML::Node& t, Framework f) {
+  const std::pair<const char*, bool> sections[] = {
+      {"deepspeed", f == Framework::deepspeed}, {"fsdp", f == Framework::fsdp}, {"megatron", is_megatron(f)}};
+  for (const auto& [name, ok] : sections)
+    if (t[name] && !ok)
+      r.fail(std::string("training.") + name, fmt::format("given but training.framework is {}", to_string(f)),
+             fmt::format("set training.framework to the framework whose keys these are"));
+}
+
+void read_deepspeed(const hw::StrictReader& r, const YAML::Node& d, Scenario& s) {
+  auto& fp = s.framework;
+  bool overlap = s.plan.par.zero_stage == 3;  // overlap_comm_valid: None -> stage == 3
+  if (d) {
+    r.check_keys(d, "training.deepspeed", kDeepSpeedKeys);
+    const auto get = [&](const char* key, bool zero_ok, auto set) {
+      if (d[key]) set(elements(r, d[key], std::string("training.deepspeed.") + key, zero_ok));
+    };
+    get("stage3_prefetch_bucket_size", true, [&](double v) { fp.prefetch_bucket_params = v; });
+    get("stage3_param_persistence_threshold", true, [&](double v) { fp.param_persistence_threshold = v; });
+    get("stage3_max_reuse_distance", true, [&](double v) { fp.max_reuse_distance = v; });
+    get("reduce_bucket_size", false, [&](double v) { fp.grad_bucket_params = v; });
+    get("allgather_bucket_size", false, [&](double v) { fp.allgather_bucket_params = v; });
+    if (d["overlap_comm"]) overlap = r.boolean(d["overlap_comm"], "training.deepspeed.overlap_comm");
+  }
+  s.plan.overlap_grad_reduce = overlap && !(s.plan.par.pp > 1 && fp.pipeline_reduces_after_schedule);
+  s.plan.overlap_param_gather = overlap;
+}
+
+void read_fsdp(const hw::StrictReader& r, const YAML::Node& f, Scenario& s) {
+  auto& fp = s.framework;
+  if (f) {
+    r.check_keys(f, "training.fsdp", kFsdpKeys);
+    if (f["reshard_after_forward"])
+      fp.reshard_after_forward = r.boolean(f["reshard_after_forward"], "training.fsdp.reshard_after_forward");
+    if (f["backward_prefetch"])
+      fp.backward_prefetch = r.choice(f["backward_prefetch"], "training.fsdp.backward_prefetch",
+                                      {"BACKWARD_PRE", "BACKWARD_POST", "none"}) == "BACKWARD_PRE";
+  }
+  // Gradients are reduce-scattered on FSDP's own stream after each unit's backward.
+  s.plan.overlap_grad_reduce = true;
+  // Without forward_prefetch FSDP still issues the next unit's all-gather as soon as
+  // the CPU reaches it, ahead of the GPU: the forward gathers overlap compute.
+  s.plan.overlap_param_gather = true;
+}
+
+void read_megatron(const hw::StrictReader& r, const YAML::Node& m, const YAML::Node& parallel, Scenario& s) {
+  if (!m) return;
+  auto& fp = s.framework;
+  r.check_keys(m, "training.megatron", kMegatronKeys);
+  if (m["bucket_size"]) fp.grad_bucket_params = elements(r, m["bucket_size"], "training.megatron.bucket_size", false);
+  for (const char* key : {"overlap_grad_reduce", "overlap_param_gather"}) {
+    if (!m[key]) continue;
+    const std::string path = std::string("training.megatron.") + key;
+    if (parallel && parallel[key])
+      r.fail(path, fmt::format("also given as parallel.{}", key), "give it once, under training.megatron");
+    (std::string(key) == "overlap_grad_reduce" ? s.plan.overlap_grad_reduce : s.plan.overlap_param_gather) =
+        r.boolean(m[key], path);
+  }
+  if (m["use_distributed_optimizer"]) {
+    const bool on = r.boolean(m["use_distributed_optimizer"], "training.megatron.use_distributed_optimizer");
+    auto& zero = s.plan.par.zero_stage;
+    if (on && zero > 1)
+      r.fail("training.megatron.use_distributed_optimizer",
+             fmt::format("shards the optimizer state (ZeRO-1) but parallel.zero_stage is {}", zero));
+    if (!on && zero >= 1)
+      r.fail("training.megatron.use_distributed_optimizer",
+             fmt::format("is false but parallel.zero_stage is {}", zero));
+    if (on) zero = 1;
+  }
+  const auto layers = [&](const char* key) {
+    return m[key] ? r.integer(m[key], std::string("training.megatron.") + key) : 0;
+  };
+  fp.first_stage_layers = layers("decoder_first_pipeline_num_layers");
+  fp.last_stage_layers = layers("decoder_last_pipeline_num_layers");
+}
+
+// Uneven layer counts: the framework's own partition (framework_profile.h).
+void apply_partition(const hw::StrictReader& r, Scenario& s) {
+  auto& par = s.plan.par;
+  const bool given = s.framework.first_stage_layers > 0 || s.framework.last_stage_layers > 0;
+  if (!par.pipeline_layers.empty()) {
+    if (given)
+      r.fail("training.megatron.decoder_first_pipeline_num_layers", "given together with parallel.pipeline_layers",
+             "give one of them");
+    return;
+  }
+  if (s.model.num_layers % (par.pp * par.vpp) == 0 && !given) return;
+  try {
+    par.pipeline_layers = default_partition(s.framework, s.model, par.pp);
+  } catch (const std::invalid_argument& e) {
+    r.fail(given ? "training.megatron.decoder_first_pipeline_num_layers" : "parallel.pipeline_parallel", e.what());
+  }
+}
+
+}  // namespace
+
+void read_framework(const hw::StrictReader& r, const YAML::Node& t, const YAML::Node& parallel, Scenario& s) {
+  Framework f = Framework::megatron_core;
+  if (t["framework"]) f = r.choice(t["framework"], "training.framework", kFrameworkNames);
+  check_sections(r, t, f);
+  s.framework = default_profile(f);
+  if (f == Framework::deepspeed) read_deepspeed(r, t["deepspeed"], s);
+  if (f == Framework::fsdp) read_fsdp(r, t["fsdp"], s);
+  if (is_megatron(f)) read_megatron(r, t["megatron"], parallel, s);
+  if (!is_megatron(f))
+    for (const char* key : {"overlap_grad_reduce", "overlap_param_gather"})
+      if (parallel && parallel[key])
+        r.fail(
+            std::string("parallel.") + key, fmt::format("is a Megatron flag; training.framework is {}", to_string(f)),
+            f == Framework::deepspeed ? "use training.deepspeed.overlap_comm" : "use training.fsdp.backward_prefetch");
+  apply_partition(r, s);
+}
+
+}  // namespace ptsim::sim

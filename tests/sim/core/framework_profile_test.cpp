@@ -1,0 +1,80 @@
+// Framework profiles: the defaults as documented, and each framework's partition of
+// a layer count that does not divide over the pipeline stages.
+#include "sim/core/framework_profile.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <stdexcept>
+
+namespace ptsim::sim {
+namespace {
+
+// A BLOOM-176B-shaped model (BigScience model card: 70 layers, hidden 14336, 112
+// heads, vocabulary 250,880, tied embeddings), the 70-layer / 12-stage case.
+models::ModelSpec bloom_like() {
+  models::ModelSpec m;
+  m.name = "bloom-like";
+  m.num_layers = 70;
+  m.hidden_size = 14336;
+  m.num_attention_heads = 112;
+  m.num_query_groups = 112;
+  m.ffn_hidden_size = 4 * 14336;
+  m.vocab_size = 250880;
+  m.seq_length = 2048;
+  m.learned_position_embeddings = false;
+  return m;
+}
+
+TEST(FrameworkProfile, DefaultsAreTheDocumentedOnes) {
+  const auto mc = default_profile(Framework::megatron_core);
+  EXPECT_FALSE(mc.grad_bucket_params.has_value());  // Megatron's max(40M, 1M·dp)
+  EXPECT_EQ(mc.gather_unit, GatherUnit::layer);
+  const auto ds = default_profile(Framework::deepspeed);
+  EXPECT_EQ(ds.gather_unit, GatherUnit::submodule);
+  EXPECT_DOUBLE_EQ(*ds.grad_bucket_params, 5e8);
+  EXPECT_DOUBLE_EQ(*ds.allgather_bucket_params, 5e8);
+  EXPECT_DOUBLE_EQ(ds.prefetch_bucket_params, 5e7);
+  EXPECT_DOUBLE_EQ(ds.param_persistence_threshold, 1e5);
+  EXPECT_FALSE(ds.supports_interleaving);
+  const auto fs = default_profile(Framework::fsdp);
+  EXPECT_TRUE(fs.grad_reduce_per_unit);
+  EXPECT_TRUE(fs.reshard_after_forward);
+  EXPECT_TRUE(fs.backward_prefetch);
+}
+
+TEST(FrameworkProfile, DeepSpeedBalancesParametersOver70LayersOn12Stages) {
+  // Weights in layers L: the tied embedding E ≈ 1.46 L sits on the first stage and
+  // again as the head on the last. A bottleneck below 5 L + E cannot hold 70
+  // layers (at most 4 + 10·6 + 4 = 68); at 5 L + E the middle stages hold 6
+  // (7 L > 5 L + E) and 5 + 10·6 + 5 = 70: the split is forced.
+  const auto parts = default_partition(default_profile(Framework::deepspeed), bloom_like(), 12);
+  const std::vector<int> expected = {5, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 5};
+  EXPECT_EQ(parts, expected);
+}
+
+TEST(FrameworkProfile, DeepSpeedEvenWhenTheEmbeddingIsSmall) {
+  models::ModelSpec m = bloom_like();
+  m.vocab_size = 8;  // negligible embedding: an even split of 24 layers over 4 stages
+  m.num_layers = 24;
+  EXPECT_EQ(default_partition(default_profile(Framework::deepspeed), m, 4), (std::vector<int>{6, 6, 6, 6}));
+}
+
+TEST(FrameworkProfile, MegatronNeedsFirstAndLastStageCounts) {
+  auto fp = default_profile(Framework::megatron_core);
+  EXPECT_TRUE(default_partition(fp, bloom_like(), 12).empty());  // nothing given: the caller names the keys
+  fp.first_stage_layers = 4;
+  fp.last_stage_layers = 6;
+  EXPECT_EQ(default_partition(fp, bloom_like(), 12), (std::vector<int>{4, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6}));
+  fp.last_stage_layers = 0;  // 66 layers over 11 stages
+  EXPECT_EQ(default_partition(fp, bloom_like(), 12), (std::vector<int>{4, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6}));
+  fp.first_stage_layers = 5;  // 65 over 11: uneven
+  EXPECT_THROW(default_partition(fp, bloom_like(), 12), std::invalid_argument);
+}
+
+TEST(FrameworkProfile, FsdpHasNoPipelinePartition) {
+  EXPECT_TRUE(default_partition(default_profile(Framework::fsdp), bloom_like(), 12).empty());
+}
+
+}  // namespace
+}  // namespace ptsim::sim

@@ -1,0 +1,203 @@
+// The collectives each training framework issues (sim/core/framework_profile.h),
+// counted by hand on a small GPT: h = 1024, ffn 4096, 16 heads, s = 128, b = 1,
+// bf16, tp = 1. Its linear submodules hold qkv 1024·3072 = 3,145,728, proj
+// 1024·1024 = 1,048,576, mlp_up and mlp_down 1024·4096 = 4,194,304 weights each
+// (12,582,912 in all), every one above DeepSpeed's persistence threshold (1e5).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "models/memory.h"
+#include "models/params.h"
+#include "sim/core/program_builder.h"
+#include "sim/io/scenario_file.h"
+#include "tests/sim/test_scenarios.h"
+
+namespace ptsim::sim {
+namespace {
+
+using testing::FlopsOnlyCost;
+
+constexpr double kQkv = 3145728, kProj = 1048576, kMlp = 4194304, kLinear = kQkv + kProj + 2 * kMlp;
+
+std::string yaml(int layers, int dp, int gbs, const std::string& parallel, const std::string& training) {
+  return fmt::format(R"(name: fw
+model:
+  num_layers: {}
+  hidden_size: 1024
+  num_attention_heads: 16
+  ffn_hidden_size: 4096
+  vocab_size: 8
+  seq_length: 128
+cluster:
+  gpu: a100-sxm-80gb
+  num_gpus: {}
+  gpus_per_node: {}
+parallel:
+{}
+training:
+  global_batch_size: {}
+  micro_batch_size: 1
+{}
+)",
+                     layers, dp, std::min(8, dp), parallel, gbs, training);
+}
+
+struct Built {
+  Scenario s;
+  Program p;
+};
+Built build(const std::string& text) {
+  Built b{parse_scenario(text, "test"), {}};
+  b.p = build_program(b.s, FlopsOnlyCost(b.s.cluster.gpu));
+  return b;
+}
+
+struct Tally {
+  int count = 0;
+  double bytes = 0;
+};
+Tally tally(const std::vector<Instr>& v, CollectiveKind c) {
+  Tally t;
+  for (const Instr& in : v)
+    if ((in.kind == InstrKind::collective || in.kind == InstrKind::launch) && in.dim == Dim::dp && in.coll == c) {
+      ++t.count;
+      t.bytes += in.bytes;
+    }
+  return t;
+}
+std::vector<Instr> phase(const StageProgram& sp, bool backward) {
+  std::vector<Instr> out;
+  for (const auto& c : sp.chunks) {
+    const auto& v = backward ? c.backward : c.forward;
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+// Per layer: (4-layer − 2-layer) / 2, so the embedding and head drop out.
+Tally per_layer(const std::string& parallel, const std::string& training, bool backward, CollectiveKind c) {
+  const Built four = build(yaml(4, 4, 4, parallel, training)), two = build(yaml(2, 4, 4, parallel, training));
+  const Tally a = tally(phase(four.p.stages[0], backward), c), b = tally(phase(two.p.stages[0], backward), c);
+  return {(a.count - b.count) / 2, (a.bytes - b.bytes) / 2};
+}
+double layer_bytes() {
+  const Built b = build(yaml(2, 4, 4, "  zero_stage: 3", ""));
+  return 2.0 * static_cast<double>(models::layer_params_per_gpu(b.s.model, 1, 1, false).total());
+}
+// The largest count a wait on the parameter-gather channel allows in flight.
+int max_gather_wait(const std::vector<Instr>& v) {
+  int most = -1;
+  for (const Instr& in : v)
+    if (in.kind == InstrKind::wait && in.channel == kGatherChannel) most = std::max(most, in.count);
+  return most;
+}
+
+TEST(ProgramBuilderFramework, Zero3GatherCountPerLayer) {
+  // Megatron-core and FSDP gather a layer as one message; DeepSpeed per linear
+  // submodule: 4 all-gathers per layer each way, the same bytes in all.
+  const std::string z3 = "  zero_stage: 3";
+  for (bool bwd : {false, true}) {
+    const Tally mc = per_layer(z3, "", bwd, CollectiveKind::all_gather);
+    const Tally fs = per_layer(z3, "  framework: fsdp", bwd, CollectiveKind::all_gather);
+    const Tally ds = per_layer(z3, "  framework: deepspeed", bwd, CollectiveKind::all_gather);
+    EXPECT_EQ(mc.count, 1);
+    EXPECT_EQ(fs.count, 1);
+    EXPECT_EQ(ds.count, 4);
+    EXPECT_DOUBLE_EQ(mc.bytes, layer_bytes());
+    EXPECT_DOUBLE_EQ(fs.bytes, layer_bytes());
+    EXPECT_NEAR(ds.bytes, layer_bytes(), 1e-6 * layer_bytes());
+  }
+}
+
+TEST(ProgramBuilderFramework, DeepSpeedPersistentModulesAreNotGathered) {
+  // A threshold of 2e6 elements keeps proj (1,048,576) resident: 3 gathers per
+  // layer, carrying (kLinear − kProj) / kLinear of the layer's bytes.
+  const Tally t =
+      per_layer("  zero_stage: 3", "  framework: deepspeed\n  deepspeed: {stage3_param_persistence_threshold: 2e6}",
+                false, CollectiveKind::all_gather);
+  EXPECT_EQ(t.count, 3);
+  EXPECT_NEAR(t.bytes, layer_bytes() * (kLinear - kProj) / kLinear, 1e-6 * layer_bytes());
+}
+
+TEST(ProgramBuilderFramework, DeepSpeedPrefetchWindow) {
+  // stage3_prefetch_bucket_size elements ahead: the default 5e7 exceeds the whole
+  // 2-layer model's 9 gathers (4 per layer, and the embedding and head, one block
+  // on a single stage), so the first use lets the other 8 fly; a window of
+  // 1 element keeps one gather ahead; 0 prefetches nothing.
+  const auto fwd = [](const std::string& ds) {
+    return phase(build(yaml(2, 4, 4, "  zero_stage: 3", "  framework: deepspeed\n" + ds)).p.stages[0], false);
+  };
+  EXPECT_EQ(max_gather_wait(fwd("")), 8);
+  EXPECT_EQ(max_gather_wait(fwd("  deepspeed: {stage3_prefetch_bucket_size: 1}")), 1);
+  EXPECT_EQ(max_gather_wait(fwd("  deepspeed: {stage3_prefetch_bucket_size: 0}")), 0);
+  EXPECT_EQ(max_gather_wait(fwd("  deepspeed: {overlap_comm: false}")), 0);
+}
+
+TEST(ProgramBuilderFramework, DeepSpeedRegathersBeyondTheReuseDistance) {
+  // Full recomputation: the recomputed forward gathers a layer's 4 submodules; the
+  // backward reuses them while the layer (12.6M elements) is within
+  // stage3_max_reuse_distance (default 1e9), and gathers them again beyond it.
+  const std::string z3 = "  zero_stage: 3\n  recompute: full";
+  EXPECT_EQ(per_layer(z3, "  framework: deepspeed", true, CollectiveKind::all_gather).count, 4);
+  EXPECT_EQ(per_layer(z3, "  framework: deepspeed\n  deepspeed: {stage3_max_reuse_distance: 1e6}", true,
+                      CollectiveKind::all_gather)
+                .count,
+            8);
+}
+
+TEST(ProgramBuilderFramework, FsdpReshardAndPerUnitReduceScatter) {
+  const std::string z3 = "  zero_stage: 3";
+  // One reduce-scatter per layer (FSDP reduces each unit's gradients after its
+  // backward); Megatron-core fills one 40M-parameter bucket with the whole model.
+  EXPECT_EQ(per_layer(z3, "  framework: fsdp", true, CollectiveKind::reduce_scatter).count, 1);
+  EXPECT_EQ(per_layer(z3, "", true, CollectiveKind::reduce_scatter).count, 0);
+  // reshard_after_forward false (SHARD_GRAD_OP): no backward gathers.
+  EXPECT_EQ(per_layer(z3, "  framework: fsdp\n  fsdp: {reshard_after_forward: false}", true, CollectiveKind::all_gather)
+                .count,
+            0);
+  // backward_prefetch none: backward gathers are not issued ahead.
+  const Built b = build(yaml(2, 4, 4, z3, "  framework: fsdp\n  fsdp: {backward_prefetch: none}"));
+  EXPECT_EQ(max_gather_wait(phase(b.p.stages[0], true)), 0);
+  EXPECT_EQ(max_gather_wait(phase(b.p.stages[0], false)), 1);
+}
+
+TEST(ProgramBuilderFramework, DeepSpeedZero1BucketsAfterBackward) {
+  // ZeRO-1 under DeepSpeed: overlap_comm defaults to false below stage 3, so the
+  // gradients are reduce-scattered after the backward (epilogue) in
+  // reduce_bucket_size buckets, and the updated weights all-gathered after the step
+  // in allgather_bucket_size buckets: ceil(Ψ / bucket) each.
+  const Built b =
+      build(yaml(2, 4, 4, "  zero_stage: 1",
+                 "  framework: deepspeed\n  deepspeed: {reduce_bucket_size: 1e6, allgather_bucket_size: 3e6}"));
+  const StageProgram& sp = b.p.stages[0];
+  const double psi = static_cast<double>(models::stage_params(b.s.model, b.s.plan.par, 0).total());
+  EXPECT_EQ(tally(phase(sp, true), CollectiveKind::reduce_scatter).count, 0);
+  const Tally rs = tally(sp.epilogue, CollectiveKind::reduce_scatter);
+  EXPECT_EQ(rs.count, static_cast<int>(std::ceil(psi / 1e6)));
+  EXPECT_DOUBLE_EQ(rs.bytes, 2 * psi);
+  const Tally ag = tally(sp.epilogue, CollectiveKind::all_gather);
+  EXPECT_EQ(ag.count, static_cast<int>(std::ceil(psi / 3e6)));
+  EXPECT_DOUBLE_EQ(ag.bytes, 2 * psi);
+  EXPECT_EQ(tally(sp.prologue, CollectiveKind::all_gather).count, 0);
+}
+
+TEST(ProgramBuilderFramework, MegatronBucketSizeOverride) {
+  // Ψ of the 2-layer model ≈ 25.2M parameters: one 40M bucket by default. A bucket
+  // closes once it holds bucket_size parameters, filled a block at a time: with
+  // bucket_size 1e7 each 12.6M-parameter layer closes one (the head, which holds
+  // the tiny embedding on a single stage, rides with the last layer): 2.
+  const Built b = build(yaml(2, 4, 4, "  zero_stage: 1", "  megatron: {bucket_size: 1e7}"));
+  const double psi = static_cast<double>(models::stage_params(b.s.model, b.s.plan.par, 0).total());
+  const Tally rs = tally(phase(b.p.stages[0], true), CollectiveKind::reduce_scatter);
+  EXPECT_EQ(rs.count, 2);
+  EXPECT_DOUBLE_EQ(rs.bytes, 2 * psi);
+  EXPECT_EQ(
+      tally(phase(build(yaml(2, 4, 4, "  zero_stage: 1", "")).p.stages[0], true), CollectiveKind::reduce_scatter).count,
+      1);
+}
+
+}  // namespace
+}  // namespace ptsim::sim
