@@ -14,5 +14,8 @@ namespace ptsim::sim {
 // Energy counts the GPUs' power only (cluster.gpu_power, default the catalog's TDP),
 // not hosts, network or cooling.
 std::optional<TimeToTrain> time_to_train(const Scenario& s, const Result& r);
+// The same from an iteration time alone (on s.plan.world_size() GPUs), e.g. for a
+// search candidate that kept only its metrics.
+std::optional<TimeToTrain> time_to_train(const Scenario& s, Seconds iteration_time_s);
 
 }  // namespace ptsim::sim

@@ -26,6 +26,11 @@ std::string short_seconds(double s) {
   return fmt::format("{:.0f}", s);
 }
 
+// One decimal while it fits in six columns.
+std::string one_decimal(double x) {
+  return std::fabs(x) < 999.95 ? fmt::format("{:.1f}", x) : fmt::format("{:.0f}", x);
+}
+
 std::string plan_words(const Plan& p) {
   const auto& q = p.par;
   std::string w = fmt::format("dp{} tp{} pp{} cp{} ep{}", q.dp, q.tp, q.pp, q.cp, q.ep);
@@ -74,15 +79,14 @@ constexpr const char* kRowFormat =
 
 std::string table_row(const CompareRow& r) {
   const auto& t = r.time_to_train;
-  const std::string days = t ? fmt::format("{:.1f}", t->days) : "-";
+  const std::string days = t ? one_decimal(t->days) : "-";
   const std::string cost = t && t->cost ? compact(*t->cost) : "-";
   const std::string vs = r.rank == 1 ? "best" : fmt::format("{:+.1f}%", r.vs_best_pct);
   return fmt::format(kRowFormat, r.rank, short_seconds(r.iteration_time_s), compact(r.tokens_per_s),
                      fmt::format("{:.1f}", 100 * r.mfu), fmt::format("{:.1f}", 100 * r.bubble_fraction),
                      short_seconds(r.exposed_s[0]), short_seconds(r.exposed_s[1]), short_seconds(r.exposed_s[2]),
-                     short_seconds(r.exposed_s[3]), short_seconds(r.exposed_s[4]),
-                     fmt::format("{:.1f}", r.peak_bytes / kGiB), fmt::format("{:.1f}", r.headroom_bytes / kGiB), days,
-                     cost, vs);
+                     short_seconds(r.exposed_s[3]), short_seconds(r.exposed_s[4]), one_decimal(r.peak_bytes / kGiB),
+                     one_decimal(r.headroom_bytes / kGiB), days, cost, vs);
 }
 
 }  // namespace

@@ -38,6 +38,8 @@ TEST(TimeToTrain, TokensGoalAgainstAHandCalculation) {
   // A100 SXM TDP 400 W × 8 GPUs × 978 s = 3,129,600 J = 0.869333 kWh.
   EXPECT_EQ(t->gpu_power_w, 400);
   EXPECT_NEAR(t->energy_kwh, 0.869333, 1e-6);
+  // The same from the iteration time alone (what a search candidate keeps).
+  EXPECT_EQ(time_to_train(s, 2.0)->cost, t->cost);
 }
 
 TEST(TimeToTrain, IterationGoalAndPowerOverride) {

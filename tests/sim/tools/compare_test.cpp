@@ -136,7 +136,20 @@ TEST_F(CompareTest, CsvAndJsonCarryTheRunValues) {
 
 TEST_F(CompareTest, TableFitsOneHundredColumns) {
   const auto plans = compare_files({"cluster.price_per_gpu_hour=2"});
-  const auto rows = compare_rows(plans, CompareSort::speed);
+  auto rows = compare_rows(plans, CompareSort::speed);
+  // Extreme figures still fit: 3 years, 2 TiB over capacity, a trillion tokens/s, 10^15 cost, 1,000 s waits.
+  auto extreme = rows[1];
+  extreme.rank = 3;
+  extreme.iteration_time_s = 12345;
+  extreme.tokens_per_s = 1.5e12;
+  extreme.mfu = 1;
+  extreme.exposed_s = {1234, 99999, 0.001, 10.5, 100};
+  extreme.peak_bytes = 2.2e12;
+  extreme.headroom_bytes = -2.1e12;
+  extreme.vs_best_pct = -99.99;
+  extreme.time_to_train->days = 123456;
+  extreme.time_to_train->cost = 1e15;
+  rows.push_back(extreme);
   const std::string text = compare_table_text(rows, plans, CompareSort::speed);
   for (const auto& line : split(text, '\n')) {
     std::size_t width = 0;  // code points
