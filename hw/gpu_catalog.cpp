@@ -40,6 +40,7 @@ std::vector<GpuSpec> parse_gpu_catalog(const std::string& yaml_text) {
     s.nvlink_bandwidth = parse_bandwidth(g["nvlink_bandwidth"].as<std::string>());
     s.nvlink_efficiency = g["nvlink_efficiency"].as<double>(1.0);
     s.pcie_bandwidth = parse_bandwidth(g["pcie_bandwidth"].as<std::string>());
+    s.tdp = parse_power(g["tdp"].as<std::string>());
     const std::string adam = g["host_adam_rate"].as<std::string>();
     s.host_adam_params_per_s = std::stod(adam) * 1e9;  // "N Gparam/s"
     s.matmul_best = g["matmul_best"].as<double>();

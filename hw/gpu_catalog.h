@@ -20,6 +20,7 @@ struct GpuSpec {
   BytesPerSecond nvlink_bandwidth = 0;  // per GPU, per direction
   double nvlink_efficiency = 1;         // busbw a NCCL ring reaches / nvlink_bandwidth (measured)
   BytesPerSecond pcie_bandwidth = 0;    // per direction
+  Watts tdp = 0;                        // max thermal design power (datasheet); default cluster.gpu_power
   double host_adam_params_per_s = 0;    // CPU optimizer step rate (offload)
   double matmul_best = 0;               // best measured matmul / peak
   bool nvls = false;                    // NVSwitch SHARP available

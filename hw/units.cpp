@@ -32,6 +32,7 @@ std::pair<double, std::string> split_quantity(std::string_view text, std::string
     throw UnitError(fmt::format("'{}' has no unit: a {} needs one (e.g. {})", text, what,
                                 what == "size"       ? "\"80 GiB\""
                                 : what == "duration" ? "\"2 us\""
+                                : what == "power"    ? "\"700 W\""
                                                      : "\"300 GB/s\""));
   if (!std::isfinite(value) || value < 0)
     throw UnitError(fmt::format("'{}' must be a finite, non-negative {}", text, what));
@@ -99,6 +100,13 @@ FlopsPerSecond parse_flops_rate(std::string_view text) {
     if (ok) return v * f;
   }
   throw UnitError(fmt::format("'{}': unknown compute-rate unit '{}' (use TFLOP/s)", text, unit));
+}
+
+Watts parse_power(std::string_view text) {
+  auto [v, unit] = split_quantity(text, "power");
+  if (unit == "W") return v;
+  if (unit == "kW") return v * 1e3;
+  throw UnitError(fmt::format("'{}': unknown power unit '{}' (use W or kW)", text, unit));
 }
 
 std::string format_bytes(Bytes b) {

@@ -14,6 +14,7 @@ using Seconds = double;         // seconds
 using BytesPerSecond = double;  // bytes per second
 using Flops = double;           // floating-point operations
 using FlopsPerSecond = double;  // floating-point operations per second
+using Watts = double;           // power
 
 // Simulated time: integer nanoseconds, so event order is total and runs are
 // bit-for-bit reproducible (ns-3 / OMNeT++ habit, STYLE.md item 1).
@@ -56,6 +57,8 @@ Seconds parse_seconds(std::string_view text);
 BytesPerSecond parse_bandwidth(std::string_view text);
 // "312 TFLOP/s", "1.979 PFLOP/s" -> FLOP/s.
 FlopsPerSecond parse_flops_rate(std::string_view text);
+// "700 W", "1.2 kW" -> watts.
+Watts parse_power(std::string_view text);
 
 // Human formatting for summaries: "1.23 GiB", "4.5 ms", "300 GB/s".
 std::string format_bytes(Bytes b);

@@ -24,6 +24,7 @@ Command memory_command();
 Command list_command();
 Command zero_report_command();
 Command search_command();
+Command compare_command();
 Command calibrate_command();
 Command validate_command();
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,19 @@ struct StageTiming {
   int stage = 0;
   double busy_s = 0, bubble_s = 0, end_s = 0;
   std::array<double, kNumDims> exposed_s{};
+};
+
+// Time to train, GPU-hours, cost and energy for the scenario's training goal
+// (sim/core/time_to_train.h computes it from a Result and its Scenario).
+struct TimeToTrain {
+  double iterations = 0;  // train_iters, or ceil(total_tokens / tokens per iteration)
+  double tokens = 0;      // iterations × global batch × sequence length
+  double seconds = 0, days = 0;
+  double gpu_hours = 0;        // seconds × GPUs / 3600
+  std::optional<double> cost;  // gpu_hours × cluster.price_per_gpu_hour, when a price is given
+  std::optional<double> price_per_gpu_hour;
+  double gpu_power_w = 0;  // cluster.gpu_power, default the catalog's TDP
+  double energy_kwh = 0;   // GPU power only: gpu_power × GPUs × seconds
 };
 
 struct Result {
@@ -44,6 +58,7 @@ struct Result {
   double sim_wall_time_s = 0;
   std::uint64_t events = 0;
   bool folded = false;
+  std::optional<TimeToTrain> time_to_train;  // when the scenario gives a training goal
   std::vector<std::string> warnings;
   std::vector<std::string> notes;  // extra lines for the text summary (e.g. busiest links)
 };

@@ -1,6 +1,8 @@
 // The scenario the simulator consumes (CONTRACT §2): model, cluster and plan, with every
 // unit already parsed. Reading and checking it from YAML is sim/io/scenario_file.h.
 #pragma once
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,8 +40,20 @@ struct ClusterConfig {
   std::string nccl_version = "2.27";
   // cluster.collectives: per-kind algorithm override, e.g. {"all_reduce", "ring"}.
   std::vector<std::pair<std::string, std::string>> collective_algorithms;
+  // Time-to-train and cost (sim/core/time_to_train.h): cluster.price_per_gpu_hour, a
+  // currency-neutral number (absent: no cost figure), and cluster.gpu_power (default gpu.tdp).
+  std::optional<double> price_per_gpu_hour;
+  Watts gpu_power = 0;
 
   int num_nodes() const { return num_gpus / gpus_per_node; }
+};
+
+// How much training the time-to-train figures are for: training.total_tokens or
+// training.train_iters (at most one; neither: no time-to-train figures).
+struct TrainingGoal {
+  double total_tokens = 0;       // 0 = not given
+  std::int64_t train_iters = 0;  // 0 = not given
+  bool given() const { return total_tokens > 0 || train_iters > 0; }
 };
 
 struct Scenario {
@@ -50,6 +64,7 @@ struct Scenario {
   Plan plan;
   std::string optimizer = "adam";
   FrameworkProfile framework;  // training.framework and its overrides
+  TrainingGoal goal;
 };
 
 }  // namespace ptsim::sim

@@ -1,4 +1,5 @@
 #include "sim/io/report_html.h"
+#include "sim/io/report_html_parts.h"
 #include "sim/io/result_json.h"
 
 #include <fmt/format.h>
@@ -7,7 +8,7 @@
 #include <map>
 
 namespace ptsim::sim {
-namespace {
+namespace html {
 
 std::string escape(const std::string& s) {
   std::string out;
@@ -26,6 +27,7 @@ std::string escape(const std::string& s) {
   return out;
 }
 
+namespace {
 // Colour of a span by what it is: compute, TP/EP/CP collectives, pipeline,
 // data-parallel traffic.
 const char* colour(const std::string& label, int stream) {
@@ -37,6 +39,7 @@ const char* colour(const std::string& label, int stream) {
   if (label.find("recompute") != std::string::npos) return "#bcbd22";
   return "#1f77b4";
 }
+}  // namespace
 
 std::string timeline_svg(const Simulation& sim, const Layout& layout, int stages) {
   const double width = 1100, row = 22, left = 70;
@@ -143,14 +146,17 @@ std::string comm_svg(const Result& r) {
   return svg + "</svg>";
 }
 
-}  // namespace
+}  // namespace html
+
+using html::comm_svg;
+using html::escape;
+using html::memory_svg;
+using html::timeline_svg;
 
 std::string report_html(const Scenario& s, const Simulation& sim, const Layout& layout) {
   const Result& r = sim.result;
   std::string html = "<!doctype html><html><head><meta charset=\"utf-8\"><title>ptsim: " + escape(r.scenario) +
-                     "</title><style>body{font-family:sans-serif;margin:2em;max-width:1250px}"
-                     "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
-                     "pre{background:#f6f6f6;padding:1em}</style></head><body>";
+                     "</title><style>" + html::kStyle + "</style></head><body>";
   html += "<h1>" + escape(r.scenario) + "</h1>";
   html += fmt::format(
       "<p>{} on {} × {}. Iteration {}, {:.1f} TFLOP/s per GPU, MFU {:.1f} %, bubble {:.1f} %, peak memory {} of {} — "

@@ -31,6 +31,28 @@ nlohmann::json plan_to_json(const Plan& p) {
   return j;
 }
 
+nlohmann::json time_to_train_json(const TimeToTrain& t) {
+  nlohmann::json j;
+  j["iterations"] = t.iterations;
+  j["tokens"] = t.tokens;
+  j["seconds"] = t.seconds;
+  j["days"] = t.days;
+  j["gpu_hours"] = t.gpu_hours;
+  j["cost"] = t.cost ? nlohmann::json(*t.cost) : nlohmann::json(nullptr);
+  j["price_per_gpu_hour"] = t.price_per_gpu_hour ? nlohmann::json(*t.price_per_gpu_hour) : nlohmann::json(nullptr);
+  j["gpu_power_w"] = t.gpu_power_w;
+  j["energy_kwh"] = t.energy_kwh;
+  return j;
+}
+
+std::string time_to_train_text(const TimeToTrain& t) {
+  std::string out = fmt::format("time to train   {:.2f} days: {:.0f} iterations, {:.4g} tokens, {:.0f} GPU-hours\n",
+                                t.days, t.iterations, t.tokens, t.gpu_hours);
+  if (t.cost) out += fmt::format("cost            {:.0f} at {:g} per GPU-hour\n", *t.cost, *t.price_per_gpu_hour);
+  out += fmt::format("energy          {:.0f} kWh (GPUs only, {:g} W each)\n", t.energy_kwh, t.gpu_power_w);
+  return out;
+}
+
 namespace {
 nlohmann::json per_dim(const std::array<double, kNumDims>& v) {
   // nlohmann::json keeps keys sorted, so the document is byte-stable.
@@ -78,6 +100,7 @@ nlohmann::json to_json(const Result& r) {
                            {"bubble_s", t.bubble_s},
                            {"end_s", t.end_s},
                            {"exposed_comm_s", per_dim(t.exposed_s)}});
+  if (r.time_to_train) j["time_to_train"] = time_to_train_json(*r.time_to_train);
   j["cost_source"] = r.cost_source;
   j["sim_wall_time_s"] = r.sim_wall_time_s;
   j["events"] = r.events;
@@ -119,6 +142,7 @@ std::string summary_text(const Result& r) {
     line("  {:>5} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}", s.stage, format_bytes(s.params), format_bytes(s.grads),
          format_bytes(s.optimizer), format_bytes(s.activations), format_bytes(s.buffers), format_bytes(s.peak));
   for (const auto& n : r.notes) line("{}", n);
+  if (r.time_to_train) out += time_to_train_text(*r.time_to_train);
   line("cost source     {}", r.cost_source);
   line("simulated       {} events in {}{}", r.events, format_seconds(r.sim_wall_time_s),
        r.folded ? " (folded ranks)" : "");

@@ -11,6 +11,10 @@ namespace ptsim::sim {
 // CONTRACT §3 "plan" object (also in the search output).
 nlohmann::json plan_to_json(const Plan& p);
 
+// The "time_to_train" object of the result (and of `ptsim compare`); its summary lines.
+nlohmann::json time_to_train_json(const TimeToTrain& t);
+std::string time_to_train_text(const TimeToTrain& t);
+
 nlohmann::json to_json(const Result& r);
 // Deterministic text: everything but sim_wall_time_s is a function of the input.
 std::string to_json_text(const Result& r);

@@ -36,9 +36,9 @@ const std::vector<std::string> kModelKeys = {"preset",
                                              "hf_config"};
 const std::vector<std::string> kMoeKeys = {"num_experts",    "top_k",           "ffn_hidden_size", "layer_freq",
                                            "shared_experts", "capacity_factor", "load_imbalance"};
-const std::vector<std::string> kClusterKeys = {"gpu",          "num_gpus",    "gpus_per_node",
-                                               "intra_node",   "inter_node",  "calibration",
-                                               "link_sharing", "collectives", "nccl_version"};
+const std::vector<std::string> kClusterKeys = {"gpu",          "num_gpus",           "gpus_per_node", "intra_node",
+                                               "inter_node",   "calibration",        "link_sharing",  "collectives",
+                                               "nccl_version", "price_per_gpu_hour", "gpu_power"};
 const std::vector<std::string> kIntraKeys = {"fabric", "bandwidth", "latency", "nvls"};
 const std::vector<std::string> kInterKeys = {"topology", "nics_per_node",    "nic_bandwidth",
                                              "latency",  "oversubscription", "switch_radix",
@@ -51,9 +51,13 @@ const std::vector<std::string> kParallelKeys = {
     "offload_optimizer",       "offload_params",    "overlap_grad_reduce", "overlap_param_gather", "overlap_p2p",
     "pipeline_layers"};
 const std::vector<std::string> kTrainingKeys = {
-    "global_batch_size", "micro_batch_size", "precision", "optimizer", "attention", "memory",
-    "framework",         "deepspeed",        "fsdp",      "megatron"};
+    "global_batch_size", "micro_batch_size", "precision", "optimizer", "attention",    "memory",
+    "framework",         "deepspeed",        "fsdp",      "megatron",  "total_tokens", "train_iters"};
 const std::vector<std::string> kMemoryKeys = {"state_layout", "allocator_overhead"};
+// Bounds of the time-to-train inputs: beyond them a figure is surely a typo.
+constexpr double kMaxTotalTokens = 1e18;
+constexpr std::int64_t kMaxTrainIters = std::int64_t{1} << 40;
+constexpr double kMaxGpuPower = 1e5;  // W
 
 // The strict reader for one scenario file: bad input is a ScenarioError naming the file.
 hw::StrictReader reader(const std::string& file) {
@@ -170,6 +174,23 @@ models::ModelSpec read_model(const hw::StrictReader& r, const YAML::Node& m) {
   return spec;
 }
 
+// cluster.price_per_gpu_hour (a number in any currency) and cluster.gpu_power ("700 W").
+void read_cost_inputs(const hw::StrictReader& r, const YAML::Node& c, ClusterConfig& cc) {
+  if (c["price_per_gpu_hour"])
+    cc.price_per_gpu_hour = r.non_negative(c["price_per_gpu_hour"], "cluster.price_per_gpu_hour");
+  cc.gpu_power = cc.gpu.tdp;
+  if (c["gpu_power"]) {
+    const std::string text = r.string(c["gpu_power"], "cluster.gpu_power");
+    try {
+      cc.gpu_power = parse_power(text);
+    } catch (const UnitError& e) {
+      r.fail("cluster.gpu_power", e.what(), "e.g. \"700 W\"");
+    }
+    if (cc.gpu_power <= 0 || cc.gpu_power > kMaxGpuPower)
+      r.fail("cluster.gpu_power", fmt::format("'{}' is out of range", text), "more than 0 W and at most 100 kW");
+  }
+}
+
 ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c) {
   r.check_keys(c, "cluster", kClusterKeys);
   ClusterConfig cc;
@@ -255,6 +276,7 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c) {
     }
   }
   if (c["calibration"]) cc.calibration = r.string(c["calibration"], "cluster.calibration");
+  read_cost_inputs(r, c, cc);
   if (cc.intra_bandwidth <= 0) r.fail("cluster.intra_node.bandwidth", "must be positive");
   if (cc.nic_bandwidth <= 0) r.fail("cluster.inter_node.nic_bandwidth", "must be positive");
   return cc;
@@ -360,6 +382,14 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
   // The framework decides how model states are laid out, unless the scenario says otherwise.
   const YAML::Node mem = t["memory"];
   if (!(mem && mem["state_layout"])) par.state_layout = state_layout_of(s.framework.framework);
+  if (t["total_tokens"] && t["train_iters"])
+    r.fail("training.train_iters", "give either training.total_tokens or training.train_iters, not both");
+  if (t["total_tokens"]) {
+    s.goal.total_tokens = r.positive(t["total_tokens"], "training.total_tokens");
+    if (s.goal.total_tokens > kMaxTotalTokens)
+      r.fail("training.total_tokens", fmt::format("{:g} is out of range", s.goal.total_tokens), "at most 1e18");
+  }
+  if (t["train_iters"]) s.goal.train_iters = r.int64(t["train_iters"], "training.train_iters", 1, kMaxTrainIters);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "hw/gpu_catalog.h"
+
 namespace ptsim::hw {
 namespace {
 
@@ -76,6 +78,20 @@ TEST(Units, BandwidthWithoutPrefix) {
   EXPECT_DOUBLE_EQ(parse_bandwidth("800 b/s"), 100.0);
   EXPECT_DOUBLE_EQ(parse_bandwidth("1 KB/s"), 1000.0);
   EXPECT_THROW(parse_bandwidth("1 /s"), UnitError);
+}
+
+TEST(Units, Power) {
+  EXPECT_DOUBLE_EQ(parse_power("700 W"), 700.0);
+  EXPECT_DOUBLE_EQ(parse_power("1.2 kW"), 1200.0);
+  EXPECT_THROW(parse_power("700"), UnitError);
+  EXPECT_THROW(parse_power("700 V"), UnitError);
+}
+
+// Every catalog GPU carries its datasheet TDP (the default cluster.gpu_power).
+TEST(GpuCatalog, TdpOfEveryGpu) {
+  for (const auto& g : gpu_catalog()) EXPECT_GT(g.tdp, 0) << g.name;
+  EXPECT_EQ(find_gpu("a100")->tdp, 400);
+  EXPECT_EQ(find_gpu("h100")->tdp, 700);
 }
 
 }  // namespace
