@@ -25,7 +25,8 @@ void check_regular(const std::string& path, const std::string& what, const struc
     fail(path, fmt::format("cannot open the {}: not a regular file (a FIFO, device or socket)", what),
          "inputs are read from regular files only");
   if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
-    fail(path, fmt::format("the {} is too large: {} bytes, at most {} are read", what, st.st_size, max_bytes));
+    fail(path, fmt::format("the {} is too large: {} bytes, at most {} are read", what, st.st_size, max_bytes),
+         "inputs are capped by kind, see README \"Reliability\"");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "hw/input_file.h"
+#include "hw/yaml_limits.h"
 #include "hw/strict_yaml.h"
 #include "sim/core/errors.h"
 
@@ -78,6 +79,7 @@ void apply_override(YAML::Node& root, const std::string& assignment, const std::
     if (!next.IsMap()) throw ScenarioError(file, key, fmt::format("--set: '{}' is not a section", parts[i]));
     chain.push_back(next);
   }
+  hw::check_yaml_depth(value, file, "--set value", key);
   YAML::Node parsed;
   try {
     parsed = YAML::Load(value);
@@ -337,6 +339,7 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
 
 Scenario parse_scenario(const std::string& yaml_text, const std::string& file,
                         const std::vector<std::string>& overrides) {
+  hw::check_yaml_depth(yaml_text, file, "scenario file");
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
@@ -374,7 +377,7 @@ void derive_microbatches(Scenario& s) {
 }
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
-  return parse_scenario(hw::read_input_file(path, "scenario file"), path, overrides);
+  return parse_scenario(hw::read_input_file(path, "scenario file", hw::kMaxScenarioBytes), path, overrides);
 }
 
 namespace {
