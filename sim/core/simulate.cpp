@@ -154,6 +154,23 @@ void add_verdicts(Result& r, const Scenario& s) {
     r.warnings.push_back("costs from the GPU datasheet roofline (no calibration table; see `ptsim calibrate`)");
 }
 
+// Runs the replay; a run past its event bound is an input error naming the scenario and what to change.
+void run_bounded(Replay& replay, const Scenario& s) {
+  try {
+    replay.run();
+  } catch (const EventLimitError& e) {
+    const std::string what = e.estimated()
+                                 ? fmt::format(
+                                       "this run would simulate more than the limit of {} events: its ranks run {} "
+                                       "synchronising instructions (1/6 to 1 event each)",
+                                       e.limit(), e.events())
+                                 : fmt::format("the simulation passed the limit of {} events", e.limit());
+    throw ScenarioError(s.file, "", what,
+                        "simulate one rank per stage with --fold, use fewer GPUs (parallel sizes) or micro-batches "
+                        "(training.global_batch_size), or raise the bound with --max-events");
+  }
+}
+
 }  // namespace
 
 Simulation simulate(const Scenario& s, const SimulateOptions& opt) {
@@ -176,13 +193,14 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt) {
   ro.fold = opt.fold;
   ro.trace = opt.trace;
   ro.trace_max_ranks = opt.trace_max_ranks;
+  ro.max_events = opt.max_events;
   AnalyticTransport analytic(*coll);
   const auto shared_net = shared_network(s, opt, *coll, sim.result);
   Transport* transport = &analytic;
   if (opt.transport) transport = opt.transport;
   if (shared_net) transport = shared_net.get();
   Replay replay(sim.program, layout, par.num_microbatches, *transport, ro);
-  replay.run();
+  run_bounded(replay, s);
 
   Result& r = sim.result;
   fill_headline(r, s, *compute, *coll, replay, opt.fold);
