@@ -58,6 +58,9 @@ std::string read_input_file(const std::string& path, const std::string& what, st
       fail(path, fmt::format("the {} is too large: more than {} bytes", what, max_bytes));
     text.append(buf, static_cast<std::size_t>(n));
   }
+  // Every input is text (YAML, JSON, logs): a NUL byte means a binary file given by mistake.
+  if (const auto nul = text.find('\0'); nul != std::string::npos)
+    fail(path, fmt::format("the {} is not a text file (a NUL byte at offset {})", what, nul), "give the text file");
   return text;
 }
 

@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "hw/input_file.h"
-#include "hw/yaml_limits.h"
 #include "hw/strict_yaml.h"
+#include "hw/yaml_limits.h"
 #include "sim/core/errors.h"
 
 namespace ptsim::sim {
@@ -50,6 +50,9 @@ const std::vector<std::string> kParallelKeys = {
     "pipeline_layers"};
 const std::vector<std::string> kTrainingKeys = {"global_batch_size", "micro_batch_size", "precision", "optimizer",
                                                 "attention"};
+
+// cluster.inter_node.oversubscription: 1 uplink per this many downlinks at most (real fabrics: 1 to 8).
+constexpr double kMaxOversubscription = 1024;
 
 // The strict reader for one scenario file: bad input is a ScenarioError naming the file.
 hw::StrictReader reader(const std::string& file) {
@@ -211,6 +214,10 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c) {
       if (cc.oversubscription < 1)
         r.fail("cluster.inter_node.oversubscription",
                fmt::format("{} must be >= 1 (1 = full bisection)", cc.oversubscription));
+      if (cc.oversubscription > kMaxOversubscription)
+        r.fail("cluster.inter_node.oversubscription",
+               fmt::format("{} is out of range", ex["oversubscription"].Scalar()),
+               fmt::format("at most {:g}: one uplink per {:g} downlinks", kMaxOversubscription, kMaxOversubscription));
     }
     if (ex["switch_radix"]) {
       cc.switch_radix = r.integer(ex["switch_radix"], "cluster.inter_node.switch_radix", 4);
@@ -230,6 +237,9 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c) {
                fmt::format("has {} entries; a torus has 2 or 3 dimensions", cc.torus_dims.size()));
     }
     if (ex["graph_file"]) cc.graph_file = r.string(ex["graph_file"], "cluster.inter_node.graph_file");
+    if (cc.topology != "user" && ex["graph_file"])  // it would be ignored without a word
+      r.fail("cluster.inter_node.graph_file", fmt::format("is read only with topology 'user', not '{}'", cc.topology),
+             "set cluster.inter_node.topology=user or remove graph_file");
     if (cc.topology == "user" && cc.graph_file.empty())
       r.fail("cluster.inter_node.graph_file", "missing: topology 'user' reads its graph from this YAML file");
   }
@@ -309,8 +319,14 @@ void read_moe_plan(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
   if (!s.model.moe) return;
   auto& par = s.plan.par;
   const auto moe = root["model"]["moe"];
-  if (moe && moe["capacity_factor"])
+  if (moe && moe["capacity_factor"]) {
     par.moe_capacity_factor = r.positive(moe["capacity_factor"], "model.moe.capacity_factor");
+    // At num_experts every expert can take every token: a larger factor changes nothing but overflows sizes.
+    const auto most = static_cast<double>(s.model.moe->num_experts);
+    if (par.moe_capacity_factor > most)
+      r.fail("model.moe.capacity_factor", fmt::format("{} is out of range", moe["capacity_factor"].Scalar()),
+             fmt::format("at most model.moe.num_experts = {:g}: every expert then takes every token", most));
+  }
   if (moe && moe["load_imbalance"]) {
     par.moe_load_imbalance = r.positive(moe["load_imbalance"], "model.moe.load_imbalance");
     if (par.moe_load_imbalance < 1) r.fail("model.moe.load_imbalance", "must be >= 1 (1 = perfectly balanced)");
