@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 
 #include "models/flops.h"
 #include "models/memory.h"
@@ -38,8 +39,13 @@ hw::ComputeCostModel make_compute_cost(const Scenario& s) {
 std::unique_ptr<CollectiveCost> make_collective_cost(const Scenario& s) {
   const auto& par = s.plan.par;
   Layout layout(par.tp, par.cp, par.dp, par.pp, par.ep, s.cluster.gpus_per_node);
-  std::unique_ptr<CollectiveCost> net =
-      std::make_unique<NetworkCost>(std::make_shared<NetworkModel>(s.cluster, layout));
+  std::shared_ptr<NetworkModel> model;
+  try {
+    model = std::make_shared<NetworkModel>(s.cluster, layout);
+  } catch (const std::invalid_argument& e) {  // topology sizes ("fat-tree: ... need 256 pods"): name the scenario
+    throw ScenarioError(s.file, "", e.what());
+  }
+  std::unique_ptr<CollectiveCost> net = std::make_unique<NetworkCost>(std::move(model));
   auto table = load_table(s);
   if (table && (!table->collectives.empty() || !table->collective_fits.empty()))
     return std::make_unique<TableCollectiveCost>(std::move(net), std::move(table));

@@ -506,7 +506,7 @@ void validate_batches(const hw::StrictReader& r, const Scenario& s) {
   if (par.num_microbatches != m_count)
     r.fail("training.global_batch_size",
            fmt::format("implies {} micro-batches but the plan says {}", m_count, par.num_microbatches),
-           "call derive_microbatches() after changing batch sizes");
+           "the plan's micro-batch count must be global_batch_size / (micro_batch_size × data_parallel)");
   if (par.schedule == models::Schedule::interleaved_1f1b && m_count % par.pp != 0)
     r.fail("training.global_batch_size",
            fmt::format(
