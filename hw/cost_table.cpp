@@ -1,6 +1,8 @@
 #include "hw/cost_table.h"
 
 #include "hw/input_file.h"
+#include "hw/errors.h"
+#include "hw/yaml_limits.h"
 #include "hw/strict_yaml.h"
 
 #include <fmt/format.h>
@@ -488,7 +490,10 @@ std::optional<Seconds> CostTable::collective_seconds(std::string_view op, int ra
 CostTable parse_cost_table(const std::string& yaml_text, const std::string& source) {
   YAML::Node root;
   try {
+    check_yaml_depth(yaml_text, source, "cost table");
     root = YAML::Load(yaml_text);
+  } catch (const InputError& e) {  // this function's contract: std::invalid_argument naming the file
+    throw std::invalid_argument(e.what());
   } catch (const YAML::Exception& e) {
     throw std::invalid_argument(fmt::format("{}: not valid YAML: {}", source, e.what()));
   }
@@ -520,7 +525,7 @@ CostTable parse_cost_table(const std::string& yaml_text, const std::string& sour
 }
 
 CostTable load_cost_table(const std::string& path) {
-  return parse_cost_table(read_input_file(path, "cost table"), path);
+  return parse_cost_table(read_input_file(path, "cost table", kMaxCostTableBytes), path);
 }
 
 std::string cost_table_to_yaml(const CostTable& t) {

@@ -25,7 +25,8 @@ void check_regular(const std::string& path, const std::string& what, const struc
     fail(path, fmt::format("cannot open the {}: not a regular file (a FIFO, device or socket)", what),
          "inputs are read from regular files only");
   if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
-    fail(path, fmt::format("the {} is too large: {} bytes, at most {} are read", what, st.st_size, max_bytes));
+    fail(path, fmt::format("the {} is too large: {} bytes, at most {} are read", what, st.st_size, max_bytes),
+         "inputs are capped by kind, see README \"Reliability\"");
 }
 
 }  // namespace
@@ -57,6 +58,9 @@ std::string read_input_file(const std::string& path, const std::string& what, st
       fail(path, fmt::format("the {} is too large: more than {} bytes", what, max_bytes));
     text.append(buf, static_cast<std::size_t>(n));
   }
+  // Every input is text (YAML, JSON, logs): a NUL byte means a binary file given by mistake.
+  if (const auto nul = text.find('\0'); nul != std::string::npos)
+    fail(path, fmt::format("the {} is not a text file (a NUL byte at offset {})", what, nul), "give the text file");
   return text;
 }
 

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include "hw/errors.h"
 #include "hw/input_file.h"
+#include "hw/yaml_limits.h"
 
 namespace ptsim::embedded {
 extern const char presets_yaml[];  // models/presets.yaml, embedded by CMake
@@ -203,7 +204,8 @@ std::optional<ModelSpec> find_preset(const std::string& name) {
 ModelSpec from_hf_config(const std::string& path) {
   std::string text;
   try {
-    text = hw::read_input_file(path, "HuggingFace config");
+    text = hw::read_input_file(path, "HuggingFace config", hw::kMaxHfConfigBytes);
+    hw::check_yaml_depth(text, path, "HuggingFace config");
   } catch (const InputError& e) {  // this function's contract: std::invalid_argument naming the file
     throw std::invalid_argument(e.what());
   }

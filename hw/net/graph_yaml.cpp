@@ -2,6 +2,7 @@
 
 #include "hw/errors.h"
 #include "hw/input_file.h"
+#include "hw/yaml_limits.h"
 #include "hw/strict_yaml.h"
 
 #include <fmt/format.h>
@@ -110,7 +111,10 @@ Topology build(const YAML::Node& root) {
 Topology build_graph_from_yaml_text(std::string_view yaml_text) {
   YAML::Node root;
   try {
+    check_yaml_depth(yaml_text, "", "topology graph");
     root = YAML::Load(std::string(yaml_text));
+  } catch (const InputError& e) {
+    throw std::invalid_argument(fmt::format("topology graph: {}", e.what()));
   } catch (const YAML::Exception& e) {
     throw std::invalid_argument(fmt::format("topology graph: YAML error: {}", e.what()));
   }
@@ -124,7 +128,9 @@ Topology build_graph_from_yaml_text(std::string_view yaml_text) {
 Topology build_graph_from_yaml_file(const std::string& path) {
   YAML::Node root;
   try {
-    root = YAML::Load(read_input_file(path, "topology graph"));
+    const std::string text = read_input_file(path, "topology graph", kMaxGraphBytes);
+    check_yaml_depth(text, path, "topology graph");
+    root = YAML::Load(text);
   } catch (const InputError& e) {  // this function's contract: std::invalid_argument naming the file
     throw std::invalid_argument(e.what());
   } catch (const YAML::Exception& e) {

@@ -21,6 +21,7 @@ Command run_command() {
     std::vector<std::string> sets;
     bool fold = false, quiet = false, no_link_sharing = false;
     int trace_ranks = 16;
+    std::uint64_t max_events = sim::kMaxEvents;
   };
   auto o = std::make_shared<Opts>();
   Command c;
@@ -37,6 +38,11 @@ Command run_command() {
                   "(= --set cluster.link_sharing=false)");
     sub->add_option("--trace-ranks", o->trace_ranks, "ranks shown in the trace (first of each stage first), 0 to 65536")
         ->check(CLI::Range(0, 65536));
+    sub->add_option("--max-events", o->max_events,
+                    fmt::format("work bound: stop with exit 2 past this many simulated events, 1 to 10^12 "
+                                "(default {})",
+                                sim::kMaxEvents))
+        ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000'000}));
     sub->add_flag("-q,--quiet", o->quiet, "no summary on stdout");
     sub->add_option("--calibration", o->calibration, "cost table to use (overrides cluster.calibration)");
     return sub;
@@ -50,6 +56,7 @@ Command run_command() {
     so.fold = o->fold;
     so.trace = !o->trace.empty() || !o->report.empty();
     so.trace_max_ranks = o->trace_ranks;
+    so.max_events = o->max_events;
     so.build.fuse_compute = o->trace.empty();
     const sim::Simulation result = [&] {
       try {

@@ -37,6 +37,7 @@ void parse_efficiency(const std::string& text, sim::ValidateOptions& opt) {
   std::istringstream in(text.substr(eq + 1));
   char c1 = 0, c2 = 0;
   if (!(in >> e.gemm >> c1 >> e.attention >> c2 >> e.memory) || c1 != ',' || c2 != ',') throw bad();
+  if (in >> std::ws; !in.eof()) throw bad();  // "0.5,0.5,0.5,0.5": a fourth value would be ignored
   for (const double v : {e.gemm, e.attention, e.memory})
     if (!(v > 0 && v <= 1)) throw bad();
   opt.efficiency = e;

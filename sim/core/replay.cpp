@@ -148,7 +148,33 @@ void Replay::note_memory(RankState& r, const Instr& in, bool alloc) {
   }
 }
 
+namespace {
+std::uint64_t sync_instrs(const std::vector<Instr>& list) {
+  return static_cast<std::uint64_t>(std::count_if(list.begin(), list.end(), [](const Instr& in) {
+    return in.kind != InstrKind::compute && in.kind != InstrKind::alloc && in.kind != InstrKind::release;
+  }));
+}
+}  // namespace
+
+std::uint64_t Replay::sync_instructions() const {
+  std::vector<std::uint64_t> per_stage(program_.stages.size(), 0);
+  for (std::size_t st = 0; st < program_.stages.size(); ++st) {
+    const auto& p = program_.stages[st];
+    std::uint64_t n = sync_instrs(p.prologue) + sync_instrs(p.epilogue);
+    for (const auto& step : p.steps) {
+      const auto& c = p.chunks[static_cast<std::size_t>(step.chunk)];
+      n += sync_instrs(step.phase == Phase::forward ? c.forward : c.backward);
+    }
+    per_stage[st] = n;
+  }
+  std::uint64_t total = 0;
+  for (const auto& r : ranks_) total += per_stage[static_cast<std::size_t>(r.stage)];
+  return total;
+}
+
 void Replay::run() {
+  if (const std::uint64_t n = sync_instructions(); n / kEventsPerInstrSlack > opt_.max_events)
+    throw EventLimitError(n, opt_.max_events, true);
   // Every rank starts at time 0 with its prologue.
   for (auto& r : ranks_) {
     r.step = -1;
@@ -162,7 +188,11 @@ void Replay::run() {
     }
     engine_.schedule(0, &Replay::on_resume, this, static_cast<std::uint64_t>(slot_of_rank_[r.rank]));
   }
-  engine_.run();
+  while (engine_.pending() > 0) {
+    if (engine_.events_executed() >= opt_.max_events)
+      throw EventLimitError(engine_.events_executed(), opt_.max_events, false);
+    engine_.step();
+  }
   if (finished_ != static_cast<int>(ranks_.size())) {
     for (const auto& r : ranks_) {
       if (r.block == Block::finished) continue;

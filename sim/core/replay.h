@@ -10,6 +10,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 #include "hw/net/layout.h"
@@ -39,6 +40,28 @@ struct Span {
   Tick start, end;
 };
 
+// The work bound of one run (README "Reliability"): at most this many engine events. The
+// largest example, GPT-3 1T on 16,384 GPUs every rank with link sharing, runs 16.7 M events
+// (README "Performance"), and the engine runs 10-30 M events/s, so the bound is 60 times that
+// run and stops a runaway input after about one to two minutes instead of hours.
+inline constexpr std::uint64_t kMaxEvents = 1'000'000'000;
+
+// Thrown when a run would exceed (estimated before it starts) or exceeds its event bound;
+// simulate() turns it into an input error naming the scenario.
+class EventLimitError : public std::runtime_error {
+ public:
+  // `events`: the events run so far, or (estimated) the synchronising instructions counted.
+  EventLimitError(std::uint64_t events, std::uint64_t limit, bool estimated)
+      : std::runtime_error("event limit"), events_(events), limit_(limit), estimated_(estimated) {}
+  std::uint64_t events() const { return events_; }
+  std::uint64_t limit() const { return limit_; }
+  bool estimated() const { return estimated_; }
+
+ private:
+  std::uint64_t events_, limit_;
+  bool estimated_;
+};
+
 struct ReplayOptions {
   // Simulate one representative rank per pipeline stage (tp = cp = dp index 0):
   // every other rank runs the identical program on identical links, so its
@@ -46,6 +69,7 @@ struct ReplayOptions {
   bool fold = false;
   bool trace = false;
   int trace_max_ranks = 16;  // ranks shown in the trace: the first of each stage, then others up to this
+  std::uint64_t max_events = kMaxEvents;
 };
 
 class Replay {
@@ -54,6 +78,13 @@ class Replay {
   // Runs the iteration to completion. Throws std::logic_error on a deadlock (a
   // schedule bug), naming a blocked rank and what it waits for.
   void run();
+  // The synchronising instructions (collective, send, receive, launch, wait) of every simulated
+  // rank's iteration: each costs the engine 1/6 to 1 event (measured: scenarios/default.yaml
+  // 12.6 M instructions, 5.0 M events; mixtral-8x7b 236 k, 230 k; search_small.yaml 560, 101).
+  // run() throws EventLimitError before it starts when this exceeds kEventsPerInstrSlack times
+  // the bound (the run would certainly pass it), and once the engine passes the bound.
+  std::uint64_t sync_instructions() const;
+  static constexpr std::uint64_t kEventsPerInstrSlack = 8;
 
   Tick iteration_ticks() const { return iteration_; }
   const std::vector<RankStats>& stats() const { return stats_; }

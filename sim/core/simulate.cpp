@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 
 #include "models/flops.h"
 #include "models/memory.h"
@@ -46,8 +47,13 @@ hw::ComputeCostModel make_compute_cost(const Scenario& s) {
 std::unique_ptr<CollectiveCost> make_collective_cost(const Scenario& s) {
   const auto& par = s.plan.par;
   Layout layout(par.tp, par.cp, par.dp, par.pp, par.ep, s.cluster.gpus_per_node);
-  std::unique_ptr<CollectiveCost> net =
-      std::make_unique<NetworkCost>(std::make_shared<NetworkModel>(s.cluster, layout));
+  std::shared_ptr<NetworkModel> model;
+  try {
+    model = std::make_shared<NetworkModel>(s.cluster, layout);
+  } catch (const std::invalid_argument& e) {  // topology sizes ("fat-tree: ... need 256 pods"): name the scenario
+    throw ScenarioError(s.file, "", e.what());
+  }
+  std::unique_ptr<CollectiveCost> net = std::make_unique<NetworkCost>(std::move(model));
   auto table = load_table(s);
   if (table && (!table->collectives.empty() || !table->collective_fits.empty()))
     return std::make_unique<TableCollectiveCost>(std::move(net), std::move(table));
@@ -164,6 +170,23 @@ void add_verdicts(Result& r, const Scenario& s) {
     r.warnings.push_back("costs from the GPU datasheet roofline (no calibration table; see `ptsim calibrate`)");
 }
 
+// Runs the replay; a run past its event bound is an input error naming the scenario and what to change.
+void run_bounded(Replay& replay, const Scenario& s) {
+  try {
+    replay.run();
+  } catch (const EventLimitError& e) {
+    const std::string what = e.estimated()
+                                 ? fmt::format(
+                                       "this run would simulate more than the limit of {} events: its ranks run {} "
+                                       "synchronising instructions (1/6 to 1 event each)",
+                                       e.limit(), e.events())
+                                 : fmt::format("the simulation passed the limit of {} events", e.limit());
+    throw ScenarioError(s.file, "", what,
+                        "simulate one rank per stage with --fold, use fewer GPUs (parallel sizes) or micro-batches "
+                        "(training.global_batch_size), or raise the bound with --max-events");
+  }
+}
+
 }  // namespace
 
 Simulation simulate(const Scenario& s, const SimulateOptions& opt) {
@@ -186,13 +209,14 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt) {
   ro.fold = opt.fold;
   ro.trace = opt.trace;
   ro.trace_max_ranks = opt.trace_max_ranks;
+  ro.max_events = opt.max_events;
   AnalyticTransport analytic(*coll);
   const auto shared_net = shared_network(s, opt, *coll, sim.result);
   Transport* transport = &analytic;
   if (opt.transport) transport = opt.transport;
   if (shared_net) transport = shared_net.get();
   Replay replay(sim.program, layout, par.num_microbatches, *transport, ro);
-  replay.run();
+  run_bounded(replay, s);
 
   Result& r = sim.result;
   fill_headline(r, s, *compute, *coll, replay, opt.fold);

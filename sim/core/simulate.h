@@ -16,6 +16,7 @@ struct SimulateOptions {
   bool fold = false;   // one representative rank per stage
   bool trace = false;  // keep spans for --trace / --report
   int trace_max_ranks = 16;
+  std::uint64_t max_events = kMaxEvents;  // the work bound (replay.h); exceeding it is an input error
   BuildOptions build;
   // Optional overrides (tests inject synthetic cost models); null = from the scenario.
   const hw::ComputeCostModel* compute = nullptr;

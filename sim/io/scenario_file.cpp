@@ -11,6 +11,7 @@
 #include "hw/input_file.h"
 #include "hw/net/nccl_tuning.h"
 #include "hw/strict_yaml.h"
+#include "hw/yaml_limits.h"
 #include "sim/core/errors.h"
 #include "sim/io/framework_section.h"
 
@@ -59,6 +60,9 @@ constexpr double kMaxTotalTokens = 1e18;
 constexpr std::int64_t kMaxTrainIters = std::int64_t{1} << 40;
 constexpr double kMaxGpuPower = 1e5;  // W
 
+// cluster.inter_node.oversubscription: 1 uplink per this many downlinks at most (real fabrics: 1 to 8).
+constexpr double kMaxOversubscription = 1024;
+
 // The strict reader for one scenario file: bad input is a ScenarioError naming the file.
 hw::StrictReader reader(const std::string& file) {
   return hw::StrictReader([file](const std::string& key, const std::string& what, const std::string& hint) {
@@ -87,6 +91,7 @@ void apply_override(YAML::Node& root, const std::string& assignment, const std::
     if (!next.IsMap()) throw ScenarioError(file, key, fmt::format("--set: '{}' is not a section", parts[i]));
     chain.push_back(next);
   }
+  hw::check_yaml_depth(value, file, "--set value", key);
   YAML::Node parsed;
   try {
     parsed = YAML::Load(value);
@@ -235,6 +240,10 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c) {
       if (cc.oversubscription < 1)
         r.fail("cluster.inter_node.oversubscription",
                fmt::format("{} must be >= 1 (1 = full bisection)", cc.oversubscription));
+      if (cc.oversubscription > kMaxOversubscription)
+        r.fail("cluster.inter_node.oversubscription",
+               fmt::format("{} is out of range", ex["oversubscription"].Scalar()),
+               fmt::format("at most {:g}: one uplink per {:g} downlinks", kMaxOversubscription, kMaxOversubscription));
     }
     if (ex["switch_radix"]) {
       cc.switch_radix = r.integer(ex["switch_radix"], "cluster.inter_node.switch_radix", 4);
@@ -254,6 +263,9 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c) {
                fmt::format("has {} entries; a torus has 2 or 3 dimensions", cc.torus_dims.size()));
     }
     if (ex["graph_file"]) cc.graph_file = r.string(ex["graph_file"], "cluster.inter_node.graph_file");
+    if (cc.topology != "user" && ex["graph_file"])  // it would be ignored without a word
+      r.fail("cluster.inter_node.graph_file", fmt::format("is read only with topology 'user', not '{}'", cc.topology),
+             "set cluster.inter_node.topology=user or remove graph_file");
     if (cc.topology == "user" && cc.graph_file.empty())
       r.fail("cluster.inter_node.graph_file", "missing: topology 'user' reads its graph from this YAML file");
   }
@@ -342,8 +354,14 @@ void read_moe_plan(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
   if (!s.model.moe) return;
   auto& par = s.plan.par;
   const auto moe = root["model"]["moe"];
-  if (moe && moe["capacity_factor"])
+  if (moe && moe["capacity_factor"]) {
     par.moe_capacity_factor = r.positive(moe["capacity_factor"], "model.moe.capacity_factor");
+    // At num_experts every expert can take every token: a larger factor changes nothing but overflows sizes.
+    const auto most = static_cast<double>(s.model.moe->num_experts);
+    if (par.moe_capacity_factor > most)
+      r.fail("model.moe.capacity_factor", fmt::format("{} is out of range", moe["capacity_factor"].Scalar()),
+             fmt::format("at most model.moe.num_experts = {:g}: every expert then takes every token", most));
+  }
   if (moe && moe["load_imbalance"]) {
     par.moe_load_imbalance = r.positive(moe["load_imbalance"], "model.moe.load_imbalance");
     if (par.moe_load_imbalance < 1) r.fail("model.moe.load_imbalance", "must be >= 1 (1 = perfectly balanced)");
@@ -396,6 +414,7 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
 
 YAML::Node scenario_yaml(const std::string& yaml_text, const std::string& file,
                          const std::vector<std::string>& overrides) {
+  hw::check_yaml_depth(yaml_text, file, "scenario file");
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
@@ -439,7 +458,7 @@ void derive_microbatches(Scenario& s) {
 }
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
-  return parse_scenario(hw::read_input_file(path, "scenario file"), path, overrides);
+  return parse_scenario(hw::read_input_file(path, "scenario file", hw::kMaxScenarioBytes), path, overrides);
 }
 
 namespace {
@@ -574,7 +593,7 @@ void validate_batches(const hw::StrictReader& r, const Scenario& s) {
   if (par.num_microbatches != m_count)
     r.fail("training.global_batch_size",
            fmt::format("implies {} micro-batches but the plan says {}", m_count, par.num_microbatches),
-           "call derive_microbatches() after changing batch sizes");
+           "the plan's micro-batch count must be global_batch_size / (micro_batch_size × data_parallel)");
   if (par.schedule == models::Schedule::interleaved_1f1b && m_count % par.pp != 0)
     r.fail("training.global_batch_size",
            fmt::format(

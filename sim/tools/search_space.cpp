@@ -33,6 +33,8 @@ int parse_positive(const std::string& key, const std::string& v) {
   }
   if (used != v.size() || x < (key == "parallel.zero_stage" ? 0 : 1))
     throw std::invalid_argument(fmt::format("--fix {}={}: '{}' is not a valid count", key, v, v));
+  if (key == "parallel.zero_stage" && x > 3)
+    throw std::invalid_argument(fmt::format("--fix {}={}: a ZeRO stage is 0, 1, 2 or 3", key, v));
   if (x > kMaxGpus)  // GPU counts and parallel sizes; larger ones overflow the products of sizes
     throw std::invalid_argument(fmt::format("--fix {}={}: out of range (at most {})", key, v, kMaxGpus));
   return x;

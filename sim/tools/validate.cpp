@@ -1,6 +1,7 @@
 #include "sim/tools/validate.h"
 
 #include "hw/input_file.h"
+#include "hw/yaml_limits.h"
 #include "hw/strict_yaml.h"
 
 #include <fmt/format.h>
@@ -151,7 +152,9 @@ std::vector<ReferenceRun> load_published(const std::string& dir) {
   }
   YAML::Node doc;
   try {
-    doc = YAML::Load(hw::read_input_file(file, "published runs file"));
+    const std::string text = hw::read_input_file(file, "published runs file", hw::kMaxPublishedRunsBytes);
+    hw::check_yaml_depth(text, file, "published runs file");
+    doc = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw ScenarioError(file, "", fmt::format("not valid YAML: {}", e.what()));
   }
