@@ -652,13 +652,13 @@ void validate(const Scenario& s) {
   const auto r = reader(s.file);
   validate_model(r, s.model);
   validate_layout(r, s);
+  const auto& par = s.plan.par;
+  if (par.zero_stage < 0 || par.zero_stage > 3)  // before the framework's limits on valid stages
+    r.fail("parallel.zero_stage", fmt::format("{} is not a ZeRO stage (0, 1, 2 or 3)", par.zero_stage));
   validate_framework(r, s);
   validate_pipeline(r, s);
   validate_batches(r, s);
   validate_sequence(r, s);
-  const auto& par = s.plan.par;
-  if (par.zero_stage < 0 || par.zero_stage > 3)
-    r.fail("parallel.zero_stage", fmt::format("{} is not a ZeRO stage (0, 1, 2 or 3)", par.zero_stage));
   validate_experts(r, s);
   validate_features(r, s);
 }

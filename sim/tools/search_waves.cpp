@@ -261,6 +261,8 @@ Waves run_waves(SearchRun& run) {
       report_progress(run, waves, wp, waves.settled, run.res.simulated, still_to_simulate(run, waves, pos));
   }
   PTSIM_CHECK(waves.settled == total, "search: {} of {} plans settled", waves.settled, total);
+  // The last wave may leave the rest beaten by the bound without a report: say the phase ended.
+  if (opt.progress) report_progress(run, waves, wp, waves.settled, run.res.simulated, 0);
   return waves;
 }
 
