@@ -11,9 +11,11 @@
 #include <iostream>
 #include <memory>
 
+#include "hw/errors.h"
 #include "hw/input_file.h"
 #include "ptsim/config.h"
 #include "sim/cli/commands.h"
+#include "sim/core/time_to_train.h"
 #include "sim/io/output_file.h"
 #include "sim/io/scenario_file.h"
 #include "sim/tools/search.h"
@@ -167,11 +169,22 @@ const sim::RankedPlan& plan_to_emit(const sim::SearchResult& r, const std::strin
   return r.plans[static_cast<std::size_t>(k - 1)];
 }
 
+// --sort cost needs the cost of a plan: a training goal and a price (exit 2 naming the key).
+void require_cost(const sim::Scenario& base, const std::string& file) {
+  const auto t = sim::time_to_train(base, 1.0);
+  if (!t)
+    throw InputError(file, "training.total_tokens", "--sort cost needs a cost to train",
+                     "give training.total_tokens (or train_iters) and cluster.price_per_gpu_hour");
+  if (!t->cost)
+    throw InputError(file, "cluster.price_per_gpu_hour", "--sort cost needs a price",
+                     "give cluster.price_per_gpu_hour (e.g. 2.5)");
+}
+
 }  // namespace
 
 Command search_command() {
   struct Opts {
-    std::string scenario, json, csv, headroom = "0%";
+    std::string scenario, json, csv, report, headroom = "0%", sort = "speed";
     std::vector<std::string> sets, fix, emit;
     std::vector<int> gpus;
     int top = 10, threads = 0, max_mbs = 8, max_vpp = 8, max_cp = 8;
@@ -192,6 +205,10 @@ Command search_command() {
     sub->add_option("--top", o->top, "plans to print (K), 1 to 100000")->check(CLI::Range(1, 100000));
     sub->add_option("--json", o->json, "write the ranking (CONTRACT §1) to FILE ('-' = stdout)");
     sub->add_option("--csv", o->csv, "write the top plans as CSV to FILE ('-' = stdout)");
+    sub->add_option("--report", o->report,
+                    "write an HTML page: the top plans side by side and throughput vs memory of every plan");
+    sub->add_option("--sort", o->sort, "rank by speed (tokens/s) or by cost to train (needs a goal and a price)")
+        ->check(CLI::IsMember({"speed", "cost"}));
     sub->add_option("--threads", o->threads, "worker threads, 0 to 1024 (default 0: every core)")
         ->check(CLI::Range(0, 1024));
     sub->add_flag("--full", o->full, "simulate every rank (default: one representative rank per stage)");
@@ -224,6 +241,8 @@ Command search_command() {
     so.max_virtual_stages = o->max_vpp;
     so.max_context_parallel = o->max_cp;
     so.min_headroom = parse_headroom(o->headroom);
+    so.sort = o->sort == "cost" ? sim::SearchSort::cost : sim::SearchSort::speed;
+    if (so.sort == sim::SearchSort::cost) require_cost(base, o->scenario);
     if (!o->emit.empty() && (o->emit[0].empty() || o->emit[0].find_first_not_of("0123456789") != std::string::npos ||
                              std::stoll(o->emit[0].substr(0, 9)) < 1))
       throw std::invalid_argument(
@@ -267,6 +286,7 @@ Command search_command() {
     }
     if (!o->json.empty()) sim::write_output(o->json, sim::search_to_json(r).dump(2) + "\n");
     if (!o->csv.empty()) sim::write_output(o->csv, sim::search_to_csv(r));
+    if (!o->report.empty()) sim::write_output(o->report, sim::search_report_html(base, o->scenario, r, o->full));
     return 0;
   };
   return c;

@@ -81,11 +81,13 @@ std::string side_by_side(const std::vector<ComparePagePlan>& plans, Chart chart)
 
 }  // namespace
 
-std::string compare_html(const std::vector<ComparePagePlan>& plans, const std::string& table) {
-  std::string page = std::string("<!doctype html><html><head><meta charset=\"utf-8\"><title>ptsim compare</title>") +
-                     "<style>" + html::kStyle +
-                     "</style></head><body><h1>ptsim compare: " + std::to_string(plans.size()) + " plans</h1>";
-  page += "<h2>Plans, best first</h2><pre>" + escape(table) + "</pre>";
+std::string compare_html(const std::vector<ComparePagePlan>& plans, const std::string& table,
+                         const ComparePageExtras& extras) {
+  const std::string title =
+      extras.title.empty() ? "ptsim compare: " + std::to_string(plans.size()) + " plans" : extras.title;
+  std::string page = "<!doctype html><html><head><meta charset=\"utf-8\"><title>" + escape(title) + "</title><style>" +
+                     html::kStyle + "</style></head><body><h1>" + escape(title) + "</h1>";
+  page += "<h2>Plans, best first</h2><pre>" + escape(table) + "</pre>" + extras.after_table;
   page +=
       "<h2>Where the iteration goes</h2><p>Mean over pipeline stages: compute, recompute, communication the compute "
       "stream waited for per dimension, pipeline bubble (with the gradient-norm wait), and the rest.</p>";

@@ -17,7 +17,14 @@ struct ComparePagePlan {
   const Simulation* sim = nullptr;  // with spans (SimulateOptions::trace) for the timeline
 };
 
+// What a page built on this one (`ptsim search --report`) puts around the plans.
+struct ComparePageExtras {
+  std::string title;        // the heading; default "ptsim compare: N plans"
+  std::string after_table;  // HTML placed after the table (e.g. the search's scatter)
+};
+
 // `plans` best first; `table` is the terminal table, shown as is.
-std::string compare_html(const std::vector<ComparePagePlan>& plans, const std::string& table);
+std::string compare_html(const std::vector<ComparePagePlan>& plans, const std::string& table,
+                         const ComparePageExtras& extras = {});
 
 }  // namespace ptsim::sim

@@ -13,17 +13,25 @@
 #include <utility>
 
 #include "sim/core/simulate.h"
+#include "sim/core/time_to_train.h"
 #include "sim/tools/search_internal.h"
 
 namespace ptsim::sim {
 namespace {
 
-void check_options(const SearchOptions& opt) {
+void check_options(const Scenario& base, const SearchOptions& opt) {
   if (opt.top_k < 1) throw std::invalid_argument(fmt::format("--top {}: must be at least 1", opt.top_k));
   if (!(opt.min_headroom >= 0 && opt.min_headroom < 1))
     throw std::invalid_argument(
         fmt::format("--min-headroom {:g} %: must be at least 0 % and below 100 %", 100 * opt.min_headroom));
   if (opt.wave_size < 1) throw std::invalid_argument(fmt::format("wave size {}: must be at least 1", opt.wave_size));
+  if (opt.sort == SearchSort::cost) {
+    const auto t = time_to_train(base, 1.0);
+    if (!t || !t->cost)
+      throw std::invalid_argument(fmt::format(
+          "--sort cost needs a cost: give {}",
+          t ? "cluster.price_per_gpu_hour" : "training.total_tokens (or train_iters) and cluster.price_per_gpu_hour"));
+  }
   if (opt.shard_count < 1 || opt.shard_rank < 0 || opt.shard_rank >= opt.shard_count)
     throw std::invalid_argument(fmt::format("shard {} of {}: out of range", opt.shard_rank, opt.shard_count));
 }
@@ -50,6 +58,7 @@ RankedPlan ranked_plan(const plan_search::SearchRun& run, const plan_search::Ran
   rp.iteration_time_s = f.o.iteration_time_s;
   rp.exposed_comm_s = f.o.exposed_comm_s;
   rp.bound_tokens_per_s = run.pre[static_cast<std::size_t>(f.cand)].bound_tokens_per_s;
+  rp.time_to_train = time_to_train(s, f.o.iteration_time_s);
   return rp;
 }
 
@@ -70,6 +79,12 @@ void pick_plans(plan_search::SearchRun& run, const plan_search::Waves& waves) {
       run.res.best_per_size.push_back(p);
       break;
     }
+  for (std::size_t q = 0; q < run.survivors.size(); ++q) {
+    if (!waves.simulated[q]) continue;
+    const auto& o = waves.outcomes[q];
+    run.res.simulated_points.push_back({run.cands[static_cast<std::size_t>(run.survivors[q])].num_gpus, o.tokens_per_s,
+                                        o.peak_bytes, o.feasible && o.peak_bytes <= plan_search::memory_limit(run)});
+  }
   if (run.res.best_per_size.empty()) return;
   const auto& first = run.res.best_per_size.front();
   const double per_gpu0 = first.tokens_per_s / first.num_gpus;
@@ -99,11 +114,12 @@ EquivalenceKey equivalence_key(int num_gpus, const models::Parallelism& par, dou
 }
 
 bool ranks_before(const SearchRun& run, const Ranked& a, const Ranked& b) {
-  const double ta = rounded_tokens_per_s(a.o.tokens_per_s), tb = rounded_tokens_per_s(b.o.tokens_per_s);
-  if (ta != tb) return ta > tb;
-  if (a.o.peak_bytes != b.o.peak_bytes) return a.o.peak_bytes < b.o.peak_bytes;
   const auto& ca = run.cands[static_cast<std::size_t>(a.cand)];
   const auto& cb = run.cands[static_cast<std::size_t>(b.cand)];
+  const double ta = rounded_tokens_per_s(rank_score(run, a.o.tokens_per_s, ca.num_gpus));
+  const double tb = rounded_tokens_per_s(rank_score(run, b.o.tokens_per_s, cb.num_gpus));
+  if (ta != tb) return ta > tb;
+  if (a.o.peak_bytes != b.o.peak_bytes) return a.o.peak_bytes < b.o.peak_bytes;
   return plan_key(ca.num_gpus, ca.par) < plan_key(cb.num_gpus, cb.par);
 }
 
@@ -124,7 +140,7 @@ std::vector<std::vector<std::size_t>> equivalence_groups(const SearchRun& run, c
 
 SearchResult search(const Scenario& base, const SearchOptions& opt) {
   plan_search::SearchRun run{base, opt, plan_search::Clock::now()};
-  check_options(opt);
+  check_options(base, opt);
   run.threads = plan_search::hardware_threads(opt.threads);
   run.cands = enumerate_candidates(base, opt);
   std::optional<hw::ComputeCostModel> own_compute;
@@ -132,6 +148,7 @@ SearchResult search(const Scenario& base, const SearchOptions& opt) {
   run.res.candidates = static_cast<std::int64_t>(run.cands.size());
   run.res.capacity_bytes = base.cluster.gpu.hbm;
   run.res.min_headroom = opt.min_headroom;
+  run.res.sort = opt.sort;
   for (const auto& c : run.cands)
     if (run.sizes.empty() || run.sizes.back() != c.num_gpus) run.sizes.push_back(c.num_gpus);
 

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "sim/core/collective_cost.h"
 #include "sim/core/plan.h"
 #include "sim/core/program.h"
+#include "sim/core/result.h"
 #include "sim/core/scenario.h"
 
 namespace ptsim::sim {
@@ -56,6 +58,12 @@ struct CandidateOutcome {
   std::array<double, kNumDims> exposed_comm_s{};
 };
 
+// What the ranking puts first: speed (tokens/s) or cost to train. The cost of a plan is
+// iterations × iteration time × GPUs × price, and the iterations (the training goal over
+// the global batch) are the same for every plan, so ranking by cost is ranking by
+// tokens/s per GPU: within one cluster size it equals the speed ranking.
+enum class SearchSort : std::uint8_t { speed, cost };
+
 struct SearchOptions {
   // Restrictions "key=value[,value...]" on scenario keys (CONTRACT §2 names):
   // parallel.{tensor_parallel, pipeline_parallel, data_parallel, context_parallel,
@@ -64,6 +72,7 @@ struct SearchOptions {
   std::vector<std::string> fix;
   std::vector<int> gpus;  // cluster sizes to sweep; empty = the scenario's
   int top_k = 10;
+  SearchSort sort = SearchSort::speed;  // cost: needs a training goal and a price (throws otherwise)
   // A plan must leave this fraction of the GPU memory free (--min-headroom 10% = 0.1).
   double min_headroom = 0;
   int threads = 0;               // 0 = every hardware thread
@@ -94,18 +103,28 @@ struct RankedPlan {
   Plan plan;
   double tokens_per_s = 0, model_tflops_per_gpu = 0, mfu = 0, bubble_fraction = 0, peak_bytes = 0, iteration_time_s = 0;
   std::array<double, kNumDims> exposed_comm_s{};
-  double bound_tokens_per_s = 0;  // the analytical upper bound it had
-  int equivalents = 0;            // other plans equivalent to this one (plans_equivalent), not listed
-  double scaling_efficiency = 0;  // best_per_size only: tokens/s per GPU over the smallest size's
+  double bound_tokens_per_s = 0;             // the analytical upper bound it had
+  int equivalents = 0;                       // other plans equivalent to this one (plans_equivalent), not listed
+  double scaling_efficiency = 0;             // best_per_size only: tokens/s per GPU over the smallest size's
+  std::optional<TimeToTrain> time_to_train;  // when the scenario gives a training goal
 };
 
-// Ranking: more tokens/s first, compared as rounded to whole tokens/s (what the
+// One simulated plan (for the report's throughput-vs-memory scatter).
+struct SimulatedPoint {
+  int num_gpus = 0;
+  double tokens_per_s = 0, peak_bytes = 0;
+  bool fits = true;  // within the memory limit (the GPU memory less --min-headroom)
+};
+
+// Ranking (speed): more tokens/s first, compared as rounded to whole tokens/s (what the
 // table prints); then lower peak memory; then the plan key (gpus, dp, tp, pp, cp,
 // ep, schedule, v, micro-batch, ZeRO, recompute, sp), so the order is total.
 // Two plans are equivalent when they have the same GPUs, dp, tp, pp, cp and ep, the
 // same tokens/s rounded to a whole token/s and the same peak memory rounded to a
 // MiB: they differ only in knobs that change neither (e.g. the ZeRO stage with
-// dp = 1). The table lists the best-ranked one with "+N" for the others.
+// dp = 1). The table lists the best-ranked one with "+N" for the others. Ranking by
+// cost compares tokens/s × (smallest cluster size / the plan's GPUs) instead, rounded
+// the same way, so the branch and bound prunes the same way in both.
 double rounded_tokens_per_s(double tokens_per_s);
 bool plans_equivalent(const RankedPlan& a, const RankedPlan& b);
 
@@ -124,6 +143,8 @@ struct SearchResult {
   std::int64_t candidates = 0, fit = 0, simulated = 0;
   double min_headroom = 0;
   std::vector<FamilyVerdict> losers;
+  std::vector<SimulatedPoint> simulated_points;  // every simulated plan, best bound first
+  SearchSort sort = SearchSort::speed;
   double capacity_bytes = 0;
   double wall_time_s = 0;
 };
@@ -167,6 +188,12 @@ std::string search_summary_text(const SearchResult& r, bool explain = false);
 // sequence parallelism (an even layer split). Checked to read back as that plan.
 std::string plan_scenario_yaml(const std::string& scenario_text, const std::string& file,
                                const std::vector<std::string>& sets, const RankedPlan& p);
+// `ptsim search --report`: a self-contained HTML page with a throughput-vs-memory scatter
+// of every simulated plan and the first kSearchReportPlans top plans side by side as
+// `ptsim compare --report` draws them (each re-simulated with its timeline: one
+// representative rank per stage unless `full`). `file` names the scenario in the labels.
+inline constexpr std::size_t kSearchReportPlans = 10;
+std::string search_report_html(const Scenario& base, const std::string& file, const SearchResult& r, bool full);
 // Seconds as "42s" / "3m07s"; "?" when negative or not finite.
 std::string format_eta(double seconds);
 

@@ -271,7 +271,10 @@ void rank_survivors(SearchRun& run) {
   }
   run.res.fit = static_cast<std::int64_t>(run.survivors.size());
   // Best bound first; ties by enumeration order (deterministic).
-  auto bound = [&](std::int64_t i) { return run.pre[static_cast<std::size_t>(i)].bound_tokens_per_s; };
+  auto bound = [&](std::int64_t i) {
+    return rank_score(run, run.pre[static_cast<std::size_t>(i)].bound_tokens_per_s,
+                      run.cands[static_cast<std::size_t>(i)].num_gpus);
+  };
   std::stable_sort(run.survivors.begin(), run.survivors.end(),
                    [&](std::int64_t a, std::int64_t b) { return bound(a) > bound(b); });
 }

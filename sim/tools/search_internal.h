@@ -61,6 +61,13 @@ struct SearchRun {
 // The peak memory a plan may have: the GPU memory less the --min-headroom share.
 inline double memory_limit(const SearchRun& run) { return run.base.cluster.gpu.hbm * (1.0 - run.opt.min_headroom); }
 
+// What the ranking compares (search.h): tokens/s, or by cost tokens/s scaled to the
+// smallest cluster size searched (cost ∝ GPUs / tokens/s for a fixed training goal).
+inline double rank_score(const SearchRun& run, double tokens_per_s, int num_gpus) {
+  if (run.opt.sort == SearchSort::speed || run.sizes.empty()) return tokens_per_s;
+  return tokens_per_s * static_cast<double>(run.sizes.front()) / static_cast<double>(num_gpus);
+}
+
 // A simulated feasible candidate.
 struct Ranked {
   std::int64_t cand;

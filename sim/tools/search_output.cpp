@@ -129,9 +129,14 @@ std::string verdict(const plan_search::SearchRun& run, const plan_search::Waves&
                        slowdown_cause(c, o, top, run.base.cluster.gpus_per_node), o.tokens_per_s, 100 * loss,
                        plan_brief(best));
   }
-  if (f.bound > 0)
-    return fmt::format("dominated by bound: at most {:.0f} tokens/s, below the #{} plan's {:.0f}{}", f.best_bound,
+  if (f.bound > 0) {
+    const int gpus = run.cands[static_cast<std::size_t>(f.first)].num_gpus;
+    const bool scaled = run.opt.sort == SearchSort::cost && run.sizes.size() > 1;
+    return fmt::format("dominated by bound: at most {:.0f} tokens/s{}, below the #{} plan's {:.0f}{}",
+                       plan_search::rank_score(run, f.best_bound, gpus),
+                       scaled ? fmt::format(" scaled to {} GPUs (cost)", run.sizes.front()) : std::string(),
                        run.opt.top_k, waves.kth, run.sizes.size() > 1 ? " and its size's best" : "");
+  }
   if (f.oom + f.oom_sim > 0 && run.opt.min_headroom > 0)
     return fmt::format("OOM or under {:g} % headroom: smallest peak {} > {} per GPU", 100 * run.opt.min_headroom,
                        format_bytes(f.min_peak), format_bytes(plan_search::memory_limit(run)));
@@ -172,6 +177,7 @@ nlohmann::json search_to_json(const SearchResult& r) {
     j["iteration_time_s"] = p.iteration_time_s;
     j["bound_tokens_per_s"] = p.bound_tokens_per_s;
     j["equivalent_plans"] = p.equivalents;
+    if (p.time_to_train) j["time_to_train"] = time_to_train_json(*p.time_to_train);
     nlohmann::json ex;
     for (int d = 0; d < kNumDims; ++d)
       ex[to_string(static_cast<Dim>(d))] = p.exposed_comm_s[static_cast<std::size_t>(d)];
@@ -193,6 +199,7 @@ nlohmann::json search_to_json(const SearchResult& r) {
   nlohmann::json losers = nlohmann::json::array();
   for (const auto& l : r.losers) losers.push_back({{"family", l.family}, {"reason", l.reason}});
   return {{"plans", plans},
+          {"sort", r.sort == SearchSort::cost ? "cost" : "speed"},
           {"best_per_size", sizes},
           {"pruned", pruned},
           {"candidates", r.candidates},
@@ -206,15 +213,19 @@ std::string search_to_csv(const SearchResult& r) {
   std::string out =
       "rank,num_gpus,dp,tp,pp,cp,ep,vpp,pipeline_schedule,micro_batch_size,num_microbatches,zero_stage,recompute,"
       "sequence_parallel,tokens_per_s,model_tflops_per_gpu,mfu,bubble_fraction,exposed_comm_s,peak_bytes,"
-      "iteration_time_s,equivalent_plans\n";
+      "iteration_time_s,equivalent_plans,days,gpu_hours,cost,energy_kwh\n";
+  const auto opt = [](std::optional<double> v) { return v ? fmt::format("{:.6g}", *v) : std::string(); };
   for (const auto& p : r.plans) {
     const auto& q = p.plan.par;
+    const auto& t = p.time_to_train;
     out += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.0f},{:.6g},{}\n", p.rank,
-        p.num_gpus, q.dp, q.tp, q.pp, q.cp, q.ep, q.vpp, models::to_string(q.schedule), q.micro_batch_size,
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.0f},{:.6g},{},{},{},{},{}\n",
+        p.rank, p.num_gpus, q.dp, q.tp, q.pp, q.cp, q.ep, q.vpp, models::to_string(q.schedule), q.micro_batch_size,
         q.num_microbatches, q.zero_stage, models::to_string(q.recompute), q.sequence_parallel ? "true" : "false",
         p.tokens_per_s, p.model_tflops_per_gpu, p.mfu, p.bubble_fraction, total_exposed(p.exposed_comm_s), p.peak_bytes,
-        p.iteration_time_s, p.equivalents);
+        p.iteration_time_s, p.equivalents, opt(t ? std::optional(t->days) : std::nullopt),
+        opt(t ? std::optional(t->gpu_hours) : std::nullopt), opt(t ? t->cost : std::nullopt),
+        opt(t ? std::optional(t->energy_kwh) : std::nullopt));
   }
   return out;
 }
@@ -309,6 +320,26 @@ std::string top_table(const SearchResult& r) {
   return out;
 }
 
+// Days, GPU-hours, cost and energy of each top plan (when the scenario gives a training goal).
+std::string time_to_train_table(const SearchResult& r) {
+  if (r.plans.empty() || !r.plans.front().time_to_train) return "";
+  const auto& t0 = *r.plans.front().time_to_train;
+  std::string out =
+      wrapped(fmt::format("time to train {:.4g} tokens ({:.0f} iterations){}:", t0.tokens, t0.iterations,
+                          t0.price_per_gpu_hour ? fmt::format(", at {:g} per GPU-hour", *t0.price_per_gpu_hour)
+                                                : std::string()),
+              2);
+  out += fmt::format("{:>2} {:>5} {:>9} {:>8} {:>10} {:>12} {:>10}\n", "#", "gpus", "tokens/s", "days", "GPU-hours",
+                     "cost", "energy kWh");
+  for (const auto& p : r.plans) {
+    const auto& t = *p.time_to_train;
+    out += fmt::format("{:>2} {:>5} {:>9.0f} {:>8.2f} {:>10.0f} {:>12} {:>10.0f}\n", p.rank, p.num_gpus, p.tokens_per_s,
+                       t.days, t.gpu_hours, t.cost ? fmt::format("{:.0f}", *t.cost) : std::string("-"), t.energy_kwh);
+  }
+  if (r.sort == SearchSort::cost) out += "ranked by cost to train (the same as tokens/s per GPU)\n";
+  return out;
+}
+
 std::string size_table(const SearchResult& r) {
   const bool ep = any_ep(r.best_per_size);
   std::string out =
@@ -336,7 +367,7 @@ std::string explain_text(const SearchResult& r) {
 
 std::string search_summary_text(const SearchResult& r, bool explain) {
   std::string out = counts_text(r);
-  if (!r.plans.empty()) out += top_table(r);
+  if (!r.plans.empty()) out += top_table(r) + time_to_train_table(r);
   if (r.plans.empty() && r.candidates == 0)
     out += wrapped(
         "no plan fits: no candidate plan at all. A plan needs tensor_parallel to divide cluster.num_gpus, "

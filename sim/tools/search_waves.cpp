@@ -21,12 +21,14 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-double bound_at(const SearchRun& run, std::int64_t pos) {
-  return run.pre[static_cast<std::size_t>(run.survivors[static_cast<std::size_t>(pos)])].bound_tokens_per_s;
-}
-
 int size_at(const SearchRun& run, std::int64_t pos) {
   return run.cands[static_cast<std::size_t>(run.survivors[static_cast<std::size_t>(pos)])].num_gpus;
+}
+
+// The bound on the ranking score (rank_score) of the survivor at `pos`.
+double bound_at(const SearchRun& run, std::int64_t pos) {
+  const double b = run.pre[static_cast<std::size_t>(run.survivors[static_cast<std::size_t>(pos)])].bound_tokens_per_s;
+  return rank_score(run, b, size_at(run, pos));
 }
 
 // A plan whose tokens/s is below threshold − 1 rounds below the threshold's
@@ -136,10 +138,14 @@ std::vector<CandidateOutcome> simulate_wave(const SearchRun& run, const Waves& w
 void update_thresholds(const SearchRun& run, Waves& waves) {
   const auto groups = equivalence_groups(run, waves.feasible);
   const auto k = static_cast<std::size_t>(run.opt.top_k);
-  if (groups.size() >= k) waves.kth = rounded_tokens_per_s(waves.feasible[groups[k - 1].front()].o.tokens_per_s);
+  const auto score = [&](const Ranked& f) {
+    return rounded_tokens_per_s(
+        rank_score(run, f.o.tokens_per_s, run.cands[static_cast<std::size_t>(f.cand)].num_gpus));
+  };
+  if (groups.size() >= k) waves.kth = score(waves.feasible[groups[k - 1].front()]);
   for (const auto& f : waves.feasible) {
     const int g = run.cands[static_cast<std::size_t>(f.cand)].num_gpus;
-    if (!waves.size_best.count(g)) waves.size_best[g] = rounded_tokens_per_s(f.o.tokens_per_s);
+    if (!waves.size_best.count(g)) waves.size_best[g] = score(f);
   }
 }
 
@@ -261,8 +267,8 @@ Waves run_waves(SearchRun& run) {
       report_progress(run, waves, wp, waves.settled, run.res.simulated, still_to_simulate(run, waves, pos));
   }
   PTSIM_CHECK(waves.settled == total, "search: {} of {} plans settled", waves.settled, total);
-  // The last wave may leave the rest beaten by the bound without a report: say the phase ended.
-  if (opt.progress) report_progress(run, waves, wp, waves.settled, run.res.simulated, 0);
+  // The last wave may have been followed by the bound settling every plan left: say so.
+  if (opt.progress && total > 0) report_progress(run, waves, wp, waves.settled, run.res.simulated, 0);
   return waves;
 }
 

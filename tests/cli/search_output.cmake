@@ -3,6 +3,8 @@
 #                    iteration time and tokens/s as the search's JSON says for plan 2
 #   width            no line of the summary (`ARGS`) wider than 100 columns
 #   json_quiet       `--json - --progress`: stdout is the JSON alone, stderr has no progress
+#   report           `--report F.html` (over an older file): replaced whole, no temporary left
+#                    beside it; one column per top plan, one scatter point per simulated plan
 set(ENV{CUDA_VISIBLE_DEVICES} "")
 separate_arguments(extra UNIX_COMMAND "${ARGS}")
 
@@ -58,6 +60,32 @@ elseif(MODE STREQUAL "json_quiet")
   endif()
   if(err MATCHES "checking plans|simulating")
     message(FATAL_ERROR "progress with --json -:\n${err}")
+  endif()
+elseif(MODE STREQUAL "report")
+  set(dir ${OUTDIR}/search_report)
+  file(REMOVE_RECURSE ${dir})
+  file(MAKE_DIRECTORY ${dir})
+  file(WRITE ${dir}/r.html "an older page")
+  run_ptsim(out err search ${SCENARIO} ${extra} --no-progress --json ${dir}/r.json --report ${dir}/r.html)
+  file(GLOB left RELATIVE ${dir} ${dir}/* ${dir}/.*)
+  list(SORT left)
+  if(NOT left STREQUAL "r.html;r.json")
+    message(FATAL_ERROR "expected r.html and r.json alone in ${dir}, found: ${left}")
+  endif()
+  file(READ ${dir}/r.html page)
+  file(READ ${dir}/r.json json)
+  if(NOT page MATCHES "^<!doctype html>.*</html>\n$")
+    message(FATAL_ERROR "not a whole page:\n${page}")
+  endif()
+  string(JSON simulated GET "${json}" simulated)
+  string(JSON top LENGTH "${json}" plans)
+  string(REGEX MATCHALL "<circle class=\"pt\"" points "${page}")
+  list(LENGTH points n_points)
+  string(REGEX MATCHALL "<h3 style=\"font-size:0.95em\">#[0-9]+ " columns "${page}")
+  list(LENGTH columns n_columns)
+  math(EXPR want_columns "2 * ${top}")  # the memory and the bytes charts, one column per plan each
+  if(NOT n_points EQUAL simulated OR NOT n_columns EQUAL want_columns)
+    message(FATAL_ERROR "${n_points} points for ${simulated} simulated plans, ${n_columns} columns for ${top} plans")
   endif()
 else()
   message(FATAL_ERROR "unknown MODE ${MODE}")

@@ -1,5 +1,6 @@
 #include "sim/tools/search.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "sim/core/simulate.h"
+#include "sim/core/time_to_train.h"
 #include "sim/io/result_json.h"
 #include "sim/io/scenario_file.h"
 #include "tests/sim/test_scenarios.h"
@@ -331,6 +333,88 @@ TEST(Search, FormatEta) {
   EXPECT_EQ(format_eta(-1), "?");
   EXPECT_EQ(format_eta(42), "42s");
   EXPECT_EQ(format_eta(187), "3m07s");
+}
+
+// The small scenario with a training goal and a price.
+Scenario priced_scenario() {
+  Scenario s = small_scenario();
+  s.goal.total_tokens = 1e9;
+  s.cluster.price_per_gpu_hour = 2.5;
+  return s;
+}
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + what.size())) ++n;
+  return n;
+}
+
+TEST(Search, TimeToTrainOfTheTopPlanIsTimeToTrainOfItsIteration) {
+  const Scenario base = priced_scenario();
+  const SearchResult r = search(base, small_options());
+  ASSERT_FALSE(r.plans.empty());
+  const RankedPlan& top = r.plans.front();
+  ASSERT_TRUE(top.time_to_train.has_value());
+  const auto want = time_to_train(candidate_scenario(base, {top.num_gpus, top.plan.par}), top.iteration_time_s);
+  ASSERT_TRUE(want && want->cost);
+  EXPECT_DOUBLE_EQ(top.time_to_train->days, want->days);
+  EXPECT_DOUBLE_EQ(*top.time_to_train->cost, *want->cost);
+  // By hand: ceil(1e9 / (16 × seq)) iterations × iteration time × 8 GPUs × 2.5 per hour.
+  const double iters = std::ceil(1e9 / (16.0 * static_cast<double>(base.model.seq_length)));
+  EXPECT_NEAR(*top.time_to_train->cost, iters * top.iteration_time_s * 8 * 2.5 / 3600, 1e-9 * *want->cost);
+  const auto j = search_to_json(r);
+  EXPECT_DOUBLE_EQ(j["plans"][0]["time_to_train"]["days"].get<double>(), want->days);
+  EXPECT_NE(search_to_csv(r).find("days,gpu_hours,cost,energy_kwh"), std::string::npos);
+  const std::string text = search_summary_text(r);
+  EXPECT_NE(text.find("time to train"), std::string::npos) << text;
+  for (const auto& line : split_lines(text)) EXPECT_LE(line.size(), 100u) << line;
+  // Without a goal: no time-to-train figures.
+  EXPECT_FALSE(search(small_scenario(), small_options()).plans.front().time_to_train.has_value());
+}
+
+TEST(Search, SortByCostRanksByCostAcrossSizesAndNeedsAPrice) {
+  SearchOptions o = small_options();
+  o.gpus = {8, 16};
+  o.sort = SearchSort::cost;
+  o.prune_by_bound = false;
+  const SearchResult all = search(priced_scenario(), o);
+  ASSERT_GE(all.plans.size(), 2u);
+  // Cheapest first (the score is rounded to a whole token/s: ties within 0.1 %).
+  for (std::size_t i = 1; i < all.plans.size(); ++i)
+    EXPECT_LE(*all.plans[i - 1].time_to_train->cost, *all.plans[i].time_to_train->cost * 1.001) << i;
+  // The branch and bound finds the same top plans as the exhaustive search, by cost too.
+  o.prune_by_bound = true;
+  const SearchResult bb = search(priced_scenario(), o);
+  ASSERT_EQ(bb.plans.size(), all.plans.size());
+  for (std::size_t i = 0; i < bb.plans.size(); ++i)
+    EXPECT_DOUBLE_EQ(bb.plans[i].tokens_per_s, all.plans[i].tokens_per_s);
+  EXPECT_EQ(search_to_json(bb)["sort"], "cost");
+  // One size: cost order is speed order.
+  SearchOptions one = small_options(), one_cost = small_options();
+  one_cost.sort = SearchSort::cost;
+  const SearchResult speed = search(priced_scenario(), one), cost = search(priced_scenario(), one_cost);
+  ASSERT_EQ(speed.plans.size(), cost.plans.size());
+  for (std::size_t i = 0; i < speed.plans.size(); ++i)
+    EXPECT_DOUBLE_EQ(speed.plans[i].tokens_per_s, cost.plans[i].tokens_per_s);
+  EXPECT_THROW(search(small_scenario(), one_cost), std::invalid_argument);
+}
+
+TEST(Search, ReportHasOneColumnPerTopPlanAndOnePointPerSimulatedPlan) {
+  const Scenario base = priced_scenario();
+  SearchOptions o = small_options();
+  o.top_k = 3;
+  const SearchResult r = search(base, o);
+  ASSERT_EQ(r.plans.size(), 3u);
+  ASSERT_EQ(static_cast<std::int64_t>(r.simulated_points.size()), r.simulated);
+  const std::string page = search_report_html(base, "tiny.yaml", r, false);
+  EXPECT_EQ(count_of(page, "<circle class=\"pt\""), r.simulated_points.size());
+  EXPECT_EQ(count_of(page, "<circle class=\"top\""), 3u);
+  EXPECT_EQ(count_of(page, "class=\"hbm\""), 1u);
+  // One column per plan in each side-by-side chart (memory, bytes): each titled "#rank".
+  for (const auto& p : r.plans)
+    EXPECT_EQ(count_of(page, fmt::format("<h3 style=\"font-size:0.95em\">#{} ", p.rank)), 2u) << p.rank;
+  EXPECT_NE(page.find("ptsim search: top 3 of"), std::string::npos);
+  EXPECT_NE(page.find("</html>"), std::string::npos);
 }
 
 }  // namespace
