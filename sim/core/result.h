@@ -54,6 +54,7 @@ struct Result {
   double capacity_bytes = 0, peak_bytes = 0;
   std::vector<StageMemoryResult> per_stage;
   std::vector<StageTiming> stage_timing;
+  std::string framework = "megatron-core";  // training.framework (sim/core/framework_profile.h)
   std::string cost_source = "datasheet";
   double sim_wall_time_s = 0;
   std::uint64_t events = 0;

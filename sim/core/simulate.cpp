@@ -85,6 +85,7 @@ void fill_headline(Result& r, const Scenario& s, const hw::ComputeCostModel& com
   r.scenario = s.name;
   r.world_size = s.plan.world_size();
   r.plan = s.plan;
+  r.framework = std::string(to_string(s.framework.framework));
   r.cost_source = compute.source();
   if (const auto* t = dynamic_cast<const TableCollectiveCost*>(&coll); t && t->used_table())
     r.cost_source = t->table_name();

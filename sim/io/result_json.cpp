@@ -101,6 +101,7 @@ nlohmann::json to_json(const Result& r) {
                            {"end_s", t.end_s},
                            {"exposed_comm_s", per_dim(t.exposed_s)}});
   if (r.time_to_train) j["time_to_train"] = time_to_train_json(*r.time_to_train);
+  j["framework"] = r.framework;
   j["cost_source"] = r.cost_source;
   j["sim_wall_time_s"] = r.sim_wall_time_s;
   j["events"] = r.events;
@@ -121,6 +122,7 @@ std::string summary_text(const Result& r) {
        models::to_string(q.recompute), q.sequence_parallel ? "on" : "off");
   line("batch           global {} = micro {} × {} micro-batches × dp {}", r.plan.global_batch_size, q.micro_batch_size,
        q.num_microbatches, q.dp);
+  line("framework       {}", r.framework);
   line("feasible        {}", r.feasible ? "yes" : "NO");
   for (const auto& why : r.infeasible_reasons) line("                {}", why);
   line("iteration       {}", format_seconds(r.iteration_time_s));

@@ -122,8 +122,9 @@ std::string compare_table_text(const std::vector<CompareRow>& rows, const std::v
   std::string out;
   for (const auto& r : rows) {
     out += fmt::format("{:>2} {}\n", r.rank, fit(r.label, 97));
-    out += fmt::format("   {}{}\n", fit(plan_words(plans[r.index].scenario.plan), 82),
-                       r.feasible ? "" : "  OUT OF MEMORY");
+    const auto& sc = plans[r.index].scenario;
+    out += fmt::format("   {} ({}){}\n", fit(plan_words(sc.plan), 80 - to_string(sc.framework.framework).size()),
+                       to_string(sc.framework.framework), r.feasible ? "" : "  OUT OF MEMORY");
   }
   out += "\n";
   out += fmt::format(kRowFormat, "#", "iter s", "tok/s", "MFU%", "bub%", "TP s", "CP s", "EP s", "PP s", "DP s",
