@@ -14,7 +14,7 @@ namespace ptsim::sim::testing {
 // A small GPT: every layer identical; the vocabulary is tiny so the head costs
 // nothing under FlopsOnlyCost (below) and all stages are equal.
 inline std::string tiny_gpt_yaml(int pp, int dp, int tp, int layers, int gbs, const std::string& extra_parallel = "",
-                                 int vocab = 8) {
+                                 int vocab = 8, const std::string& extra_training = "") {
   return fmt::format(R"(name: tiny
 model:
   num_layers: {}
@@ -34,8 +34,10 @@ parallel:
 training:
   global_batch_size: {}
   micro_batch_size: 1
+{}
 )",
-                     layers, vocab, pp * dp * tp, std::min(8, pp * dp * tp), tp, pp, extra_parallel, gbs);
+                     layers, vocab, pp * dp * tp, std::min(8, pp * dp * tp), tp, pp, extra_parallel, gbs,
+                     extra_training);
 }
 
 // GEMM and attention at 10 PFLOP/s, everything memory-bound free: tiny ops round

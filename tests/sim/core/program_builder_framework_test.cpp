@@ -23,27 +23,9 @@ using testing::FlopsOnlyCost;
 
 constexpr double kQkv = 3145728, kProj = 1048576, kMlp = 4194304, kLinear = kQkv + kProj + 2 * kMlp;
 
+// One stage, no tensor parallelism: tests/sim/test_scenarios.h's tiny GPT with `parallel` and `training` lines.
 std::string yaml(int layers, int dp, int gbs, const std::string& parallel, const std::string& training) {
-  return fmt::format(R"(name: fw
-model:
-  num_layers: {}
-  hidden_size: 1024
-  num_attention_heads: 16
-  ffn_hidden_size: 4096
-  vocab_size: 8
-  seq_length: 128
-cluster:
-  gpu: a100-sxm-80gb
-  num_gpus: {}
-  gpus_per_node: {}
-parallel:
-{}
-training:
-  global_batch_size: {}
-  micro_batch_size: 1
-{}
-)",
-                     layers, dp, std::min(8, dp), parallel, gbs, training);
+  return testing::tiny_gpt_yaml(1, dp, 1, layers, gbs, parallel, 8, training);
 }
 
 struct Built {
