@@ -2,29 +2,34 @@
 
 #include <algorithm>
 #include <limits>
+#include <span>
 
 namespace ptsim::hw::net {
 
 Seconds collective_time(const Expansion& e, Router& router) {
   const Topology& topo = router.topology();
-  std::vector<std::uint32_t> load(topo.num_links(), 0);
-  std::vector<std::vector<LinkId>> paths;
+  std::vector<std::uint32_t>& load = router.link_scratch();  // all zero between uses
+  std::vector<LinkId> links, path;                            // the step's paths, back to back
+  std::vector<std::size_t> begin;
   Seconds total = 0;
   for (const Step& s : e.steps) {
-    paths.resize(s.flows.size());
+    links.clear();
+    begin.assign(1, 0);
     for (std::size_t i = 0; i < s.flows.size(); ++i) {
-      router.route(s.flows[i].src, s.flows[i].dst, i, paths[i]);
-      for (LinkId l : paths[i]) ++load[l];
+      router.route(s.flows[i].src, s.flows[i].dst, i, path);
+      for (LinkId l : path) ++load[l];
+      links.insert(links.end(), path.begin(), path.end());
+      begin.push_back(links.size());
     }
     Seconds alpha = 0, transfer = 0;
     for (std::size_t i = 0; i < s.flows.size(); ++i) {
-      alpha = std::max(alpha, router.path_latency(paths[i]));
+      const std::span<const LinkId> p(links.data() + begin[i], begin[i + 1] - begin[i]);
+      alpha = std::max(alpha, router.path_latency(p));
       double rate = std::numeric_limits<double>::infinity();
-      for (LinkId l : paths[i]) rate = std::min(rate, topo.link(l).bandwidth / load[l]);
-      if (s.flows[i].bytes > 0 && !paths[i].empty()) transfer = std::max(transfer, s.flows[i].bytes / rate);
+      for (LinkId l : p) rate = std::min(rate, topo.link(l).bandwidth / load[l]);
+      if (s.flows[i].bytes > 0 && !p.empty()) transfer = std::max(transfer, s.flows[i].bytes / rate);
     }
-    for (const auto& p : paths)
-      for (LinkId l : p) load[l] = 0;
+    for (LinkId l : links) load[l] = 0;
     if (e.step_latency >= 0) alpha = e.step_latency;
     total += static_cast<double>(s.repeat) * (alpha + transfer);
   }

@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
-#include <boost/graph/breadth_first_search.hpp>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -92,11 +91,22 @@ Topology build(const YAML::Node& root) {
   }
   // Every GPU must reach every other: links are full duplex, so reaching all GPUs
   // from GPU 0 suffices.
-  std::vector<boost::default_color_type> color(topo.num_vertices());
-  auto cmap = boost::make_iterator_property_map(color.begin(), boost::get(boost::vertex_index, topo.graph()));
-  boost::breadth_first_search(topo.graph(), topo.gpu(0), boost::color_map(cmap));
+  std::vector<std::uint32_t> begin(topo.num_vertices() + 1, 0), next(topo.num_links());
+  for (const Link& l : topo.links()) ++begin[l.src + 1];
+  for (std::size_t v = 0; v < topo.num_vertices(); ++v) begin[v + 1] += begin[v];
+  std::vector<std::uint32_t> fill(begin.begin(), begin.end() - 1);
+  for (const Link& l : topo.links()) next[fill[l.src]++] = l.dst;
+  std::vector<char> seen(topo.num_vertices(), 0);
+  std::vector<VertexId> queue{topo.gpu(0)};
+  seen[topo.gpu(0)] = 1;
+  for (std::size_t i = 0; i < queue.size(); ++i)
+    for (std::uint32_t e = begin[queue[i]]; e < begin[queue[i] + 1]; ++e)
+      if (!seen[next[e]]) {
+        seen[next[e]] = 1;
+        queue.push_back(next[e]);
+      }
   for (VertexId g : topo.gpus())
-    if (color[g] == boost::white_color)
+    if (!seen[g])
       throw std::invalid_argument(
           fmt::format("topology graph: gpu '{}' cannot be reached from '{}'", topo.name(g), topo.name(topo.gpu(0))));
   if (root["nvls"]) topo.set_nvls(r.boolean(root["nvls"], "nvls"));

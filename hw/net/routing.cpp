@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <stdexcept>
 
 namespace ptsim::hw::net {
@@ -24,6 +25,7 @@ std::uint64_t mix(std::uint64_t x) {
 Router::Router(const Topology& topo, std::size_t cached_destinations, Contraction contraction) : topo_(topo) {
   build_csr();
   build_nodes(contraction);
+  build_node_classes();
   build_exits();
   build_fabric_graph();
   const std::size_t per_table = std::max<std::size_t>(1, fabric_.size()) * sizeof(std::uint32_t);
@@ -38,6 +40,7 @@ Router::Router(const Topology& topo, std::size_t cached_destinations, Contractio
       entry_fabric_.push_back(f);
     }
   }
+  link_scratch_.assign(topo.num_links(), 0);
   dst_info_.resize(topo.num_vertices());
   dst_info_ready_.assign(topo.num_vertices(), 0);
 }
@@ -133,24 +136,65 @@ void Router::in_node_distances(int node, VertexId target, std::vector<std::uint3
   }
 }
 
+// Closed nodes with the same internal wiring (same size, same links between the same
+// local indices with the same costs) share one in-node distance matrix: a builder's
+// 8,192 DGX nodes are one class, searched once.
+void Router::build_node_classes() {
+  const std::size_t nodes = node_begin_.size() - 1;
+  node_class_.assign(nodes, -1);
+  std::map<std::vector<std::uint32_t>, std::int32_t> classes;
+  std::vector<std::uint32_t> sig, col;
+  for (std::size_t node = 0; node < nodes; ++node) {
+    const std::uint32_t b = node_begin_[node], k = node_begin_[node + 1] - b;
+    if (k == 0 || region_[node_vertices_[b]] < 0) continue;
+    sig.assign(1, k);
+    for (std::uint32_t i = 0; i < k; ++i) {
+      const VertexId v = node_vertices_[b + i];
+      for (std::uint32_t e = out_begin_[v]; e < out_begin_[v + 1]; ++e) {
+        const Link& l = topo_.link(out_links_[e]);
+        if (node_of_[l.dst] != static_cast<std::int32_t>(node)) continue;
+        sig.insert(sig.end(), {i, local_index_[l.dst], l.cost});
+      }
+      sig.push_back(kInf);  // end of vertex i's links
+    }
+    const auto [it, fresh] = classes.try_emplace(sig, static_cast<std::int32_t>(class_k_.size()));
+    node_class_[node] = it->second;
+    if (!fresh) continue;
+    // class_dist_: column t (distances from every local vertex to local vertex t) at t*k.
+    class_k_.push_back(k);
+    class_begin_.push_back(static_cast<std::uint32_t>(class_dist_.size()));
+    for (std::uint32_t t = 0; t < k; ++t) {
+      in_node_distances(static_cast<int>(node), node_vertices_[b + t], col);
+      class_dist_.insert(class_dist_.end(), col.begin(), col.end());
+    }
+  }
+}
+
+const std::uint32_t* Router::in_column(VertexId target) const {
+  const std::int32_t c = node_class_[region_[target]];
+  return class_dist_.data() + class_begin_[c] + static_cast<std::size_t>(local_index_[target]) * class_k_[c];
+}
+
 // Per vertex of a closed node: the least cost to each fabric vertex b it can leave to.
 void Router::build_exits() {
   const std::size_t n = topo_.num_vertices();
-  exit_begin_.assign(n + 1, 0);
-  std::vector<std::uint32_t> d;
-  std::vector<std::vector<Exit>> lists(n);
+  exit_begin_.assign(n, 0);
+  exit_count_.assign(n, 0);
+  std::vector<std::vector<Exit>> lists;
   for (std::size_t node = 0; node + 1 < node_begin_.size(); ++node) {
     const std::uint32_t b = node_begin_[node], k = node_begin_[node + 1] - b;
     if (k == 0 || region_[node_vertices_[b]] < 0) continue;
+    if (lists.size() < k) lists.resize(k);
+    for (std::uint32_t w = 0; w < k; ++w) lists[w].clear();
     for (std::uint32_t i = 0; i < k; ++i) {
       const VertexId q = node_vertices_[b + i];
+      const std::uint32_t* d = in_column(q);
       for (std::uint32_t e = out_begin_[q]; e < out_begin_[q + 1]; ++e) {
         const Link& l = topo_.link(out_links_[e]);
         if (region_[l.dst] >= 0) continue;  // stays inside (a closed node only borders F)
-        in_node_distances(static_cast<int>(node), q, d);
         for (std::uint32_t w = 0; w < k; ++w) {
           if (d[w] == kInf) continue;
-          auto& list = lists[node_vertices_[b + w]];
+          auto& list = lists[w];
           const std::uint32_t c = d[w] + l.cost, f = fidx_[l.dst];
           auto it = std::find_if(list.begin(), list.end(), [&](const Exit& x) { return x.f == f; });
           if (it == list.end())
@@ -160,10 +204,13 @@ void Router::build_exits() {
         }
       }
     }
+    for (std::uint32_t w = 0; w < k; ++w) {
+      const VertexId v = node_vertices_[b + w];
+      exit_begin_[v] = static_cast<std::uint32_t>(exits_.size());
+      exit_count_[v] = static_cast<std::uint32_t>(lists[w].size());
+      exits_.insert(exits_.end(), lists[w].begin(), lists[w].end());
+    }
   }
-  for (std::size_t v = 0; v < n; ++v) exit_begin_[v + 1] = exit_begin_[v] + lists[v].size();
-  exits_.reserve(exit_begin_.back());
-  for (auto& list : lists) exits_.insert(exits_.end(), list.begin(), list.end());
 }
 
 // H: links between fabric vertices plus the shortcuts through closed nodes, reversed.
@@ -173,7 +220,7 @@ void Router::build_fabric_graph() {
     if (fidx_[l.src] != kInf && fidx_[l.dst] != kInf) edges.push_back({fidx_[l.dst], {fidx_[l.src], l.cost}});
   for (LinkId id : port_links_) {
     const Link& l = topo_.link(id);
-    for (std::uint32_t e = exit_begin_[l.dst]; e < exit_begin_[l.dst + 1]; ++e)
+    for (std::uint32_t e = exit_begin_[l.dst]; e < exit_begin_[l.dst] + exit_count_[l.dst]; ++e)
       if (exits_[e].f != fidx_[l.src]) edges.push_back({exits_[e].f, {fidx_[l.src], l.cost + exits_[e].extra}});
   }
   h_in_begin_.assign(fabric_.size() + 1, 0);
@@ -198,7 +245,7 @@ const Router::DstInfo& Router::dst_info(VertexId dst) {
     info.entries.push_back({fidx_[dst], 0});
     return info;
   }
-  in_node_distances(info.node, dst, info.in_dist);
+  info.in_dist = in_column(dst);
   // Entries: min over the ports from each outside vertex u.
   for (std::uint32_t e = port_begin_[info.node]; e < port_begin_[info.node + 1]; ++e) {
     const Link& l = topo_.link(port_links_[e]);
@@ -235,7 +282,7 @@ std::uint32_t Router::fabric_dist(std::uint32_t f, const DstInfo& info,
 std::uint32_t Router::dist_via(VertexId w, const DstInfo& info, const std::vector<const std::uint32_t*>& tables) const {
   if (fidx_[w] != kInf) return fabric_dist(fidx_[w], info, tables);
   std::uint32_t d = region_[w] == info.node ? info.in_dist[local_index_[w]] : kInf;
-  for (std::uint32_t e = exit_begin_[w]; e < exit_begin_[w + 1]; ++e) {
+  for (std::uint32_t e = exit_begin_[w]; e < exit_begin_[w] + exit_count_[w]; ++e) {
     const std::uint32_t t = fabric_dist(exits_[e].f, info, tables);
     if (t != kInf) d = std::min(d, t + exits_[e].extra);
   }

@@ -77,6 +77,9 @@ class Router {
   BytesPerSecond path_bandwidth(std::span<const LinkId> path) const;  // slowest link; inf when empty
 
   const Topology& topology() const { return topo_; }
+  // A counter per directed link, all zero: callers that count flows per link
+  // (collective_time) use it and set what they touched back to zero.
+  std::vector<std::uint32_t>& link_scratch() { return link_scratch_; }
   std::size_t distance_tables_computed() const { return tables_computed_; }
   std::size_t fabric_vertices() const { return fabric_.size(); }
 
@@ -96,7 +99,7 @@ class Router {
   };
   struct DstInfo {
     int node = -1;                       // closed node of dst; -1: dst is fabric (one full table)
-    std::vector<std::uint32_t> in_dist;  // by local index of the node's vertices
+    const std::uint32_t* in_dist = nullptr;  // by local index of the node's vertices (in_column)
     std::vector<Entry> entries;
   };
   struct Exit {
@@ -109,10 +112,13 @@ class Router {
   };
   void build_csr();
   void build_nodes(Contraction contraction);
+  void build_node_classes();
   void build_exits();
   void build_fabric_graph();
   // Least costs v -> target over the links inside `node` (by local index).
   void in_node_distances(int node, VertexId target, std::vector<std::uint32_t>& out) const;
+  // The same from the node's class matrix: k entries, by local index (target in a closed node).
+  const std::uint32_t* in_column(VertexId target) const;
   const DstInfo& dst_info(VertexId dst);
   // Distance w -> dst using `info` and the entry tables in `tables` (parallel to info.entries).
   std::uint32_t dist_via(VertexId w, const DstInfo& info, const std::vector<const std::uint32_t*>& tables) const;
@@ -146,7 +152,10 @@ class Router {
   std::vector<std::uint32_t> fidx_;                        // by vertex: fabric index, kNone if not fabric
   std::vector<std::uint32_t> entry_fabric_;                // fabric indices with a port into a closed node
   std::vector<std::uint32_t> entry_pos_;                   // by fabric index: position in entry_fabric_
-  std::vector<std::uint32_t> exit_begin_;                  // by vertex: CSR into exits_
+  std::vector<std::int32_t> node_class_;                   // by node: its wiring class, -1 when open
+  std::vector<std::uint32_t> class_k_, class_begin_;       // by class: vertices, start in class_dist_
+  std::vector<std::uint32_t> class_dist_;                  // per class: k columns of k in-node distances
+  std::vector<std::uint32_t> exit_begin_, exit_count_;     // by vertex: its exits_ range
   std::vector<Exit> exits_;
   std::vector<std::uint32_t> h_in_begin_;  // H: incoming edges by fabric index
   std::vector<HEdge> h_in_;
@@ -154,6 +163,7 @@ class Router {
   std::vector<char> dst_info_ready_;
   std::vector<const std::uint32_t*> scratch_tables_;
   std::vector<LinkId> cand_;
+  std::vector<std::uint32_t> link_scratch_;
 };
 
 }  // namespace ptsim::hw::net

@@ -44,8 +44,14 @@ VertexKind parse_vertex_kind(std::string_view text) {
       text));
 }
 
-VertexId Topology::add_vertex(VertexKind kind, std::string name, int node) {
-  VertexId v = static_cast<VertexId>(boost::add_vertex(VertexProps{kind, node, std::move(name)}, graph_));
+VertexId Topology::add_vertex(VertexKind kind, std::string_view name, int node) {
+  if (kind_.size() >= kNoVertex)
+    throw std::invalid_argument(fmt::format("topology: more than {} vertices", kNoVertex - 1));
+  const VertexId v = static_cast<VertexId>(kind_.size());
+  kind_.push_back(kind);
+  node_.push_back(node);
+  names_.append(name);
+  name_end_.push_back(names_.size());
   rank_of_vertex_.push_back(-1);
   if (kind == VertexKind::gpu) {
     rank_of_vertex_[v] = static_cast<int>(gpus_.size());
@@ -74,8 +80,6 @@ LinkId Topology::connect(VertexId a, VertexId b, BytesPerSecond bandwidth, Secon
   const LinkId id = static_cast<LinkId>(links_.size());
   links_.push_back(Link{a, b, bandwidth, latency, cost});
   links_.push_back(Link{b, a, bandwidth, latency, cost});
-  boost::add_edge(a, b, LinkProps{id}, graph_);
-  boost::add_edge(b, a, LinkProps{id + 1}, graph_);
   return id;
 }
 

@@ -1,4 +1,8 @@
-// Cluster topology as a directed graph (Boost.Graph adjacency_list).
+// Cluster topology as a directed graph, held in flat arrays (vertex kinds, nodes,
+// names in one character buffer; links in one vector): 177,152 vertices at 65,536
+// GPUs build in a few allocations, where a Boost.Graph adjacency_list made one
+// out-edge vector and one name string per vertex. Adjacency for searches is the
+// router's own CSR (routing.h).
 //
 // Model: vertices are GPUs, NVSwitch domains, PCIe switches, hosts, NICs, fabric
 // switches (leaf / spine / core) and torus routers. A physical cable is two
@@ -9,7 +13,6 @@
 // why hops are weighted). GPU ranks are the order in which GPU vertices are added.
 #pragma once
 
-#include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -30,16 +33,6 @@ using VertexId = std::uint32_t;
 using LinkId = std::uint32_t;  // one direction of a cable
 inline constexpr VertexId kNoVertex = ~VertexId{0};
 
-struct VertexProps {
-  VertexKind kind = VertexKind::gpu;
-  std::int32_t node = -1;  // compute node (server) the vertex belongs to; -1 for fabric switches
-  std::string name;        // e.g. "node12.nic3", "leaf1" (used in bottleneck reports)
-};
-struct LinkProps {
-  LinkId id = 0;
-};
-using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, VertexProps, LinkProps>;
-
 struct Link {
   VertexId src = 0;
   VertexId dst = 0;
@@ -50,21 +43,25 @@ struct Link {
 
 class Topology {
  public:
-  VertexId add_vertex(VertexKind kind, std::string name, int node = -1);
+  // node: the compute node (server) the vertex belongs to, -1 for fabric switches;
+  // name: e.g. "node12.nic3", "leaf1" (used in bottleneck reports).
+  VertexId add_vertex(VertexKind kind, std::string_view name, int node = -1);
   // A full-duplex cable: two directed links a->b (the returned id) and b->a (id + 1).
   // Throws std::invalid_argument on a self-loop, an unknown vertex, a non-positive or
   // non-finite bandwidth, a negative latency or a zero cost.
   LinkId connect(VertexId a, VertexId b, BytesPerSecond bandwidth_per_direction, Seconds latency,
                  std::uint8_t cost = 1);
 
-  const Graph& graph() const { return graph_; }
-  std::size_t num_vertices() const { return boost::num_vertices(graph_); }
+  std::size_t num_vertices() const { return kind_.size(); }
   std::size_t num_links() const { return links_.size(); }
   const Link& link(LinkId id) const { return links_[id]; }
   std::span<const Link> links() const { return links_; }
-  VertexKind kind(VertexId v) const { return graph_[v].kind; }
-  const std::string& name(VertexId v) const { return graph_[v].name; }
-  int node(VertexId v) const { return graph_[v].node; }
+  VertexKind kind(VertexId v) const { return kind_[v]; }
+  std::string_view name(VertexId v) const {
+    const std::size_t b = v == 0 ? 0 : name_end_[v - 1];
+    return std::string_view(names_).substr(b, name_end_[v] - b);
+  }
+  int node(VertexId v) const { return node_[v]; }
   std::string link_name(LinkId id) const;  // "node12.nic3->leaf1"
 
   // GPUs by rank.
@@ -72,7 +69,7 @@ class Topology {
   VertexId gpu(int rank) const;  // throws std::out_of_range with the bad rank
   std::span<const VertexId> gpus() const { return gpus_; }
   int rank_of(VertexId v) const;  // -1 when v is not a GPU
-  int node_of_rank(int rank) const { return graph_[gpu(rank)].node; }
+  int node_of_rank(int rank) const { return node_[gpu(rank)]; }
   int num_nodes() const { return num_nodes_; }
   // The NVSwitch vertex of a node, or kNoVertex when that node has none.
   VertexId nvswitch_of_node(int node) const;
@@ -87,7 +84,10 @@ class Topology {
   void set_description(std::string d) { description_ = std::move(d); }
 
  private:
-  Graph graph_;
+  std::vector<VertexKind> kind_;   // by vertex
+  std::vector<std::int32_t> node_;  // by vertex
+  std::string names_;               // every vertex name, back to back
+  std::vector<std::size_t> name_end_;  // by vertex: end of its name in names_
   std::vector<Link> links_;
   std::vector<VertexId> gpus_;
   std::vector<int> rank_of_vertex_;  // indexed by vertex

@@ -109,7 +109,7 @@ TEST(Builders, RailOptimized) {
   // NIC 3 of every node hangs off rail3.
   for (const Link& l : t.links())
     if (t.kind(l.src) == VertexKind::nic && t.kind(l.dst) == VertexKind::leaf) {
-      const std::string nic = t.name(l.src), leaf = t.name(l.dst);
+      const std::string nic(t.name(l.src)), leaf(t.name(l.dst));
       EXPECT_EQ(nic.substr(nic.find(".nic") + 4), leaf.substr(4)) << nic << " " << leaf;
     }
 }
