@@ -401,13 +401,45 @@ void Router::route(VertexId src, VertexId dst, std::uint64_t flow, std::vector<L
   if (src >= topo_.num_vertices() || dst >= topo_.num_vertices())
     throw std::invalid_argument(fmt::format("route: unknown vertex {} or {}", src, dst));
   if (src == dst) return;
+  const std::uint64_t key = mix(mix(mix(src) ^ dst) ^ flow);
+  if (route_slots_.empty()) route_slots_.resize(1 << 12);
+  std::size_t mask = route_slots_.size() - 1, i = key & mask;
+  for (; route_slots_[i].src != kNoVertex; i = (i + 1) & mask) {
+    const RouteSlot& r = route_slots_[i];
+    if (r.src == src && r.dst == dst && r.flow == flow) {
+      out.assign(route_links_.begin() + r.begin, route_links_.begin() + r.begin + r.len);
+      return;
+    }
+  }
+  walk(src, dst, flow, key, out);
+  if (route_links_.size() + out.size() > route_cache_links_) {  // full: start over
+    std::fill(route_slots_.begin(), route_slots_.end(), RouteSlot{});
+    route_links_.clear();
+    route_count_ = 0;
+    for (i = key & mask; route_slots_[i].src != kNoVertex;) i = (i + 1) & mask;
+  }
+  route_slots_[i] = RouteSlot{flow, route_links_.size(), src, dst, static_cast<std::uint32_t>(out.size())};
+  route_links_.insert(route_links_.end(), out.begin(), out.end());
+  if (++route_count_ * 2 > route_slots_.size()) {  // keep the table at most half full
+    std::vector<RouteSlot> old(route_slots_.size() * 2);
+    old.swap(route_slots_);
+    mask = route_slots_.size() - 1;
+    for (const RouteSlot& r : old) {
+      if (r.src == kNoVertex) continue;
+      std::size_t j = mix(mix(mix(r.src) ^ r.dst) ^ r.flow) & mask;
+      while (route_slots_[j].src != kNoVertex) j = (j + 1) & mask;
+      route_slots_[j] = r;
+    }
+  }
+}
+
+void Router::walk(VertexId src, VertexId dst, std::uint64_t flow, std::uint64_t key, std::vector<LinkId>& out) {
   const DstInfo& info = dst_info(dst);
   load_tables(info, scratch_tables_);
   const auto& tables = scratch_tables_;
   std::uint32_t dv = dist_via(src, info, tables);
   if (dv == kInf)
     throw std::invalid_argument(fmt::format("route: no path from '{}' to '{}'", topo_.name(src), topo_.name(dst)));
-  const std::uint64_t key = mix(mix(mix(src) ^ dst) ^ flow);
   VertexId v = src;
   auto& cand = cand_;
   while (v != dst) {

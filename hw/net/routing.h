@@ -44,6 +44,7 @@
 // A Router is not thread-safe: use one per simulation.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -64,6 +65,10 @@ class Router {
   // Writes into `out` (cleared first) the directed links of one least-cost path
   // src -> dst chosen for flow number `flow`. Empty when src == dst. Throws
   // std::invalid_argument when dst cannot be reached.
+  // Routes are a pure function of (src, dst, flow), so they are kept (up to
+  // route_cache_links links in all, then the cache starts over): the closed form walks
+  // a stage's representative group once per algorithm tried and again with its
+  // siblings, and every message size of the same group repeats the same routes.
   void route(VertexId src, VertexId dst, std::uint64_t flow, std::vector<LinkId>& out);
   std::vector<LinkId> route(VertexId src, VertexId dst, std::uint64_t flow = 0);
   std::vector<LinkId> route_ranks(int src_rank, int dst_rank, std::uint64_t flow = 0);
@@ -82,6 +87,9 @@ class Router {
   std::vector<std::uint32_t>& link_scratch() { return link_scratch_; }
   std::size_t distance_tables_computed() const { return tables_computed_; }
   std::size_t fabric_vertices() const { return fabric_.size(); }
+  // The route cache: routes held now, and its bound in links (default 8 Mi, 32 MiB).
+  std::size_t routes_cached() const { return route_count_; }
+  void set_route_cache_links(std::size_t links) { route_cache_links_ = std::max<std::size_t>(1, links); }
 
  private:
   // Distances to fabric vertex number `u` (index into fabric_) from every fabric vertex.
@@ -110,6 +118,8 @@ class Router {
     std::uint32_t src;  // fabric index
     std::uint32_t cost;
   };
+  // The least-cost walk behind route() (key: the ECMP hash of src, dst, flow).
+  void walk(VertexId src, VertexId dst, std::uint64_t flow, std::uint64_t key, std::vector<LinkId>& out);
   void build_csr();
   void build_nodes(Contraction contraction);
   void build_node_classes();
@@ -164,6 +174,16 @@ class Router {
   std::vector<const std::uint32_t*> scratch_tables_;
   std::vector<LinkId> cand_;
   std::vector<std::uint32_t> link_scratch_;
+  struct RouteSlot {  // open addressing on the ECMP hash, linear probing
+    std::uint64_t flow = 0;
+    std::uint64_t begin = 0;  // in route_links_
+    VertexId src = kNoVertex, dst = kNoVertex;
+    std::uint32_t len = 0;
+  };
+  std::vector<RouteSlot> route_slots_;
+  std::vector<LinkId> route_links_;
+  std::size_t route_count_ = 0;
+  std::size_t route_cache_links_ = std::size_t{8} << 20;  // 32 MiB of link ids
 };
 
 }  // namespace ptsim::hw::net

@@ -135,6 +135,28 @@ TEST(Routing, ContractionMatchesAFullSearchForEveryPair) {
   }
 }
 
+// Kept routes are the routes: a router that keeps them (also one whose cache is so
+// small that it starts over many times) answers exactly as one that walks every time.
+TEST(Routing, RouteCacheReturnsTheWalkedRoutes) {
+  Topology t = small_fat_tree();
+  Router walked(t), kept(t), tiny(t);
+  tiny.set_route_cache_links(16);
+  std::vector<LinkId> a, b, c;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int s = 0; s < 32; ++s)
+      for (int d = 0; d < 32; ++d)
+        for (std::uint64_t f = 0; f < 3; ++f) {
+          Router fresh(t);  // nothing cached
+          fresh.route(t.gpu(s), t.gpu(d), f, a);
+          kept.route(t.gpu(s), t.gpu(d), f, b);
+          tiny.route(t.gpu(s), t.gpu(d), f, c);
+          ASSERT_EQ(a, b) << s << "->" << d << " flow " << f << " pass " << pass;
+          ASSERT_EQ(a, c) << s << "->" << d << " flow " << f << " pass " << pass;
+        }
+  EXPECT_GT(kept.routes_cached(), 32u * 31u * 3u - 1u);
+  EXPECT_LE(tiny.routes_cached(), 16u);
+}
+
 TEST(Routing, CacheIsBoundedAndUnreachableThrows) {
   Topology t = small_fat_tree();
   {
@@ -147,7 +169,7 @@ TEST(Routing, CacheIsBoundedAndUnreachableThrows) {
   }
   Router r(t, 2);  // two tables asked for; a node's 2 entry leaves + 1 are kept (3)
   for (int d = 1; d < 32; ++d) r.route_ranks(0, d);
-  for (int d = 1; d < 32; ++d) r.route_ranks(0, d);
+  for (int d = 1; d < 32; ++d) r.route_ranks(0, d, 1);  // flow 1: not in the route cache
   // LRU of 3 over the leaf pairs (0,1), (2,3), (4,5), (6,7) in turn: after the first
   // pass it holds {5, 6, 7}; the second pass needs 0,1 first, so every pair is
   // recomputed: 8 + 8 = 16.
