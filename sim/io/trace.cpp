@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <algorithm>
+#include <array>
 #include <set>
 #include <stdexcept>
 
@@ -60,6 +61,17 @@ const char* span_category(const Span& s) {
 // spans, and a JSON tree of them would need gigabytes.
 std::string trace_json(const Simulation& sim, const Layout& layout) {
   const auto& labels = sim.program.labels;
+  // JSON-escaped names, once per (label, fwd / bwd / recompute / plain).
+  std::vector<std::array<std::string, 4>> names(labels.size());
+  auto name_of = [&](const Span& s) -> const std::string& {
+    const int variant = (s.flags & kRecompute) ? 2
+                        : s.phase == SpanPhase::forward  ? 0
+                        : s.phase == SpanPhase::backward ? 1
+                                                         : 3;
+    std::string& n = names[s.label][static_cast<std::size_t>(variant)];
+    if (n.empty()) n = nlohmann::json(span_name(s, labels[s.label])).dump();
+    return n;
+  };
   std::set<std::pair<int, int>> threads;
   std::set<int> traced;
   for (const auto& s : sim.spans) traced.insert(s.rank);
@@ -76,17 +88,18 @@ std::string trace_json(const Simulation& sim, const Layout& layout) {
     sep();
     const double ts = static_cast<double>(s.start) / 1e3, dur = static_cast<double>(s.end - s.start) / 1e3;
     fmt::format_to(std::back_inserter(out), R"({{"name":{},"cat":"{}","ph":"X","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f})",
-                   nlohmann::json(span_name(s, labels[s.label])).dump(), span_category(s), s.rank, s.stream, ts, dur);
-    std::string args;
-    auto arg = [&](const char* key, auto value) {
-      args += fmt::format("{}\"{}\":{}", args.empty() ? "" : ",", key, value);
+                   name_of(s), span_category(s), s.rank, s.stream, ts, dur);
+    bool has_args = false;
+    auto arg = [&](const char* key) {
+      out += has_args ? "," : ",\"args\":{";
+      has_args = true;
+      out += key;
     };
-    if (s.microbatch >= 0) arg("microbatch", s.microbatch);
-    if (s.layer >= 0) arg("layer", s.layer);
-    if (s.bytes > 0) arg("bytes", fmt::format("{:.0f}", s.bytes));
-    if (s.peer >= 0) arg("to_rank", s.peer);
-    if (!args.empty()) out += ",\"args\":{" + args + "}";
-    out += "}";
+    if (s.microbatch >= 0) arg("\"microbatch\":"), fmt::format_to(std::back_inserter(out), "{}", s.microbatch);
+    if (s.layer >= 0) arg("\"layer\":"), fmt::format_to(std::back_inserter(out), "{}", s.layer);
+    if (s.bytes > 0) arg("\"bytes\":"), fmt::format_to(std::back_inserter(out), "{:.0f}", s.bytes);
+    if (s.peer >= 0) arg("\"to_rank\":"), fmt::format_to(std::back_inserter(out), "{}", s.peer);
+    out += has_args ? "}}" : "}";
     // A pipeline message: an arrow from the send to the receiver's next slice after arrival
     // (a flow end without "bp":"e" binds to the next slice on its thread).
     if (s.peer >= 0 && traced.count(s.peer)) {
