@@ -44,7 +44,7 @@ std::string time_bars_svg(const std::vector<std::pair<std::string, const Simulat
   std::vector<bool> drawn(segments.size(), false);
   for (std::size_t i = 0; i < bars.size(); ++i) {
     const double y = row * static_cast<double>(i);
-    svg += fmt::format(R"(<text x="4" y="{:.1f}">{}</text>)", y + 19, escape(tail(bars[i].first, 44)));
+    svg += fmt::format(R"(<text x="4" y="{:.1f}">{}</text>)", y + 19, escape(tail(bars[i].first, 40)));
     const auto secs = time_bar_seconds(*bars[i].second);
     double x = left;
     for (std::size_t k = 0; k < secs.size(); ++k) {
