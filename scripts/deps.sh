@@ -3,7 +3,9 @@
 set -euo pipefail
 pkgs=(cmake g++ make libyaml-cpp-dev libfmt-dev libeigen3-dev libboost-graph-dev libcli11-dev
       nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libopenmpi-dev openmpi-bin
-      clang-14 libclang-rt-14-dev)  # the last two: libFuzzer targets (scripts/fuzz.sh)
+      clang-14 libclang-rt-14-dev  # these two: libFuzzer targets (scripts/fuzz.sh)
+      zlib1g-dev                   # gzip traces (ptsim run --trace F.json.gz)
+      chromium)                    # the report's headless-browser test (tests/cli/report_browser.sh)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -29,7 +29,7 @@ Command run_command() {
     auto* sub = app.add_subcommand("run", "simulate one training iteration of a scenario");
     sub->add_option("scenario", o->scenario, "scenario YAML")->required();
     sub->add_option("--json", o->json, "write the result document (CONTRACT §3) to FILE ('-' = stdout)");
-    sub->add_option("--trace", o->trace, "write a Chrome/Perfetto trace (ui.perfetto.dev)");
+    sub->add_option("--trace", o->trace, "write a Chrome/Perfetto trace (ui.perfetto.dev); a name ending in .gz is written gzip-compressed");
     sub->add_option("--report", o->report, "write a self-contained HTML report");
     sub->add_option("--set", o->sets, "override a scenario key, e.g. --set parallel.tensor_parallel=4")->take_all();
     sub->add_flag("--fold", o->fold, "simulate one representative rank per pipeline stage (symmetric ranks folded)");
@@ -70,7 +70,10 @@ Command run_command() {
     if (!o->json.empty()) sim::write_output(o->json, sim::to_json_text(result.result));
     const auto& q = s.plan.par;
     const sim::Layout layout(q.tp, q.cp, q.dp, q.pp, q.ep, s.cluster.gpus_per_node);
-    if (!o->trace.empty()) sim::write_output(o->trace, sim::trace_json(result, layout));
+    if (!o->trace.empty()) {
+      const std::string trace = sim::trace_json(result, layout);
+      sim::write_output(o->trace, sim::wants_gzip(o->trace) ? sim::gzip(trace) : trace);
+    }
     if (!o->report.empty()) sim::write_output(o->report, sim::report_html(s, result, layout));
     return 0;
   };

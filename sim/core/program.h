@@ -61,6 +61,7 @@ struct Instr {
   std::uint8_t flags = kNoFlags;
   std::uint8_t channel = 0;  // launch / wait: async stream index (< kNumChannels)
   std::uint16_t label = 0;   // index into Program::labels (trace names)
+  std::int32_t layer = -1;   // the transformer layer it belongs to, -1 for none (trace args)
   std::int32_t count = 0;    // wait: ops to have completed
   Tick duration = 0;         // compute
   Bytes bytes = 0;           // collective buffer size S, p2p message, or memory

@@ -141,6 +141,7 @@ class Builder {
     if (dur <= 0) return;
     if (opt_.fuse_compute && !out.empty() && out.back().kind == InstrKind::compute && out.back().flags == flags) {
       out.back().duration += dur;
+      out.back().layer = -1;  // may span layers; tag_layer re-tags it when it stays within one
       return;
     }
     Instr in;
@@ -473,6 +474,7 @@ class Builder {
       const int l = order[i];
       if (overlapped_param_gather() && l >= 0)
         wait(f, Dim::dp, kGatherChannel, gather_index + (l - first_layer) + 1, kFirstMicrobatch | kAbsoluteWait);
+      const std::size_t first_instr = f.size();
       fetch_use(f, fetch, l, -1, false);
       if (l == kEmbedding) {
         for (const Op& op : models::embedding_ops(m, par_)) push_compute(f, op.name, time_of(op, false));
@@ -484,6 +486,7 @@ class Builder {
         layer_forward(f, blocks.ops(m, l), kNoFlags, &fetch, l);
       }
       zero3_after(f, fetch, blocks, l, false);
+      tag_layer(f, first_instr, l);
     }
     if (pipeline_destination(Phase::forward, stage, chunk, p, v).stage >= 0)
       f.push_back(p2p(InstrKind::send, "pp send act"));
@@ -499,6 +502,7 @@ class Builder {
     Fetch fetch = plan_fetch(blocks, reverse, true);
     for (std::size_t i = 0; i < reverse.size(); ++i) {
       const int l = reverse[i];
+      const std::size_t first_instr = b.size();
       fetch_use(b, fetch, l, -1, true);
       if (l == kHead) {
         head_backward(b);
@@ -521,6 +525,7 @@ class Builder {
       }
       zero3_after(b, fetch, blocks, l, true);
       dp_launch(b, block_params(l), fw_.grad_reduce_per_unit);
+      tag_layer(b, first_instr, l);
     }
     // The last chunk to finish backward on this stage flushes the partial bucket.
     if (chunk == 0) dp_launch(b, 0, true);
@@ -577,6 +582,12 @@ class Builder {
   // §4.1, on by default): each TP rank sends 1/t of the activation over its own
   // NIC and the receivers all-gather it over NVLink. With sequence parallelism
   // the activation is already split by t and stays split.
+  // The instructions from `first` on belong to block `l` (a transformer layer, or the
+  // embedding / head, which have no layer index).
+  static void tag_layer(std::vector<Instr>& out, std::size_t first, int l) {
+    for (std::size_t k = first; k < out.size(); ++k) out[k].layer = l >= 0 ? l : -1;
+  }
+
   Instr p2p(InstrKind k, const char* name) {
     Instr in;
     in.kind = k;

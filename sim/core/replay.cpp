@@ -130,9 +130,31 @@ bool Replay::next_instr(RankState& r) {
   }
 }
 
-void Replay::record(const RankState& r, std::uint8_t stream, std::uint16_t label, Tick start, Tick end) {
-  if (opt_.trace && traced_[static_cast<std::size_t>(r.rank)] && end > start)
-    spans_.push_back({r.rank, stream, label, start, end});
+SpanPhase Replay::current_phase(const RankState& r) const {
+  const auto& p = *r.prog;
+  if (r.step < 0) return SpanPhase::prologue;
+  if (r.step >= static_cast<int>(p.steps.size())) return SpanPhase::epilogue;
+  return p.steps[static_cast<std::size_t>(r.step)].phase == Phase::forward ? SpanPhase::forward : SpanPhase::backward;
+}
+
+Span Replay::span_of(const RankState& r, std::uint8_t stream, const Instr& in, Tick start, Tick end) const {
+  const bool compute = in.kind == InstrKind::compute;
+  return {r.rank,
+          stream,
+          current_phase(r),
+          in.flags,
+          compute ? kComputeSpan : static_cast<std::uint8_t>(in.dim),
+          in.label,
+          in.layer,
+          current_microbatch(r),
+          -1,
+          compute ? 0 : in.bytes,
+          start,
+          end};
+}
+
+void Replay::record(const Span& s) {
+  if (opt_.trace && traced_[static_cast<std::size_t>(s.rank)] && s.end > s.start) spans_.push_back(s);
 }
 
 void Replay::note_memory(RankState& r, const Instr& in, bool alloc) {
@@ -220,7 +242,7 @@ void Replay::advance(RankState& r) {
     const bool skip = ((in.flags & kLastMicrobatch) && mb != m_ - 1) || ((in.flags & kFirstMicrobatch) && mb != 0);
     if (!skip) {
       if (in.kind == InstrKind::compute) {
-        record(r, 0, in.label, r.t, r.t + in.duration);
+        if (opt_.trace) record(span_of(r, 0, in, r.t, r.t + in.duration));
         r.t += in.duration;
         st.busy += in.duration;
       } else if (in.kind == InstrKind::alloc || in.kind == InstrKind::release) {
@@ -266,7 +288,7 @@ bool Replay::interact(RankState& r, const Instr& in, RankStats& st) {
       return true;
     case InstrKind::launch: {
       auto& ch = r.channels[in.channel];
-      ch.queue.push_back({&in, r.t});
+      ch.queue.push_back({&in, r.t, current_microbatch(r), current_phase(r)});
       if (!ch.busy) start_async(r, in.channel, r.t);
       return true;
     }
@@ -292,7 +314,7 @@ bool Replay::collective_on_compute_stream(RankState& r, const Instr& in, RankSta
     const Tick dur = to_ticks(transport_.collective_seconds(in.coll, in.dim, r.gid[di], shape, in.bytes));
     st.wire[di] += transport_.wire_bytes(in.coll, in.dim, shape, in.bytes);
     st.exposed[di] += dur;
-    if (in.dim != Dim::mp) record(r, 0, in.label, r.t, r.t + dur);
+    if (in.dim != Dim::mp && opt_.trace) record(span_of(r, 0, in, r.t, r.t + dur));
     r.t += dur;
     return true;
   }
@@ -367,7 +389,6 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
   const Tick now = self->engine_.now();
   const Tick start = g.start;
   const Bytes wire = self->transport_.wire_bytes(g.coll, d, self->shape_of(g, d, gid), g.bytes);
-  const std::uint16_t label = g.label;
   std::swap(g.waiters, g.resuming);
   g.waiters.clear();
   g.arrived = 0;
@@ -387,7 +408,8 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
       } else {
         st.exposed[di] += now - r.wait_start;
       }
-      if (traced_stream_dim(d)) self->record(r, 0, label, start, now);
+      if (traced_stream_dim(d) && self->opt_.trace)
+        self->record(self->span_of(r, 0, self->current_list(r)[r.pc], start, now));
       r.t = now;
       self->continue_after_block(r);
     }
@@ -400,7 +422,13 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
     auto& st = self->stats_[static_cast<std::size_t>(slot)];
     auto& ch = r.channels[channel];
     st.wire[di] += wire;
-    self->record(r, static_cast<std::uint8_t>(1 + channel), label, start, now);
+    if (self->opt_.trace) {
+      const Launched& op = ch.queue[ch.head];
+      Span sp = self->span_of(r, static_cast<std::uint8_t>(1 + channel), *op.instr, start, now);
+      sp.microbatch = op.microbatch;
+      sp.phase = op.phase;
+      self->record(sp);
+    }
     ++ch.completed;
     ++ch.head;
     ch.busy = false;
@@ -457,9 +485,14 @@ void Replay::on_deliver(void* ctx, std::uint64_t arg) {
   Msg m = self->msg_pool_[arg];
   m.arrival = self->engine_.now();
   const std::int32_t slot = self->msg_dst_[arg];
-  if (m.src_rank >= 0 && self->slot_of_rank_[m.src_rank] >= 0)
-    self->record(self->ranks_[static_cast<std::size_t>(self->slot_of_rank_[m.src_rank])],
-                 static_cast<std::uint8_t>(1 + static_cast<int>(Dim::pp)), m.label, m.sent, m.arrival);
+  if (self->opt_.trace && m.src_rank >= 0) {
+    // The message key names the consuming step: its phase and micro-batch are the sender's.
+    const bool backward = (m.key & 1) != 0;
+    self->record({m.src_rank, static_cast<std::uint8_t>(1 + static_cast<int>(Dim::pp)),
+                  backward ? SpanPhase::backward : SpanPhase::forward, kNoFlags, static_cast<std::uint8_t>(Dim::pp),
+                  m.label, -1, static_cast<std::int32_t>((m.key >> 1) & 0xffffffffu),
+                  self->ranks_[static_cast<std::size_t>(slot)].rank, m.bytes, m.sent, m.arrival});
+  }
   self->msg_free_.push_back(static_cast<std::uint32_t>(arg));
   RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
   if (r.block == Block::recv && r.wait_key == m.key) {

@@ -33,12 +33,24 @@ struct RankStats {
   Bytes buffers_now = 0, buffers_at_peak = 0;
 };
 
+// Where in its program a traced span ran: a step of the schedule or outside them.
+enum class SpanPhase : std::uint8_t { forward, backward, prologue, epilogue };
+
+// One traced interval of a rank's stream, with what the trace and the report show of it.
 struct Span {
   std::int32_t rank;
-  std::uint8_t stream;  // 0 = compute, 1 + Dim for async/comm streams
-  std::uint16_t label;
+  std::uint8_t stream;  // 0 = compute, 1 + channel (Dim, or kGatherChannel) for async/comm streams
+  SpanPhase phase;
+  std::uint8_t flags;         // the instruction's InstrFlags (kRecompute marks recomputed work)
+  std::uint8_t dim;           // communication: its Dim; kComputeSpan for a compute kernel
+  std::uint16_t label;        // index into Program::labels
+  std::int32_t layer;         // transformer layer, -1 outside one (embedding, head, optimizer, fused)
+  std::int32_t microbatch;    // -1 outside the schedule's steps
+  std::int32_t peer;          // pipeline send: the receiving rank; -1 otherwise
+  Bytes bytes;                // communication: collective buffer or message bytes; 0 for compute
   Tick start, end;
 };
+inline constexpr std::uint8_t kComputeSpan = 0xff;
 
 // The work bound of one run (README "Reliability"): at most this many engine events. The
 // largest example, GPT-3 1T on 16,384 GPUs every rank with link sharing, runs 16.7 M events
@@ -105,6 +117,8 @@ class Replay {
   struct Launched {  // an op on an async stream and when the rank launched it
     const Instr* instr;
     Tick at;
+    std::int32_t microbatch;  // the launching step's (for the trace)
+    SpanPhase phase;
   };
   struct Channel {  // a rank's async stream of one dimension
     std::vector<Launched> queue;
@@ -162,7 +176,11 @@ class Replay {
   GroupShape pair_shape(int src, int dst) const;
   static std::uint64_t msg_key(Phase phase, int microbatch, int chunk);
   void note_memory(RankState& r, const Instr& in, bool alloc);
-  void record(const RankState& r, std::uint8_t stream, std::uint16_t label, Tick start, Tick end);
+  SpanPhase current_phase(const RankState& r) const;
+  // The span of `in` on `stream` of r from start to end, in r's current step.
+  Span span_of(const RankState& r, std::uint8_t stream, const Instr& in, Tick start, Tick end) const;
+  // Keeps `s` when tracing its rank.
+  void record(const Span& s);
 
   static void on_resume(void* ctx, std::uint64_t arg);
   static void on_group_done(void* ctx, std::uint64_t arg);

@@ -5,7 +5,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
+#include <utility>
+#include <vector>
+
+#include "hw/units.h"
+#include "models/params.h"
+#include "sim/io/svg_time_bars.h"
+#include "sim/io/svg_timeline.h"
 
 namespace ptsim::sim {
 namespace html {
@@ -25,75 +31,6 @@ std::string escape(const std::string& s) {
       out += c;
   }
   return out;
-}
-
-namespace {
-// Colour of a span by what it is: compute, TP/EP/CP collectives, pipeline,
-// data-parallel traffic.
-const char* colour(const std::string& label, int stream) {
-  if (stream != 0) return "#9467bd";
-  if (label.rfind("tp", 0) == 0) return "#ff7f0e";
-  if (label.rfind("ep", 0) == 0) return "#d62728";
-  if (label.rfind("cp", 0) == 0) return "#8c564b";
-  if (label.rfind("dp", 0) == 0 || label.rfind("zero", 0) == 0) return "#9467bd";
-  if (label.find("recompute") != std::string::npos) return "#bcbd22";
-  return "#1f77b4";
-}
-}  // namespace
-
-std::string timeline_svg(const Simulation& sim, const Layout& layout, int stages) {
-  const double width = 1100, row = 22, left = 70;
-  const double total = std::max(1e-12, sim.result.iteration_time_s);
-  std::map<int, int> row_of_rank;  // first traced rank of each stage
-  for (const auto& sp : sim.spans) {
-    const Coords c = layout.coords(sp.rank);
-    if (c.tp == 0 && c.cp == 0 && c.dp == 0) row_of_rank.emplace(sp.rank, c.pp);
-  }
-  std::string svg = fmt::format(
-      R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="11">)",
-      width + left + 10, row * (stages + 1) + 20);
-  for (int st = 0; st < stages; ++st) svg += fmt::format(R"(<text x="4" y="{}">stage {}</text>)", row * st + 15, st);
-  // Each pixel column of a row shows what occupied most of its time (idle when
-  // less than half of it was busy), so the file stays small at any scale.
-  const int px = static_cast<int>(width);
-  std::vector<std::map<const char*, double>> busy(static_cast<std::size_t>(stages * px));
-  const double px_seconds = total / width;
-  for (const auto& sp : sim.spans) {
-    auto it = row_of_rank.find(sp.rank);
-    if (it == row_of_rank.end() || sp.stream != 0) continue;
-    const char* fill = colour(sim.program.labels[sp.label], sp.stream);
-    const double a = to_seconds(sp.start), b = to_seconds(sp.end);
-    for (int x = static_cast<int>(a / px_seconds); x < px && x * px_seconds < b; ++x) {
-      const double lo = std::max(a, x * px_seconds), hi = std::min(b, (x + 1) * px_seconds);
-      if (hi > lo) busy[static_cast<std::size_t>(it->second * px + x)][fill] += hi - lo;
-    }
-  }
-  for (int r = 0; r < stages; ++r) {
-    const char* run = nullptr;
-    int run_start = 0;
-    for (int x = 0; x <= px; ++x) {
-      const char* fill = nullptr;
-      if (x < px) {
-        double sum = 0, best = 0;
-        for (const auto& [f, t] : busy[static_cast<std::size_t>(r * px + x)]) {
-          sum += t;
-          if (t > best) best = t, fill = f;
-        }
-        if (sum < 0.5 * px_seconds) fill = nullptr;
-      }
-      if (fill != run) {
-        if (run)
-          svg += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="{}"/>)", left + run_start, row * r + 3,
-                             x - run_start, row - 6, run);
-        run = fill;
-        run_start = x;
-      }
-    }
-  }
-  svg += fmt::format(R"(<text x="{}" y="{}">0</text><text x="{}" y="{}" text-anchor="end">{}</text>)", left,
-                     row * stages + 15, left + width, row * stages + 15, escape(format_seconds(total)));
-  svg += "</svg>";
-  return svg;
 }
 
 std::string memory_svg(const Result& r) {
@@ -148,10 +85,58 @@ std::string comm_svg(const Result& r) {
 
 }  // namespace html
 
-using html::comm_svg;
+namespace {
+
 using html::escape;
+
+std::string count_text(double n) {
+  if (n >= 1e12) return fmt::format("{:.2f} T", n / 1e12);
+  if (n >= 1e9) return fmt::format("{:.2f} B", n / 1e9);
+  if (n >= 1e6) return fmt::format("{:.1f} M", n / 1e6);
+  return fmt::format("{:.0f}", n);
+}
+
+// What the run was asked: model, batch, cluster, network, cost source, framework, plan.
+std::string inputs_panel(const Scenario& s, const Result& r) {
+  const auto& m = s.model;
+  const auto& c = s.cluster;
+  const auto& q = r.plan.par;
+  const models::ParamCounts params = models::count_params(m);
+  std::vector<std::pair<std::string, std::string>> rows = {
+      {"model", m.name},
+      {"parameters", params.active != params.total
+                         ? fmt::format("{} ({} active per token)", count_text(static_cast<double>(params.total)),
+                                       count_text(static_cast<double>(params.active)))
+                         : count_text(static_cast<double>(params.total))},
+      {"layers × hidden", fmt::format("{} × {}", m.num_layers, m.hidden_size)},
+      {"sequence length", fmt::format("{}", m.seq_length)},
+      {"batch", fmt::format("global {} = micro {} × {} micro-batches × dp {}", r.plan.global_batch_size,
+                            q.micro_batch_size, q.num_microbatches, q.dp)},
+      {"precision", std::string(models::to_string(q.precision))},
+      {"GPU", c.gpu.name},
+      {"GPUs", fmt::format("{} ({} per node)", r.world_size, c.gpus_per_node)},
+      {"intra-node", fmt::format("{}, {} per GPU", c.intra_fabric, format_bandwidth(c.intra_bandwidth))},
+      {"NIC", fmt::format("{} × {} ({:.0f} Gb/s) per node", c.nics_per_node, format_bandwidth(c.nic_bandwidth),
+                          c.nic_bandwidth * 8 / 1e9)},
+      {"topology", c.oversubscription != 1.0 ? fmt::format("{} ({}:1 oversubscribed)", c.topology, c.oversubscription)
+                                             : c.topology},
+      {"cost source", r.cost_source},
+      {"framework", r.framework},
+      {"plan", fmt::format("tp {} × pp {} × dp {} × cp {}, ep {}, vpp {}, {}, zero {}, recompute {}, sp {}", q.tp,
+                           q.pp, q.dp, q.cp, q.ep, q.vpp, models::to_string(q.schedule), q.zero_stage,
+                           models::to_string(q.recompute), q.sequence_parallel ? "on" : "off")},
+  };
+  std::string t = R"(<table class="inputs">)";
+  for (const auto& [k, v] : rows)
+    t += "<tr><th style=\"text-align:left\">" + escape(k) + "</th><td style=\"text-align:left\">" + escape(v) +
+         "</td></tr>";
+  return t + "</table>";
+}
+
+}  // namespace
+
+using html::comm_svg;
 using html::memory_svg;
-using html::timeline_svg;
 
 std::string report_html(const Scenario& s, const Simulation& sim, const Layout& layout) {
   const Result& r = sim.result;
@@ -159,16 +144,25 @@ std::string report_html(const Scenario& s, const Simulation& sim, const Layout& 
                      "</title><style>" + html::kStyle + "</style></head><body>";
   html += "<h1>" + escape(r.scenario) + "</h1>";
   html += fmt::format(
-      "<p>{} on {} × {}. Iteration {}, {:.1f} TFLOP/s per GPU, MFU {:.1f} %, bubble {:.1f} %, peak memory {} of {} — "
-      "{}.</p>",
+      "<p>{} on {} × {}. Iteration {}, {:.0f} tokens/s, {:.1f} TFLOP/s per GPU, MFU {:.1f} %, bubble {:.1f} %, "
+      "peak memory {} of {} — {}.</p>",
       escape(s.model.name), r.world_size, escape(s.cluster.gpu.name), escape(format_seconds(r.iteration_time_s)),
-      r.model_tflops_per_gpu, 100 * r.mfu, 100 * r.bubble_fraction, escape(format_bytes(r.peak_bytes)),
+      r.tokens_per_s, r.model_tflops_per_gpu, 100 * r.mfu, 100 * r.bubble_fraction, escape(format_bytes(r.peak_bytes)),
       escape(format_bytes(r.capacity_bytes)), r.feasible ? "fits" : "does NOT fit");
+  html += "<h2>Inputs</h2>" + inputs_panel(s, r);
   html +=
-      "<h2>Pipeline timeline</h2><p>Compute stream of the first rank of each stage: blue compute, orange TP, red EP, "
-      "brown CP, olive recompute; gaps are bubbles and exposed communication.</p>";
-  html += timeline_svg(sim, layout, r.plan.par.pp);
-  html += "<h2>Memory per stage</h2>" + memory_svg(r);
+      "<h2>Where the iteration goes</h2><p>Mean over pipeline stages: compute, recompute, communication the compute "
+      "stream waited for per dimension, pipeline bubble (with the gradient-norm wait), and the rest.</p>";
+  html += html::time_bars_svg({{r.scenario, &sim}});
+  const html::Timeline timeline = html::svg_timeline(sim, layout);
+  html += fmt::format(
+      "<h2>Timeline</h2><p>{} traced rank{} (<code>--trace-ranks</code>), first of each stage first. Each row: "
+      "micro-batch marks (F forward, B backward), the compute lane (kernels; shaded where a step waits, grey where "
+      "the rank has no step: pipeline bubble or idle) and its communication lane below. Hover for the op, "
+      "micro-batch, layer, bytes and duration.</p>",
+      timeline.rows, timeline.rows == 1 ? "" : "s");
+  html += timeline.svg;
+  html += "<h2>Memory per stage</h2><p>Dashed line: the GPU's HBM.</p>" + memory_svg(r);
   html += "<h2>Bytes sent per GPU per iteration</h2>" + comm_svg(r);
   html += "<h2>Summary</h2><pre>" + escape(summary_text(r)) + "</pre></body></html>\n";
   return html;

@@ -1,7 +1,7 @@
-// A self-contained HTML report (no scripts, no external files): the summary
-// table, an SVG pipeline timeline (compute stream of the first rank of every
-// stage, forward / backward / communication coloured), the memory breakdown per
-// stage as stacked bars, and bytes sent per GPU per parallel dimension.
+// A self-contained HTML report (no scripts, no external files) that answers "why is
+// this plan slow": the inputs (model, batch, cluster, network, cost source, framework),
+// the stacked time breakdown, the SVG timeline of the traced ranks (svg_timeline.h),
+// memory per stage against HBM, bytes sent per GPU per dimension, and the summary.
 #pragma once
 #include <string>
 

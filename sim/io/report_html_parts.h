@@ -1,5 +1,6 @@
 // Pieces of the run report (report_html.cpp) that other pages reuse (compare_html.cpp):
-// the page style, HTML escaping and the SVG charts of one simulation.
+// the page style, HTML escaping and the SVG charts of one simulation (the timeline is
+// svg_timeline.h, the stacked time bars svg_time_bars.h).
 #pragma once
 #include <string>
 
@@ -14,8 +15,6 @@ inline constexpr const char* kStyle =
     "pre{background:#f6f6f6;padding:1em}";
 
 std::string escape(const std::string& s);
-// The compute stream of the first rank of every stage, coloured by what it runs.
-std::string timeline_svg(const Simulation& sim, const Layout& layout, int stages);
 // Memory per stage, stacked by category, against the GPU's capacity.
 std::string memory_svg(const Result& r);
 // Bytes each GPU sends per iteration, per dimension.
