@@ -57,11 +57,13 @@ Command import_command() {
     const sim::ImportedKeys k = megatron ? sim::import_megatron_args(text, o->file, sim::num_gpus_of(root))
                                          : sim::import_deepspeed_config(text, o->file, sim::data_parallel_of(root));
     sim::merge_absent(root, k.keys);
+    std::vector<std::string> warnings = k.warnings;
+    for (auto& w : sim::missing_warnings(k, root)) warnings.push_back(std::move(w));
     std::string yaml = fmt::format("# Imported by `ptsim import {}` from {}\n", o->kind, o->file);
-    for (const auto& w : k.warnings) yaml += "# warning: " + w + "\n";
+    for (const auto& w : warnings) yaml += "# warning: " + w + "\n";
     yaml += YAML::Dump(root) + "\n";
     sim::parse_scenario(yaml, where);  // a runnable scenario, or exit 2 naming the key
-    for (const auto& w : k.warnings) std::cerr << "warning: " << w << "\n";
+    for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
     sim::write_output(o->out, yaml);
     return 0;
   };

@@ -49,11 +49,30 @@ std::optional<std::int64_t> data_parallel_of(const YAML::Node& root) {
   return *gpus / mp;
 }
 
+std::vector<std::string> missing_warnings(const ImportedKeys& k, const YAML::Node& root) {
+  std::vector<std::string> out;
+  for (const auto& [key, warning] : k.missing) {
+    YAML::Node node = YAML::Clone(root);
+    bool found = true;
+    for (std::size_t from = 0; found;) {
+      const auto dot = key.find('.', from);
+      const std::string part = key.substr(from, dot == std::string::npos ? std::string::npos : dot - from);
+      found = node.IsMap() && node[part];
+      if (!found || dot == std::string::npos) break;
+      node.reset(node[part]);
+      from = dot + 1;
+    }
+    if (!found) out.push_back(warning);
+  }
+  return out;
+}
+
 void apply_imports(YAML::Node root, const std::string& file, std::vector<std::string>& warnings) {
   if (!root.IsMap()) return;
   const auto take = [&](ImportedKeys&& k) {
     merge_absent(root, k.keys);
     for (auto& w : k.warnings) warnings.push_back(std::move(w));
+    for (auto& w : missing_warnings(k, root)) warnings.push_back(std::move(w));
   };
   if (root["model"] && root["model"].IsMap() && root["model"]["megatron_args"]) {
     const YAML::Node n = root["model"]["megatron_args"];

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ptsim::sim {
@@ -14,7 +15,13 @@ namespace ptsim::sim {
 struct ImportedKeys {
   YAML::Node keys;                    // a mapping of scenario sections: model, parallel, training
   std::vector<std::string> warnings;  // "SOURCE: FLAG: what"
+  // Scenario keys the file cannot give (e.g. model.vocab_size, which is in the tokenizer),
+  // with the warning to print when the scenario does not give them either.
+  std::vector<std::pair<std::string, std::string>> missing;
 };
+
+// The warnings of `k.missing` whose key `root` (the merged scenario document) lacks.
+std::vector<std::string> missing_warnings(const ImportedKeys& k, const YAML::Node& root);
 
 // A Megatron-LM launch script (bash: `VAR=value` assignments are substituted, `\` line
 // continuations joined, `#` comments dropped, arrays `ARGS=( ... )` read as flags) or a

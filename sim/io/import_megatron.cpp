@@ -217,10 +217,10 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
   } else {
     use("--make-vocab-size-divisible-by");
     if (has("--vocab-file") || has("--tokenizer-model"))
-      out.warnings.push_back(
-          fmt::format("{}: --vocab-file/--tokenizer-model: the vocabulary size is in the tokenizer, "
-                      "not the arguments: set model.vocab_size",
-                      source));
+      out.missing.emplace_back("model.vocab_size",
+                               fmt::format("{}: --vocab-file/--tokenizer-model: the vocabulary size is in the "
+                                           "tokenizer, not the arguments: set model.vocab_size",
+                                           source));
   }
   if (const Flag* f = use("--normalization"))
     if (const auto v = m.one_of(*f, {"LayerNorm", "RMSNorm"}))

@@ -45,10 +45,16 @@ TEST(ImportMegatron, Gpt3_175bExampleScript) {
   EXPECT_EQ(t["global_batch_size"].as<int>(), 1536);
   EXPECT_EQ(t["precision"].as<std::string>(), "fp16");
   EXPECT_EQ(t["train_iters"].as<int>(), 500000);
+  ASSERT_EQ(k.missing.size(), 1u);
+  EXPECT_EQ(k.missing[0].first, "model.vocab_size");
+  YAML::Node without = YAML::Clone(k.keys), with = YAML::Clone(k.keys);
+  with["model"]["vocab_size"] = 51200;
+  ASSERT_EQ(missing_warnings(k, without).size(), 1u);
+  EXPECT_NE(missing_warnings(k, without)[0].find(
+                "gpt3.sh: --vocab-file/--tokenizer-model: the vocabulary size is in the tokenizer"),
+            std::string::npos);
+  EXPECT_TRUE(missing_warnings(k, with).empty());  // the scenario gives it: no warning
   const std::string w = joined(k.warnings);
-  EXPECT_NE(w.find("gpt3.sh: --vocab-file/--tokenizer-model: the vocabulary size is in the tokenizer"),
-            std::string::npos)
-      << w;
   for (const char* ignored : {"--lr,", "--weight-decay", "--rampup-batch-size", "--attention-backend", "--split"})
     EXPECT_NE(w.find(ignored), std::string::npos) << ignored << " not named in:\n" << w;
   EXPECT_EQ(w.find("--num-layers,"), std::string::npos) << "a mapped flag named as ignored:\n" << w;
