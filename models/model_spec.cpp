@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -201,7 +202,17 @@ std::optional<ModelSpec> find_preset(const std::string& name) {
   return std::nullopt;
 }
 
-ModelSpec from_hf_config(const std::string& path) {
+ModelSpec from_hf_config(const std::string& given) {
+  namespace fs = std::filesystem;
+  // A model directory (as downloaded from the Hub) holds its config in config.json.
+  std::string path = given;
+  std::error_code ec;
+  if (fs::is_directory(given, ec)) {
+    path = (fs::path(given) / "config.json").string();
+    if (!fs::exists(path, ec))
+      throw std::invalid_argument(
+          fmt::format("{}: a directory without a config.json (give the model's folder or its config.json)", given));
+  }
   std::string text;
   try {
     text = hw::read_input_file(path, "HuggingFace config", hw::kMaxHfConfigBytes);
@@ -224,7 +235,11 @@ ModelSpec from_hf_config(const std::string& path) {
   const bool neox = model_type == "gpt_neox";
 
   ModelSpec m;
-  m.name = path;
+  // The model's folder name for a Hub download (.../Llama-3.1-70B/config.json), else the file's stem.
+  const fs::path p(path);
+  m.name = p.filename() == "config.json" && p.has_parent_path() && !p.parent_path().filename().empty()
+               ? p.parent_path().filename().string()
+               : p.stem().string();
   m.source = fmt::format("HuggingFace config {} (model_type '{}')", path, model_type);
   m.hidden_size = hf_int(j, path, {"hidden_size", "n_embd"}, kMaxHiddenSize);
   m.num_layers = static_cast<int>(hf_int(j, path, {"num_hidden_layers", "n_layer"}, kMaxLayers));

@@ -59,7 +59,9 @@ std::optional<ModelSpec> find_preset(const std::string& name);
 std::vector<ModelSpec> parse_presets_yaml(const std::string& text, const std::string& origin);
 
 // A HuggingFace config.json (LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM,
-// GPT2/GPT-NeoX style). Throws std::invalid_argument naming the file and key.
+// GPT2/GPT-NeoX style), or a model directory holding one as config.json. The name is the
+// directory's (Hub download) or the file's stem. Throws std::invalid_argument naming the
+// file and key (a directory without config.json included).
 ModelSpec from_hf_config(const std::string& path);
 
 }  // namespace ptsim::models

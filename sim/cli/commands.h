@@ -27,6 +27,7 @@ Command search_command();
 Command compare_command();
 Command calibrate_command();
 Command validate_command();
+Command import_command();
 
 std::vector<Command> all_commands();
 

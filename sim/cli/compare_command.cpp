@@ -2,6 +2,7 @@
 // the plans side by side (sim/tools/compare.h, sim/io/compare_html.h).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -49,6 +50,14 @@ Command compare_command() {
     const auto sort = o->sort == "cost" ? sim::CompareSort::cost : sim::CompareSort::speed;
     const auto plans = sim::run_comparison(opt);
     const auto rows = sim::compare_rows(plans, sort);
+    // README "Warnings": each distinct warning once on stderr (variants of a file share most).
+    std::vector<std::string> warned;
+    for (const auto& p : plans)
+      for (const auto& w : p.sim.result.warnings)
+        if (std::find(warned.begin(), warned.end(), w) == warned.end()) {
+          warned.push_back(w);
+          std::cerr << "warning: " << w << "\n";
+        }
     const std::string table = sim::compare_table_text(rows, plans, sort);
     if (!o->quiet && o->csv != "-" && o->json != "-") std::cout << table;
     if (!o->csv.empty()) sim::write_output(o->csv, sim::compare_csv(rows, plans));

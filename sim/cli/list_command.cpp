@@ -6,21 +6,26 @@
 #include "models/model_spec.h"
 #include "models/params.h"
 #include "sim/cli/commands.h"
+#include "sim/io/scenario_keys.h"
 
 namespace ptsim::cli {
 
 Command list_command() {
   auto what = std::make_shared<std::string>();
+  auto markdown = std::make_shared<bool>(false);
   Command c;
-  c.add = [what](CLI::App& app) {
-    auto* sub = app.add_subcommand("list", "the built-in catalogs: models | gpus | topologies");
-    sub->add_option("what", *what, "models | gpus | topologies")
+  c.add = [what, markdown](CLI::App& app) {
+    auto* sub = app.add_subcommand("list", "the built-in catalogs: models | gpus | topologies | keys");
+    sub->add_option("what", *what, "models | gpus | topologies | keys (the scenario key reference)")
         ->required()
-        ->check(CLI::IsMember({"models", "gpus", "topologies"}));
+        ->check(CLI::IsMember({"models", "gpus", "topologies", "keys"}));
+    sub->add_flag("--markdown", *markdown, "keys: as docs/scenario-keys.md (meaning, Megatron-LM and DeepSpeed names)");
     return sub;
   };
-  c.execute = [what]() {
-    if (*what == "models") {
+  c.execute = [what, markdown]() {
+    if (*what == "keys") {
+      fmt::print("{}", *markdown ? sim::keys_markdown() : sim::keys_text());
+    } else if (*what == "models") {
       fmt::print("{:<16} {:>7} {:>7} {:>6} {:>5} {:>7} {:>7} {:>6}  {}\n", "name", "params", "layers", "hidden",
                  "heads", "groups", "ffn", "seq", "notes");
       for (const auto& m : models::presets()) {

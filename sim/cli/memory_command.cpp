@@ -12,7 +12,7 @@ namespace ptsim::cli {
 
 Command memory_command() {
   struct Opts {
-    std::string scenario, json;
+    std::string scenario, json, csv;
     std::vector<std::string> sets;
   };
   auto o = std::make_shared<Opts>();
@@ -21,18 +21,22 @@ Command memory_command() {
     auto* sub = app.add_subcommand("memory", "per-GPU memory breakdown (analytical, instant)");
     sub->add_option("scenario", o->scenario, "scenario YAML")->required();
     sub->add_option("--json", o->json, "write the breakdown as JSON to FILE ('-' = stdout)");
+    sub->add_option("--csv", o->csv, "write the breakdown as CSV (one row per stage, bytes) to FILE ('-' = stdout)");
     sub->add_option("--set", o->sets, "override a scenario key")->take_all();
     return sub;
   };
   c.execute = [o]() {
     const sim::Scenario s = sim::load_scenario(o->scenario, o->sets);
+    for (const auto& w : s.warnings) std::cerr << "warning: " << w << "\n";
     const auto stages = models::analytical_memory(s.model, s.plan.par);
     const double cap = s.cluster.gpu.hbm;
     nlohmann::json j;
     j["scenario"] = s.name;
     j["capacity_bytes"] = cap;
+    j["warnings"] = s.warnings;
     j["per_stage"] = nlohmann::json::array();
     double peak = 0;
+    std::string csv = "stage,params,grads,optimizer,activations,buffers,allocator,peak,capacity,fits\n";
     std::string text = fmt::format("{}: per-GPU memory (analytical), capacity {}\n", s.name, format_bytes(cap));
     text += "  stage      params       grads   optimizer activations     buffers   allocator        peak  fits\n";
     for (const auto& m : stages) {
@@ -49,11 +53,15 @@ Command memory_command() {
                           format_bytes(m.params), format_bytes(m.grads), format_bytes(m.optimizer),
                           format_bytes(m.activations), format_bytes(m.buffers), format_bytes(m.allocator),
                           format_bytes(m.peak), m.peak <= cap ? "yes" : "NO");
+      csv += fmt::format("{},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{}\n", m.stage, m.params, m.grads,
+                         m.optimizer, m.activations, m.buffers, m.allocator, m.peak, cap,
+                         m.peak <= cap ? "true" : "false");
     }
     j["peak_bytes"] = peak;
     j["feasible"] = peak <= cap;
-    if (o->json != "-") std::cout << text;
+    if (o->json != "-" && o->csv != "-") std::cout << text;
     if (!o->json.empty()) sim::write_output(o->json, j.dump(2) + "\n");
+    if (!o->csv.empty()) sim::write_output(o->csv, csv);
     return 0;
   };
   return c;

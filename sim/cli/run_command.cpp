@@ -12,12 +12,13 @@
 #include "sim/io/result_json.h"
 #include "sim/io/scenario_file.h"
 #include "sim/io/trace.h"
+#include "sim/tools/compare.h"
 
 namespace ptsim::cli {
 
 Command run_command() {
   struct Opts {
-    std::string scenario, json, trace, report, calibration;
+    std::string scenario, json, csv, trace, report, calibration;
     std::vector<std::string> sets;
     bool fold = false, quiet = false, no_link_sharing = false;
     int trace_ranks = 16;
@@ -29,6 +30,9 @@ Command run_command() {
     auto* sub = app.add_subcommand("run", "simulate one training iteration of a scenario");
     sub->add_option("scenario", o->scenario, "scenario YAML")->required();
     sub->add_option("--json", o->json, "write the result document (CONTRACT §3) to FILE ('-' = stdout)");
+    sub->add_option(
+        "--csv", o->csv,
+        "write the result as CSV, the columns of `ptsim compare` (header + one row) to FILE ('-' = stdout)");
     sub->add_option("--trace", o->trace, "write a Chrome/Perfetto trace (ui.perfetto.dev); a name ending in .gz is written gzip-compressed");
     sub->add_option("--report", o->report, "write a self-contained HTML report");
     sub->add_option("--set", o->sets, "override a scenario key, e.g. --set parallel.tensor_parallel=4")->take_all();
@@ -58,14 +62,15 @@ Command run_command() {
     so.trace_max_ranks = o->trace_ranks;
     so.max_events = o->max_events;
     so.build.fuse_compute = o->trace.empty();
-    const sim::Simulation result = [&] {
+    sim::Simulation result = [&] {
       try {
         return sim::simulate(s, so);
       } catch (const TimeRangeError& e) {  // the scenario asks for a time the clock cannot hold: name the file
         throw InputError(o->scenario, "", e.what());
       }
     }();
-    const bool json_to_stdout = o->json == "-";
+    std::cerr << sim::warnings_text(result.result);  // README "Warnings": stderr, also in the JSON
+    const bool json_to_stdout = o->json == "-" || o->csv == "-";
     if (!o->quiet && !json_to_stdout) std::cout << sim::summary_text(result.result);
     if (!o->json.empty()) sim::write_output(o->json, sim::to_json_text(result.result));
     const auto& q = s.plan.par;
@@ -75,6 +80,10 @@ Command run_command() {
       sim::write_output(o->trace, sim::wants_gzip(o->trace) ? sim::gzip(trace) : trace);
     }
     if (!o->report.empty()) sim::write_output(o->report, sim::report_html(s, result, layout));
+    if (!o->csv.empty()) {
+      std::vector<sim::ComparedPlan> plans{{o->scenario, "", s, std::move(result)}};
+      sim::write_output(o->csv, sim::compare_csv(sim::compare_rows(plans, sim::CompareSort::speed), plans));
+    }
     return 0;
   };
   return c;

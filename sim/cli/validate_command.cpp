@@ -2,15 +2,19 @@
 // exit 0 when the accuracy bound holds, 4 when it does not.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "hw/errors.h"
 #include "hw/gpu_catalog.h"
 #include "hw/strict_yaml.h"
 #include "sim/cli/commands.h"
 #include "sim/io/output_file.h"
 #include "sim/tools/validate.h"
+
+#include "ptsim/config.h"
 
 namespace ptsim::cli {
 
@@ -44,18 +48,45 @@ void parse_efficiency(const std::string& text, sim::ValidateOptions& opt) {
   opt.override_gpu = text.substr(0, eq);
 }
 
+// The reference runs when --dir is not given, so that `ptsim validate` works from any folder:
+// ./scenarios/reference (the repository root), then next to the executable (a build folder
+// inside or beside the checkout, or an install: PREFIX/bin/ptsim with
+// PREFIX/share/ptsim/scenarios/reference), then the source tree this binary was built from.
+std::string default_reference_dir() {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> candidates{"scenarios/reference"};
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path bin = exe.parent_path();
+    candidates.push_back(bin / "../share/ptsim/scenarios/reference");
+    candidates.push_back(bin / "scenarios/reference");
+    candidates.push_back(bin / "../scenarios/reference");
+  }
+  candidates.push_back(fs::path(PTSIM_SOURCE_DIR) / "scenarios/reference");
+  std::string looked;
+  for (const auto& c : candidates) {
+    if (fs::exists(c / "published.yaml", ec)) return c.lexically_normal().string();
+    looked += (looked.empty() ? "" : ", ") + c.lexically_normal().string();
+  }
+  throw InputError("scenarios/reference", "", fmt::format("no reference runs found (looked in {})", looked),
+                   "give the folder with --dir");
+}
+
 }  // namespace
 
 Command validate_command() {
   struct Opts {
-    std::string dir = "scenarios/reference", json, efficiency;
+    std::string dir, json, efficiency;
     bool fit = false, full = false;
   };
   auto o = std::make_shared<Opts>();
   Command c;
   c.add = [o](CLI::App& app) {
     auto* sub = app.add_subcommand("validate", "compare predictions with the published reference runs");
-    sub->add_option("--dir", o->dir, "reference folder: scenarios + published.yaml")->capture_default_str();
+    sub->add_option("--dir", o->dir,
+                    "reference folder: scenarios + published.yaml (default: scenarios/reference here, next to the "
+                    "executable, or in the install's share/ptsim)");
     sub->add_option("--json", o->json, "write the validation document to FILE ('-' = stdout)");
     sub->add_flag("--fit", o->fit,
                   "fit the GPU efficiencies on the runs marked 'fitted', then validate with them "
@@ -66,6 +97,7 @@ Command validate_command() {
     return sub;
   };
   c.execute = [o]() {
+    if (o->dir.empty()) o->dir = default_reference_dir();
     sim::ValidateOptions opt;
     opt.fold = !o->full;
     if (!o->efficiency.empty()) parse_efficiency(o->efficiency, opt);

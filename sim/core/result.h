@@ -36,8 +36,18 @@ struct TimeToTrain {
   double energy_kwh = 0;   // GPU power only: gpu_power × GPUs × seconds
 };
 
+// The model the scenario resolved to (README "Inputs you already have"): its name, where
+// its figures came from, parameter counts and the sequence length with its origin.
+struct ResolvedModel {
+  std::string name, source;
+  double parameters = 0, active_parameters = 0;
+  std::int64_t seq_length = 0;
+  std::string seq_length_source;
+};
+
 struct Result {
   std::string scenario;
+  ResolvedModel model;
   int world_size = 0;
   Plan plan;
   bool feasible = true;

@@ -65,6 +65,13 @@ struct Scenario {
   std::string optimizer = "adam";
   FrameworkProfile framework;  // training.framework and its overrides
   TrainingGoal goal;
+  // Where model.seq_length came from: "model.seq_length", the preset, or the HF config's
+  // max_position_embeddings (README "Inputs you already have").
+  std::string seq_length_source;
+  // Defaults that stood in for something the user probably meant, each "FILE: KEY: what"
+  // (README "Warnings"); simulate() copies them into Result::warnings.
+  std::vector<std::string> warnings;
+  void warn(const std::string& key, const std::string& what) { warnings.push_back(file + ": " + key + ": " + what); }
 };
 
 }  // namespace ptsim::sim

@@ -7,7 +7,9 @@
 
 #include "models/flops.h"
 #include "models/memory.h"
+#include "models/params.h"
 #include "sim/core/errors.h"
+#include "sim/core/input_warnings.h"
 #include "sim/core/network_cost.h"
 #include "sim/core/network_transport.h"
 #include "sim/core/program_builder.h"
@@ -27,10 +29,7 @@ std::shared_ptr<const hw::CostTable> load_table(const Scenario& s) {
   }
 }
 
-}  // namespace
-
-hw::ComputeCostModel make_compute_cost(const Scenario& s) {
-  auto table = load_table(s);
+hw::ComputeCostModel compute_cost_from(const Scenario& s, std::shared_ptr<const hw::CostTable> table) {
   hw::ComputeCostModel m =
       table ? hw::ComputeCostModel(s.cluster.gpu, std::move(table)) : hw::ComputeCostModel(s.cluster.gpu);
   try {
@@ -40,6 +39,10 @@ hw::ComputeCostModel make_compute_cost(const Scenario& s) {
   }
   return m;
 }
+
+}  // namespace
+
+hw::ComputeCostModel make_compute_cost(const Scenario& s) { return compute_cost_from(s, load_table(s)); }
 
 // The network model of hw/net (README "Network model"): the scenario's topology,
 // Megatron rank placement, NCCL's algorithm choice, sibling groups of a stage at
@@ -83,6 +86,10 @@ void fill_headline(Result& r, const Scenario& s, const hw::ComputeCostModel& com
                    const Replay& replay, bool folded) {
   const auto& par = s.plan.par;
   r.scenario = s.name;
+  const auto params = models::count_params(s.model);
+  r.model = {
+      s.model.name,       s.model.source,     static_cast<double>(params.total), static_cast<double>(params.active),
+      s.model.seq_length, s.seq_length_source};
   r.world_size = s.plan.world_size();
   r.plan = s.plan;
   r.framework = std::string(to_string(s.framework.framework));
@@ -195,7 +202,14 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt) {
   const auto& par = s.plan.par;
   std::optional<hw::ComputeCostModel> own_compute;
   const hw::ComputeCostModel* compute = opt.compute;
-  if (!compute) compute = &own_compute.emplace(make_compute_cost(s));
+  Simulation sim;
+  sim.result.warnings = s.warnings;
+  if (!compute) {
+    auto table = load_table(s);
+    if (table)
+      for (auto& w : calibration_warnings(s, *table)) sim.result.warnings.push_back(std::move(w));
+    compute = &own_compute.emplace(compute_cost_from(s, std::move(table)));
+  }
   std::unique_ptr<CollectiveCost> own_coll;
   const CollectiveCost* coll = opt.collectives;
   if (!coll) {
@@ -203,7 +217,6 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt) {
     coll = own_coll.get();
   }
 
-  Simulation sim;
   sim.program = build_program(s, *compute, opt.build);
   Layout layout(par.tp, par.cp, par.dp, par.pp, par.ep, s.cluster.gpus_per_node);
   ReplayOptions ro;

@@ -6,20 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "sim/io/scenario_keys.h"
+
 namespace ptsim::sim {
 namespace {
 
-// Every key each framework section accepts (README "Training frameworks").
-const std::vector<std::string> kDeepSpeedKeys = {"stage3_prefetch_bucket_size", "stage3_param_persistence_threshold",
-                                                 "stage3_max_reuse_distance",   "reduce_bucket_size",
-                                                 "allgather_bucket_size",       "overlap_comm"};
-const std::vector<std::string> kFsdpKeys = {"reshard_after_forward", "backward_prefetch"};
-const std::vector<std::string> kMegatronKeys = {"bucket_size",
-                                                "overlap_grad_reduce",
-                                                "overlap_param_gather",
-                                                "use_distributed_optimizer",
-                                                "decoder_first_pipeline_num_layers",
-                                                "decoder_last_pipeline_num_layers"};
+// Every key each framework section accepts (README "Training frameworks"), from the key table.
+const std::vector<std::string> kDeepSpeedKeys = keys_of("training.deepspeed");
+const std::vector<std::string> kFsdpKeys = keys_of("training.fsdp");
+const std::vector<std::string> kMegatronKeys = keys_of("training.megatron");
 // Bucket sizes are parameter counts; 1e12 is beyond any model (and keeps byte counts finite).
 constexpr double kMaxElements = 1e12;
 

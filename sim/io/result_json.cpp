@@ -65,6 +65,12 @@ nlohmann::json per_dim(const std::array<double, kNumDims>& v) {
 nlohmann::json to_json(const Result& r) {
   nlohmann::json j;
   j["scenario"] = r.scenario;
+  j["model"] = {{"name", r.model.name},
+                {"source", r.model.source},
+                {"parameters", r.model.parameters},
+                {"active_parameters", r.model.active_parameters},
+                {"seq_length", r.model.seq_length},
+                {"seq_length_source", r.model.seq_length_source}};
   j["world_size"] = r.world_size;
   j["plan"] = plan_to_json(r.plan);
   j["feasible"] = r.feasible;
@@ -112,14 +118,45 @@ nlohmann::json to_json(const Result& r) {
 
 std::string to_json_text(const Result& r) { return to_json(r).dump(2) + "\n"; }
 
+namespace {
+
+// A note line wrapped within kSummaryWidth columns at its ";  " separators, continuation
+// lines indented to the value column.
+constexpr std::size_t kSummaryWidth = 100;
+std::size_t columns(const std::string& s) {  // UTF-8 code points ("×" is one column)
+  std::size_t n = 0;
+  for (const unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+std::string wrap_note(const std::string& note) {
+  std::string out, current;
+  std::size_t from = 0;
+  while (from <= note.size()) {
+    const auto sep = note.find(";  ", from);
+    const std::string part = note.substr(from, sep == std::string::npos ? std::string::npos : sep + 1 - from);
+    if (!current.empty() && columns(current) + 1 + columns(part) > kSummaryWidth) {
+      out += current + "\n";
+      current = std::string(16, ' ') + part;
+    } else {
+      current += (current.empty() ? "" : " ") + part;
+    }
+    if (sep == std::string::npos) break;
+    from = sep + 3;
+  }
+  return out + current + "\n";
+}
+
+}  // namespace
+
 std::string summary_text(const Result& r) {
   const auto& q = r.plan.par;
   std::string out;
   auto line = [&](fmt::string_view f, const auto&... a) { out += fmt::vformat(f, fmt::make_format_args(a...)) + "\n"; };
   line("scenario        {}", r.scenario);
-  line("plan            {} GPUs = dp {} × tp {} × pp {} × cp {}  (ep {}, vpp {}, {}, zero {}, recompute {}, sp {})",
-       r.world_size, q.dp, q.tp, q.pp, q.cp, q.ep, q.vpp, models::to_string(q.schedule), q.zero_stage,
-       models::to_string(q.recompute), q.sequence_parallel ? "on" : "off");
+  line("model           {}: {}", r.model.name, model_text(r.model));
+  line("plan            {} GPUs = dp {} × tp {} × pp {} × cp {}", r.world_size, q.dp, q.tp, q.pp, q.cp);
+  line("                ep {}, vpp {}, {}, zero {}, recompute {}, sp {}", q.ep, q.vpp, models::to_string(q.schedule),
+       q.zero_stage, models::to_string(q.recompute), q.sequence_parallel ? "on" : "off");
   line("batch           global {} = micro {} × {} micro-batches × dp {}", r.plan.global_batch_size, q.micro_batch_size,
        q.num_microbatches, q.dp);
   line("framework       {}", r.framework);
@@ -136,20 +173,32 @@ std::string summary_text(const Result& r) {
     if (r.comm_bytes_per_gpu[d] > 0)
       bytes += fmt::format("  {} {}", to_string(static_cast<Dim>(d)), format_bytes(r.comm_bytes_per_gpu[d]));
   }
-  line("exposed comm   {}", exposed.empty() ? " none" : exposed);
-  line("sent per GPU   {}", bytes.empty() ? " none" : bytes);
+  line("exposed comm  {}", exposed.empty() ? "  none" : exposed);
+  line("sent per GPU  {}", bytes.empty() ? "  none" : bytes);
   line("memory          peak {} of {}", format_bytes(r.peak_bytes), format_bytes(r.capacity_bytes));
   line("  stage      params       grads   optimizer activations     buffers        peak");
   for (const auto& s : r.per_stage)
     line("  {:>5} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}", s.stage, format_bytes(s.params), format_bytes(s.grads),
          format_bytes(s.optimizer), format_bytes(s.activations), format_bytes(s.buffers), format_bytes(s.peak));
-  for (const auto& n : r.notes) line("{}", n);
+  for (const auto& n : r.notes) out += wrap_note(n);
   if (r.time_to_train) out += time_to_train_text(*r.time_to_train);
   line("cost source     {}", r.cost_source);
   line("simulated       {} events in {}{}", r.events, format_seconds(r.sim_wall_time_s),
        r.folded ? " (folded ranks)" : "");
-  for (const auto& w : r.warnings) line("warning: {}", w);
   return out;
+}
+
+std::string warnings_text(const Result& r) {
+  std::string out;
+  for (const auto& w : r.warnings) out += "warning: " + w + "\n";
+  return out;
+}
+
+std::string model_text(const ResolvedModel& m) {
+  std::string out = fmt::format("{:.2f} B parameters", m.parameters / 1e9);
+  if (m.active_parameters > 0 && m.active_parameters < m.parameters)
+    out += fmt::format(" ({:.2f} B active)", m.active_parameters / 1e9);
+  return out + fmt::format(", sequence {} ({})", m.seq_length, m.seq_length_source);
 }
 
 }  // namespace ptsim::sim

@@ -18,6 +18,11 @@ std::string time_to_train_text(const TimeToTrain& t);
 nlohmann::json to_json(const Result& r);
 // Deterministic text: everything but sim_wall_time_s is a function of the input.
 std::string to_json_text(const Result& r);
+// The summary printed by `ptsim run` (stdout); warnings are not in it.
 std::string summary_text(const Result& r);
+// One "warning: ..." line per Result::warnings entry (`ptsim run` prints them on stderr).
+std::string warnings_text(const Result& r);
+// "70.55 B parameters, sequence 8192 (preset llama3-70b)": the resolved model in one line.
+std::string model_text(const ResolvedModel& m);
 
 }  // namespace ptsim::sim

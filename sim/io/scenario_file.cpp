@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -14,47 +15,24 @@
 #include "hw/yaml_limits.h"
 #include "sim/core/errors.h"
 #include "sim/io/framework_section.h"
+#include "sim/io/import_args.h"
+#include "sim/io/scenario_keys.h"
 
 namespace ptsim::sim {
 namespace {
 
-// The schema: allowed keys per section (CONTRACT §2). Unknown keys are errors.
-const std::vector<std::string> kTopKeys = {"name", "model", "cluster", "parallel", "training"};
-const std::vector<std::string> kModelKeys = {"preset",
-                                             "num_layers",
-                                             "hidden_size",
-                                             "num_attention_heads",
-                                             "num_query_groups",
-                                             "ffn_hidden_size",
-                                             "vocab_size",
-                                             "seq_length",
-                                             "mlp",
-                                             "norm",
-                                             "untie_embeddings",
-                                             "add_bias_linear",
-                                             "position_embedding",
-                                             "moe",
-                                             "hf_config"};
-const std::vector<std::string> kMoeKeys = {"num_experts",    "top_k",           "ffn_hidden_size", "layer_freq",
-                                           "shared_experts", "capacity_factor", "load_imbalance"};
-const std::vector<std::string> kClusterKeys = {"gpu",          "num_gpus",           "gpus_per_node", "intra_node",
-                                               "inter_node",   "calibration",        "link_sharing",  "collectives",
-                                               "nccl_version", "price_per_gpu_hour", "gpu_power"};
-const std::vector<std::string> kIntraKeys = {"fabric", "bandwidth", "latency", "nvls"};
-const std::vector<std::string> kInterKeys = {"topology", "nics_per_node",    "nic_bandwidth",
-                                             "latency",  "oversubscription", "switch_radix",
-                                             "tiers",    "torus_dims",       "graph_file"};
-const std::vector<std::string> kCollectiveKindKeys = {"all_reduce", "reduce_scatter", "all_gather",
-                                                      "broadcast",  "all_to_all",     "send_recv"};
-const std::vector<std::string> kParallelKeys = {
-    "tensor_parallel",         "pipeline_parallel", "data_parallel",       "context_parallel",     "expert_parallel",
-    "virtual_pipeline_stages", "pipeline_schedule", "sequence_parallel",   "zero_stage",           "recompute",
-    "offload_optimizer",       "offload_params",    "overlap_grad_reduce", "overlap_param_gather", "overlap_p2p",
-    "pipeline_layers"};
-const std::vector<std::string> kTrainingKeys = {
-    "global_batch_size", "micro_batch_size", "precision", "optimizer", "attention",    "memory",
-    "framework",         "deepspeed",        "fsdp",      "megatron",  "total_tokens", "train_iters"};
-const std::vector<std::string> kMemoryKeys = {"state_layout", "allocator_overhead"};
+// The schema: allowed keys per section (CONTRACT §2), from the key table (scenario_keys.h).
+// Unknown keys are errors.
+const std::vector<std::string> kTopKeys = keys_of("");
+const std::vector<std::string> kModelKeys = keys_of("model");
+const std::vector<std::string> kMoeKeys = keys_of("model.moe");
+const std::vector<std::string> kClusterKeys = keys_of("cluster");
+const std::vector<std::string> kIntraKeys = keys_of("cluster.intra_node");
+const std::vector<std::string> kInterKeys = keys_of("cluster.inter_node");
+const std::vector<std::string> kCollectiveKindKeys = keys_of("cluster.collectives");
+const std::vector<std::string> kParallelKeys = keys_of("parallel");
+const std::vector<std::string> kTrainingKeys = keys_of("training");
+const std::vector<std::string> kMemoryKeys = keys_of("training.memory");
 // Bounds of the time-to-train inputs: beyond them a figure is surely a typo.
 constexpr double kMaxTotalTokens = 1e18;
 constexpr std::int64_t kMaxTrainIters = std::int64_t{1} << 40;
@@ -62,6 +40,36 @@ constexpr double kMaxGpuPower = 1e5;  // W
 
 // cluster.inter_node.oversubscription: 1 uplink per this many downlinks at most (real fabrics: 1 to 8).
 constexpr double kMaxOversubscription = 1024;
+
+// Keys naming another file: a relative path in a scenario file is read from the scenario
+// file's folder, not the working directory (a relative path given with --set stays
+// relative to the working directory, where the user typed it).
+const std::vector<std::vector<std::string>> kPathKeys = {{"model", "hf_config"},
+                                                         {"model", "megatron_args"},
+                                                         {"cluster", "calibration"},
+                                                         {"cluster", "inter_node", "graph_file"},
+                                                         {"training", "deepspeed_config"}};
+
+void resolve_relative_paths(YAML::Node& root, const std::string& file) {
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::path(file).parent_path();
+  if (folder.empty() || !root.IsMap()) return;
+  for (const auto& keys : kPathKeys) {
+    YAML::Node node = root;
+    bool found = true;
+    for (std::size_t i = 0; i + 1 < keys.size() && found; ++i) {
+      node.reset(node[keys[i]]);  // rebind (operator= would overwrite the parent's content)
+      found = node.IsDefined() && node.IsMap();
+    }
+    if (!found) continue;
+    YAML::Node value = node[keys.back()];
+    if (!value.IsDefined() || !value.IsScalar() || value.Scalar().empty()) continue;
+    const fs::path path(value.Scalar());
+    if (path.is_absolute()) continue;
+    // Absolute, so that a scenario written elsewhere (search --emit-scenario) still finds it.
+    node[keys.back()] = fs::absolute(folder / path).lexically_normal().string();
+  }
+}
 
 // The strict reader for one scenario file: bad input is a ScenarioError naming the file.
 hw::StrictReader reader(const std::string& file) {
@@ -108,9 +116,10 @@ std::string join_divisors(std::int64_t n, std::int64_t limit = 64) {
   return out;
 }
 
-models::ModelSpec read_model(const hw::StrictReader& r, const YAML::Node& m) {
+models::ModelSpec read_model(const hw::StrictReader& r, const YAML::Node& m, Scenario& s) {
   r.check_keys(m, "model", kModelKeys);
   models::ModelSpec spec;
+  s.seq_length_source = "model.seq_length";
   if (m["preset"] && m["hf_config"]) r.fail("model.hf_config", "give either model.preset or model.hf_config, not both");
   if (m["preset"]) {
     const std::string name = r.string(m["preset"], "model.preset");
@@ -122,6 +131,7 @@ models::ModelSpec read_model(const hw::StrictReader& r, const YAML::Node& m) {
              fmt::format("did you mean '{}'? `ptsim list models` lists them", closest_match(name, names)));
     }
     spec = *p;
+    s.seq_length_source = "preset " + name;
   } else if (m["hf_config"]) {
     std::string path = r.string(m["hf_config"], "model.hf_config");
     try {
@@ -129,6 +139,12 @@ models::ModelSpec read_model(const hw::StrictReader& r, const YAML::Node& m) {
     } catch (const std::exception& e) {
       r.fail("model.hf_config", e.what());
     }
+    s.seq_length_source = "max_position_embeddings of " + path;
+    if (!m["seq_length"])  // the context window, often far longer than the training sequence
+      s.warn("model.seq_length",
+             fmt::format("not given: {} tokens taken from max_position_embeddings of {} (the context window, not "
+                         "necessarily the training sequence); set model.seq_length",
+                         spec.seq_length, path));
   }
   auto set_int64 = [&](const char* key, auto& field) {
     if (m[key]) field = r.int64(m[key], std::string("model.") + key);
@@ -146,6 +162,7 @@ models::ModelSpec read_model(const hw::StrictReader& r, const YAML::Node& m) {
   set_int64("ffn_hidden_size", spec.ffn_hidden_size);
   set_int64("vocab_size", spec.vocab_size);
   set_int64("seq_length", spec.seq_length);
+  if (m["seq_length"]) s.seq_length_source = "model.seq_length";
   if (m["mlp"])
     spec.mlp = r.choice(m["mlp"], "model.mlp", {"gelu", "swiglu"}) == "gelu" ? models::Mlp::gelu : models::Mlp::swiglu;
   if (m["norm"])
@@ -196,7 +213,30 @@ void read_cost_inputs(const hw::StrictReader& r, const YAML::Node& c, ClusterCon
   }
 }
 
-ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c) {
+// The NIC of the GPU generation's reference node (NVIDIA DGX user guides / datasheets),
+// the default of cluster.inter_node.nic_bandwidth, per NIC and direction.
+struct ReferenceNic {
+  const char* gpu_prefix;
+  double gbit_per_s;
+  const char* what;
+};
+constexpr ReferenceNic kReferenceNics[] = {
+    // DGX A100 User Guide: 8 × single-port ConnectX-6 VPI, 200 Gb/s HDR InfiniBand.
+    {"a100", 200, "HDR InfiniBand, the DGX A100 NIC: 8 × 200 Gb/s ConnectX-6"},
+    // DGX H100/H200 User Guide: 8 × single-port ConnectX-7 VPI, 400 Gb/s NDR InfiniBand.
+    {"h100", 400, "NDR InfiniBand, the DGX H100 NIC: 8 × 400 Gb/s ConnectX-7"},
+    {"h200", 400, "NDR InfiniBand, the DGX H200 NIC: 8 × 400 Gb/s ConnectX-7"},
+    // DGX B200 datasheet: 8 × single-port ConnectX-7 VPI, up to 400 Gb/s InfiniBand.
+    {"b200", 400, "NDR InfiniBand, the DGX B200 NIC: 8 × 400 Gb/s ConnectX-7"},
+};
+
+const ReferenceNic* reference_nic(const std::string& gpu) {
+  for (const auto& n : kReferenceNics)
+    if (gpu.starts_with(n.gpu_prefix)) return &n;
+  return nullptr;
+}
+
+ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c, Scenario& s) {
   r.check_keys(c, "cluster", kClusterKeys);
   ClusterConfig cc;
   if (!c["gpu"]) r.fail("cluster.gpu", "missing", "`ptsim list gpus` lists the catalog");
@@ -226,7 +266,17 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c) {
     if (in["latency"]) cc.intra_latency = r.seconds(in["latency"], "cluster.intra_node.latency");
     if (in["nvls"]) cc.nvls = r.boolean(in["nvls"], "cluster.intra_node.nvls");
   }
-  cc.nic_bandwidth = 200e9 / 8;  // HDR InfiniBand 200 Gb/s, the DGX A100 NIC
+  if (!(c["inter_node"] && c["inter_node"]["nic_bandwidth"])) {
+    const ReferenceNic* nic = reference_nic(cc.gpu.name);
+    if (!nic)
+      r.fail("cluster.inter_node.nic_bandwidth", fmt::format("missing: no reference NIC is known for {}", cc.gpu.name),
+             "give your cluster's NIC, e.g. \"400 Gb/s\"");
+    cc.nic_bandwidth = nic->gbit_per_s * 1e9 / 8;
+    if (cc.num_gpus > cc.gpus_per_node)  // more than one node: the NIC carries traffic
+      s.warn(
+          "cluster.inter_node.nic_bandwidth",
+          fmt::format("not given: {:g} Gb/s per NIC assumed ({}); set your cluster's NIC", nic->gbit_per_s, nic->what));
+  }
   if (const auto ex = c["inter_node"]) {
     r.check_keys(ex, "cluster.inter_node", kInterKeys);
     if (ex["topology"])
@@ -423,21 +473,23 @@ YAML::Node scenario_yaml(const std::string& yaml_text, const std::string& file,
   }
   if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   reader(file).check_unique_keys(root);
+  resolve_relative_paths(root, file);
   for (const auto& o : overrides) apply_override(root, o, file);
   return root;
 }
 
 Scenario parse_scenario(const std::string& yaml_text, const std::string& file,
                         const std::vector<std::string>& overrides) {
-  const YAML::Node root = scenario_yaml(yaml_text, file, overrides);
+  YAML::Node root = scenario_yaml(yaml_text, file, overrides);
   const auto r = reader(file);
   r.check_keys(root, "", kTopKeys);
   Scenario s;
   s.file = file;
+  apply_imports(root, file, s.warnings);  // model.megatron_args, training.deepspeed_config
   if (!root["model"]) r.fail("model", "missing section");
   if (!root["cluster"]) r.fail("cluster", "missing section");
-  s.model = read_model(r, root["model"]);
-  s.cluster = read_cluster(r, root["cluster"]);
+  s.model = read_model(r, root["model"], s);
+  s.cluster = read_cluster(r, root["cluster"], s);
   s.name = root["name"] ? r.string(root["name"], "name") : s.model.name;
 
   read_parallel(r, root, s);

@@ -1,0 +1,210 @@
+#include "sim/io/scenario_keys.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace ptsim::sim {
+
+namespace {
+
+// One row per key. Add a key here and the reader accepts it (its value is read in
+// sim/io/scenario_file.cpp or framework_section.cpp); the reference doc is regenerated from
+// this table (`ptsim list keys --markdown > docs/scenario-keys.md`, checked by ctest).
+// Megatron-LM names are its arguments (megatron/training/arguments.py), DeepSpeed's its JSON
+// config keys (deepspeed/runtime/zero/config.py, runtime/config.py).
+const std::vector<ScenarioKey>& key_table() {
+  // Built on first use: the reader's key lists are made from it during static initialisation.
+  static const std::vector<ScenarioKey> keys = {
+      {"name", "", "the model's name", "the scenario's name in outputs", "", ""},
+      {"model", "", "", "the architecture: a preset, an HF config, or every key", "", ""},
+      {"model.preset", "", "", "a built-in model (`ptsim list models`); keys below override it", "", ""},
+      {"model.num_layers", "", "preset", "transformer layers", "--num-layers", ""},
+      {"model.hidden_size", "", "preset", "model width", "--hidden-size", ""},
+      {"model.num_attention_heads", "", "preset", "attention heads", "--num-attention-heads", ""},
+      {"model.num_query_groups", "", "num_attention_heads", "key/value heads (GQA groups); = heads for MHA",
+       "--num-query-groups", ""},
+      {"model.ffn_hidden_size", "", "preset", "MLP width", "--ffn-hidden-size", ""},
+      {"model.vocab_size", "", "preset", "vocabulary (padded)", "--vocab-size", ""},
+      {"model.seq_length", "tokens", "preset; HF config's (warns)", "training sequence length", "--seq-length", ""},
+      {"model.mlp", "", "gelu", "gelu | swiglu", "--swiglu", ""},
+      {"model.norm", "", "layernorm", "layernorm | rmsnorm", "--normalization", ""},
+      {"model.untie_embeddings", "", "false", "separate output projection", "--untie-embeddings-and-output-weights",
+       ""},
+      {"model.add_bias_linear", "", "true", "biases on linear layers", "--disable-bias-linear (inverse)", ""},
+      {"model.position_embedding", "", "learned_absolute", "learned_absolute | rope", "--position-embedding-type", ""},
+      {"model.moe", "", "", "mixture of experts (optional)", "", ""},
+      {"model.moe.num_experts", "", "", "routed experts per MoE layer", "--num-experts", ""},
+      {"model.moe.top_k", "", "", "experts per token", "--moe-router-topk", ""},
+      {"model.moe.ffn_hidden_size", "", "model.ffn_hidden_size", "expert MLP width", "--moe-ffn-hidden-size", ""},
+      {"model.moe.layer_freq", "", "1", "every Nth layer is MoE", "--moe-layer-freq", ""},
+      {"model.moe.shared_experts", "", "0", "always-on experts of the expert width", "", ""},
+      {"model.moe.capacity_factor", "", "dropless", "tokens an expert accepts, × the mean",
+       "--moe-expert-capacity-factor", ""},
+      {"model.moe.load_imbalance", "", "1", "the busiest expert's tokens, × the mean", "", ""},
+      {"model.hf_config", "path", "",
+       "a HuggingFace config.json, or a model folder holding one; relative to the scenario file", "", ""},
+      {"model.megatron_args", "path", "",
+       "a Megatron-LM launch script or argument list: its flags fill the keys the scenario does not give", "", ""},
+      {"cluster", "", "", "the machines", "", ""},
+      {"cluster.gpu", "", "", "a GPU of `ptsim list gpus`", "", ""},
+      {"cluster.num_gpus", "", "", "GPUs in the job", "", ""},
+      {"cluster.gpus_per_node", "", "min(8, num_gpus)", "GPUs per node", "", ""},
+      {"cluster.intra_node", "", "", "the node's GPU fabric", "", ""},
+      {"cluster.intra_node.fabric", "", "nvswitch", "nvswitch | nvlink | pcie", "", ""},
+      {"cluster.intra_node.bandwidth", "GB/s", "the GPU's NVLink", "per GPU, per direction", "", ""},
+      {"cluster.intra_node.latency", "us", "1 us", "per transfer", "", ""},
+      {"cluster.intra_node.nvls", "", "false", "NVLink SHARP all-reduce (H100+)", "", ""},
+      {"cluster.inter_node", "", "", "the network between nodes", "", ""},
+      {"cluster.inter_node.topology", "", "fat-tree",
+       "fat-tree | fat-tree-3 | rail-optimized | torus | torus-2d | torus-3d | user", "", ""},
+      {"cluster.inter_node.nics_per_node", "", "8", "NICs per node", "", ""},
+      {"cluster.inter_node.nic_bandwidth", "Gb/s", "A100 200, H100+ 400 (warns)", "per NIC, per direction", "", ""},
+      {"cluster.inter_node.latency", "us", "2 us", "per transfer", "", ""},
+      {"cluster.inter_node.oversubscription", "", "1", "downlinks per uplink (1 = full bisection)", "", ""},
+      {"cluster.inter_node.switch_radix", "", "64", "ports per switch", "", ""},
+      {"cluster.inter_node.tiers", "", "fewest that fit", "fat-tree tiers: 2 or 3", "", ""},
+      {"cluster.inter_node.torus_dims", "", "", "nodes per torus dimension, e.g. [8, 16]", "", ""},
+      {"cluster.inter_node.graph_file", "path", "",
+       "topology user: YAML nodes and links; relative to the scenario file", "", ""},
+      {"cluster.calibration", "path", "datasheet roofline",
+       "a cost table of `ptsim calibrate`; relative to the scenario file", "", ""},
+      {"cluster.link_sharing", "", "true", "overlapping transfers share links", "", ""},
+      {"cluster.collectives", "", "", "per-kind algorithm override", "", ""},
+      {"cluster.collectives.all_reduce", "", "auto", "auto | ring | tree | nvls | hierarchical | direct", "", ""},
+      {"cluster.collectives.reduce_scatter", "", "auto", "as all_reduce", "", ""},
+      {"cluster.collectives.all_gather", "", "auto", "as all_reduce", "", ""},
+      {"cluster.collectives.broadcast", "", "auto", "as all_reduce", "", ""},
+      {"cluster.collectives.all_to_all", "", "auto", "as all_reduce", "", ""},
+      {"cluster.collectives.send_recv", "", "auto", "as all_reduce", "", ""},
+      {"cluster.nccl_version", "", "2.27", "NCCL cost model, 2.18 to 2.27", "", ""},
+      {"cluster.price_per_gpu_hour", "", "none", "any currency: gives the cost to train", "", ""},
+      {"cluster.gpu_power", "W", "the GPU's TDP", "for the energy to train", "", ""},
+      {"parallel", "", "", "the plan", "", ""},
+      {"parallel.tensor_parallel", "", "1", "TP size", "--tensor-model-parallel-size", ""},
+      {"parallel.pipeline_parallel", "", "1", "PP size", "--pipeline-model-parallel-size", ""},
+      {"parallel.data_parallel", "", "num_gpus / (tp × pp × cp)", "DP size", "", ""},
+      {"parallel.context_parallel", "", "1", "CP size", "--context-parallel-size", ""},
+      {"parallel.expert_parallel", "", "1", "EP size (within dp × cp)", "--expert-model-parallel-size", ""},
+      {"parallel.virtual_pipeline_stages", "", "1", "model chunks per rank (interleaved 1F1B)",
+       "--num-layers-per-virtual-pipeline-stage (layers / (pp × this))", ""},
+      {"parallel.pipeline_schedule", "", "1f1b; interleaved if vpp > 1", "gpipe | 1f1b | interleaved-1f1b", "", ""},
+      {"parallel.sequence_parallel", "", "false", "Megatron sequence parallelism", "--sequence-parallel", ""},
+      {"parallel.zero_stage", "", "0", "ZeRO stage 0..3", "--use-distributed-optimizer (= 1)",
+       "zero_optimization.stage"},
+      {"parallel.recompute", "", "none", "none | selective | full", "--recompute-granularity", ""},
+      {"parallel.offload_optimizer", "", "false", "optimizer state and step on the CPU", "",
+       "zero_optimization.offload_optimizer.device"},
+      {"parallel.offload_params", "", "false", "parameters on the CPU (needs ZeRO-3)", "",
+       "zero_optimization.offload_param.device"},
+      {"parallel.overlap_grad_reduce", "", "true", "gradient reduction overlaps backward (Megatron only)",
+       "--overlap-grad-reduce", ""},
+      {"parallel.overlap_param_gather", "", "true", "parameter all-gather overlaps forward (Megatron only)",
+       "--overlap-param-gather", ""},
+      {"parallel.overlap_p2p", "", "true", "pipeline sends on their own stream", "--overlap-p2p-communication", ""},
+      {"parallel.pipeline_layers", "", "even split", "layers per stage, first to last", "", ""},
+      {"training", "", "", "batch, precision and framework", "", ""},
+      {"training.global_batch_size", "sequences", "", "per iteration", "--global-batch-size", "train_batch_size"},
+      {"training.micro_batch_size", "sequences", "1", "per GPU per micro-batch", "--micro-batch-size",
+       "train_micro_batch_size_per_gpu"},
+      {"training.precision", "", "bf16", "fp32 | fp16 | bf16 | fp8", "--bf16 / --fp16 / --fp8-format",
+       "bf16.enabled / fp16.enabled"},
+      {"training.optimizer", "", "adam", "adam | adamw | sgd", "--optimizer", "optimizer.type"},
+      {"training.attention", "", "flash", "flash | fa2 | fa3 | cudnn | naive", "--use-flash-attn", ""},
+      {"training.memory", "", "", "memory-model options", "", ""},
+      {"training.memory.state_layout", "", "the framework's", "megatron | deepspeed | fsdp", "", ""},
+      {"training.memory.allocator_overhead", "", "0", "reserved-minus-allocated gap, fraction of allocated, 0 to 4", "",
+       ""},
+      {"training.framework", "", "megatron-core", "megatron-core | megatron-lm | deepspeed | fsdp", "", ""},
+      {"training.deepspeed_config", "path", "",
+       "a DeepSpeed JSON config: sets framework deepspeed and fills the keys the scenario does not give", "", ""},
+      {"training.deepspeed", "", "", "DeepSpeed's own keys (framework deepspeed)", "", ""},
+      {"training.deepspeed.stage3_prefetch_bucket_size", "parameters", "DeepSpeed's", "ZeRO-3 prefetch", "",
+       "zero_optimization.stage3_prefetch_bucket_size"},
+      {"training.deepspeed.stage3_param_persistence_threshold", "parameters", "DeepSpeed's",
+       "ZeRO-3: smaller parameters stay whole", "", "zero_optimization.stage3_param_persistence_threshold"},
+      {"training.deepspeed.stage3_max_reuse_distance", "parameters", "DeepSpeed's", "ZeRO-3 parameter reuse", "",
+       "zero_optimization.stage3_max_reuse_distance"},
+      {"training.deepspeed.reduce_bucket_size", "parameters", "DeepSpeed's", "gradient bucket", "",
+       "zero_optimization.reduce_bucket_size"},
+      {"training.deepspeed.allgather_bucket_size", "parameters", "DeepSpeed's", "ZeRO-1/2 parameter all-gather bucket",
+       "", "zero_optimization.allgather_bucket_size"},
+      {"training.deepspeed.overlap_comm", "", "true with ZeRO-3", "gradient reduction overlaps backward", "",
+       "zero_optimization.overlap_comm"},
+      {"training.fsdp", "", "", "PyTorch FSDP's own keys (framework fsdp)", "", ""},
+      {"training.fsdp.reshard_after_forward", "", "true", "free gathered parameters after forward", "", ""},
+      {"training.fsdp.backward_prefetch", "", "BACKWARD_PRE", "BACKWARD_PRE | BACKWARD_POST | none", "", ""},
+      {"training.megatron", "", "", "Megatron's own keys (framework megatron-core / megatron-lm)", "", ""},
+      {"training.megatron.bucket_size", "parameters", "max(4e7, 1e6 × dp)", "DDP gradient bucket", "--ddp-bucket-size",
+       ""},
+      {"training.megatron.overlap_grad_reduce", "", "true", "as parallel.overlap_grad_reduce", "--overlap-grad-reduce",
+       ""},
+      {"training.megatron.overlap_param_gather", "", "true", "as parallel.overlap_param_gather",
+       "--overlap-param-gather", ""},
+      {"training.megatron.use_distributed_optimizer", "", "zero_stage >= 1", "= parallel.zero_stage 1",
+       "--use-distributed-optimizer", ""},
+      {"training.megatron.decoder_first_pipeline_num_layers", "", "even split", "layers of the first stage",
+       "--decoder-first-pipeline-num-layers", ""},
+      {"training.megatron.decoder_last_pipeline_num_layers", "", "even split", "layers of the last stage",
+       "--decoder-last-pipeline-num-layers", ""},
+      {"training.total_tokens", "tokens", "none", "training goal: gives time and cost to train",
+       "--train-samples (× seq_length)", ""},
+      {"training.train_iters", "", "none", "training goal in iterations (not with total_tokens)", "--train-iters", ""},
+  };
+  return keys;
+}
+
+std::string cell(std::string_view s) { return std::string(s); }
+
+// A Markdown table cell: '|' would end the cell.
+std::string md(std::string_view s) {
+  std::string out;
+  for (const char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+}  // namespace
+
+const std::vector<ScenarioKey>& scenario_keys() { return key_table(); }
+
+std::vector<std::string> keys_of(std::string_view section) {
+  const std::string prefix = section.empty() ? "" : std::string(section) + ".";
+  bool known = section.empty();
+  std::vector<std::string> out;
+  for (const auto& k : key_table()) {
+    if (k.path == section) known = true;
+    if (!k.path.starts_with(prefix) || k.path.size() == prefix.size()) continue;
+    const std::string_view rest = k.path.substr(prefix.size());
+    if (rest.find('.') != std::string_view::npos) continue;  // deeper: listed under its own section
+    out.emplace_back(rest);
+  }
+  if (!known || out.empty()) throw std::logic_error(fmt::format("scenario key table: no section '{}'", section));
+  return out;
+}
+
+std::string keys_text() {
+  std::string out = fmt::format("{:<54} {:<10} {}\n", "key", "unit", "default");
+  for (const auto& k : key_table())
+    out += fmt::format("{:<54} {:<10} {}\n", k.path, cell(k.unit), k.default_text.empty() ? "-" : cell(k.default_text));
+  out += "\n`ptsim list keys --markdown` adds each key's meaning and the Megatron-LM / DeepSpeed name\n";
+  return out;
+}
+
+std::string keys_markdown() {
+  std::string out =
+      "# Scenario keys\n\n"
+      "Generated by `ptsim list keys --markdown` from the table the scenario reader uses\n"
+      "(sim/io/scenario_keys.cpp); a ctest fails when this file differs. Values with a unit are\n"
+      "strings with the unit (`\"400 Gb/s\"`, `\"2 us\"`); unknown keys are errors. *Megatron-LM* and\n"
+      "*DeepSpeed* give the framework's own name for the setting (`ptsim import` maps them).\n\n"
+      "| key | unit | default | meaning | Megatron-LM | DeepSpeed |\n"
+      "|---|---|---|---|---|---|\n";
+  const auto code = [](std::string_view s) { return s.empty() ? std::string() : fmt::format("`{}`", s); };
+  for (const auto& k : key_table())
+    out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", k.path, md(k.unit), md(k.default_text), md(k.description),
+                       md(code(k.megatron)), md(code(k.deepspeed)));
+  return out;
+}
+
+}  // namespace ptsim::sim

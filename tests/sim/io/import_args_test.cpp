@@ -1,0 +1,189 @@
+// Megatron-LM arguments and DeepSpeed configs become scenario keys: every supported flag
+// mapped, every other one named (README "Inputs you already have").
+#include "sim/io/import_args.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "hw/errors.h"
+#include "hw/input_file.h"
+#include "sim/core/simulate.h"
+#include "sim/io/scenario_file.h"
+#include "tests/test_paths.h"
+
+namespace ptsim::sim {
+namespace {
+
+std::string fixture(const std::string& name) { return test::repo_path("tests/sim/io/data/" + name); }
+std::string text_of(const std::string& name) { return hw::read_input_file(fixture(name), "fixture"); }
+
+std::string joined(const std::vector<std::string>& ws) {
+  std::string out;
+  for (const auto& w : ws) out += w + "\n";
+  return out;
+}
+
+TEST(ImportMegatron, Gpt3_175bExampleScript) {
+  const auto k = import_megatron_args(text_of("megatron_gpt3_175b.sh"), "gpt3.sh", 1024);
+  const auto& m = k.keys["model"];
+  EXPECT_EQ(m["num_layers"].as<int>(), 96);
+  EXPECT_EQ(m["hidden_size"].as<int>(), 12288);
+  EXPECT_EQ(m["num_attention_heads"].as<int>(), 96);
+  EXPECT_EQ(m["seq_length"].as<int>(), 2048);
+  EXPECT_EQ(m["ffn_hidden_size"].as<int>(), 4 * 12288);  // Megatron's default without --ffn-hidden-size
+  EXPECT_EQ(m["mlp"].as<std::string>(), "gelu");
+  EXPECT_FALSE(m["vocab_size"]);  // in the tokenizer's vocabulary file
+  const auto& p = k.keys["parallel"];
+  EXPECT_EQ(p["tensor_parallel"].as<int>(), 8);
+  EXPECT_EQ(p["pipeline_parallel"].as<int>(), 16);
+  EXPECT_EQ(p["zero_stage"].as<int>(), 0);
+  EXPECT_FALSE(p["overlap_grad_reduce"].as<bool>());  // Megatron's default: off
+  const auto& t = k.keys["training"];
+  EXPECT_EQ(t["micro_batch_size"].as<int>(), 1);
+  EXPECT_EQ(t["global_batch_size"].as<int>(), 1536);
+  EXPECT_EQ(t["precision"].as<std::string>(), "fp16");
+  EXPECT_EQ(t["train_iters"].as<int>(), 500000);
+  ASSERT_EQ(k.missing.size(), 1u);
+  EXPECT_EQ(k.missing[0].first, "model.vocab_size");
+  YAML::Node without = YAML::Clone(k.keys), with = YAML::Clone(k.keys);
+  with["model"]["vocab_size"] = 51200;
+  ASSERT_EQ(missing_warnings(k, without).size(), 1u);
+  EXPECT_NE(missing_warnings(k, without)[0].find(
+                "gpt3.sh: --vocab-file/--tokenizer-model: the vocabulary size is in the tokenizer"),
+            std::string::npos);
+  EXPECT_TRUE(missing_warnings(k, with).empty());  // the scenario gives it: no warning
+  const std::string w = joined(k.warnings);
+  for (const char* ignored : {"--lr,", "--weight-decay", "--rampup-batch-size", "--attention-backend", "--split"})
+    EXPECT_NE(w.find(ignored), std::string::npos) << ignored << " not named in:\n" << w;
+  EXPECT_EQ(w.find("--num-layers,"), std::string::npos) << "a mapped flag named as ignored:\n" << w;
+}
+
+TEST(ImportMegatron, LlamaStyleFlagsMapEveryKey) {
+  const auto k = import_megatron_args(text_of("megatron_llama_gqa.args"), "llama.args", 512);
+  const auto& m = k.keys["model"];
+  EXPECT_EQ(m["num_query_groups"].as<int>(), 8);
+  EXPECT_EQ(m["mlp"].as<std::string>(), "swiglu");
+  EXPECT_EQ(m["norm"].as<std::string>(), "rmsnorm");
+  EXPECT_EQ(m["position_embedding"].as<std::string>(), "rope");
+  EXPECT_FALSE(m["add_bias_linear"].as<bool>());
+  EXPECT_TRUE(m["untie_embeddings"].as<bool>());
+  // 128,256 padded to a multiple of 128 × tp 8 = 1,024 (Megatron's _vocab_size_with_padding).
+  EXPECT_EQ(m["vocab_size"].as<int>(), 129024);
+  const auto& p = k.keys["parallel"];
+  EXPECT_EQ(p["virtual_pipeline_stages"].as<int>(), 80 / (4 * 5));
+  EXPECT_EQ(p["context_parallel"].as<int>(), 2);
+  EXPECT_TRUE(p["sequence_parallel"].as<bool>());
+  EXPECT_EQ(p["recompute"].as<std::string>(), "selective");
+  EXPECT_EQ(p["zero_stage"].as<int>(), 1);
+  EXPECT_TRUE(p["overlap_grad_reduce"].as<bool>());
+  EXPECT_TRUE(p["overlap_param_gather"].as<bool>());
+  const auto& t = k.keys["training"];
+  EXPECT_EQ(t["precision"].as<std::string>(), "bf16");
+  EXPECT_DOUBLE_EQ(t["total_tokens"].as<double>(), 1e6 * 8192);
+  const std::string w = joined(k.warnings);
+  EXPECT_NE(w.find("--max-position-embeddings: 131072 is not modelled"), std::string::npos) << w;
+  EXPECT_NE(w.find("ignored (no effect on the simulated iteration, or not modelled): --lr\n"), std::string::npos) << w;
+}
+
+TEST(ImportMegatron, DefaultsAndBadValues) {
+  const auto k =
+      import_megatron_args("--hidden-size 4096 --swiglu --micro-batch-size 2 --tensor-model-parallel-size 4", "a", 64);
+  EXPECT_EQ(k.keys["model"]["ffn_hidden_size"].as<int>(), 10880);        // int(4·4096·2/3 / 64)·64
+  EXPECT_EQ(k.keys["training"]["global_batch_size"].as<int>(), 2 * 16);  // micro × dp
+  EXPECT_EQ(k.keys["training"]["precision"].as<std::string>(), "fp32");
+  EXPECT_THROW(import_megatron_args("--num-layers twelve", "a"), InputError);
+  EXPECT_THROW(import_megatron_args("--recompute-granularity partial", "a"), InputError);
+  EXPECT_THROW(import_megatron_args("--train-iters 10 --train-samples 100 --seq-length 8", "a"), InputError);
+  try {
+    import_megatron_args("--num-layers 0", "launch.sh");
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("launch.sh: --num-layers: '0' is not a whole number"), std::string::npos)
+        << e.what();
+  }
+  const auto unset = import_megatron_args("--tensor-model-parallel-size $TP", "a");
+  EXPECT_FALSE(unset.keys["parallel"]["tensor_parallel"]);
+  EXPECT_NE(joined(unset.warnings).find("'$TP' is a shell variable the file does not set"), std::string::npos);
+}
+
+TEST(ImportDeepSpeed, Zero3Config) {
+  const auto k = import_deepspeed_config(text_of("deepspeed_zero3.json"), "ds.json", 64);
+  EXPECT_EQ(k.keys["training"]["framework"].as<std::string>(), "deepspeed");
+  EXPECT_EQ(k.keys["parallel"]["zero_stage"].as<int>(), 3);
+  EXPECT_FALSE(k.keys["parallel"]["offload_optimizer"].as<bool>());
+  EXPECT_FALSE(k.keys["parallel"]["offload_params"].as<bool>());
+  const auto& ds = k.keys["training"]["deepspeed"];
+  EXPECT_DOUBLE_EQ(ds["reduce_bucket_size"].as<double>(), 5e8);
+  EXPECT_DOUBLE_EQ(ds["stage3_prefetch_bucket_size"].as<double>(), 5e8);
+  EXPECT_DOUBLE_EQ(ds["stage3_param_persistence_threshold"].as<double>(), 1e6);
+  EXPECT_DOUBLE_EQ(ds["stage3_max_reuse_distance"].as<double>(), 1e9);
+  EXPECT_TRUE(ds["overlap_comm"].as<bool>());
+  EXPECT_EQ(k.keys["training"]["global_batch_size"].as<int>(), 2048);
+  EXPECT_EQ(k.keys["training"]["micro_batch_size"].as<int>(), 2);
+  EXPECT_EQ(k.keys["training"]["precision"].as<std::string>(), "bf16");
+  EXPECT_EQ(k.keys["training"]["optimizer"].as<std::string>(), "adamw");
+  const std::string w = joined(k.warnings);
+  for (const char* ignored : {"zero_optimization.stage3_max_live_parameters", "zero_optimization.contiguous_gradients",
+                              "gradient_clipping", "optimizer.params.lr", "wall_clock_breakdown"})
+    EXPECT_NE(w.find(ignored), std::string::npos) << ignored << " not named in:\n" << w;
+  EXPECT_EQ(w.find("zero_optimization.stage,"), std::string::npos) << w;
+}
+
+TEST(ImportDeepSpeed, BatchMismatchAutoAndBadJson) {
+  EXPECT_THROW(import_deepspeed_config(text_of("deepspeed_zero3.json"), "ds.json", 32), InputError);
+  const auto k = import_deepspeed_config(R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4})",
+                                         "ds.json", 8);
+  EXPECT_EQ(k.keys["training"]["global_batch_size"].as<int>(), 2 * 4 * 8);
+  const auto a = import_deepspeed_config(R"({"train_batch_size": "auto"})", "ds.json");
+  EXPECT_NE(joined(a.warnings).find("train_batch_size: \"auto\" is filled in by the HF Trainer"), std::string::npos);
+  EXPECT_THROW(import_deepspeed_config("{not json", "ds.json"), InputError);
+  EXPECT_THROW(import_deepspeed_config(R"({"zero_optimization": {"stage": 4}})", "ds.json"), InputError);
+  EXPECT_THROW(import_deepspeed_config(R"({"zero_optimization": {"offload_param": {"device": "gpu"}}})", "ds.json"),
+               InputError);
+}
+
+TEST(ImportInScenario, MegatronArgsAndDeepSpeedConfigFillWhatTheScenarioDoesNotSay) {
+  const std::string dir = test::repo_path("tests/sim/io/data");
+  const Scenario s = parse_scenario(R"(model:
+  megatron_args: megatron_gpt3_175b.sh
+  vocab_size: 51200
+cluster: { gpu: a100-sxm-80gb, num_gpus: 1024, inter_node: { nic_bandwidth: "200 Gb/s" } }
+parallel: { pipeline_parallel: 8 }
+)",
+                                    dir + "/s.yaml");
+  EXPECT_EQ(s.model.num_layers, 96);
+  EXPECT_EQ(s.model.vocab_size, 51200);
+  EXPECT_EQ(s.plan.par.tp, 8);
+  EXPECT_EQ(s.plan.par.pp, 8);  // the scenario's own key wins
+  EXPECT_EQ(s.plan.par.dp, 16);
+  EXPECT_EQ(s.plan.par.precision, models::Precision::fp16);
+  EXPECT_FALSE(s.plan.overlap_grad_reduce);
+  EXPECT_NE(joined(s.warnings).find("megatron_gpt3_175b.sh: ignored"), std::string::npos);
+
+  const Scenario d = parse_scenario(R"(model: { preset: llama2-7b }
+cluster: { gpu: a100-sxm-80gb, num_gpus: 64, inter_node: { nic_bandwidth: "200 Gb/s" } }
+training: { deepspeed_config: deepspeed_zero3.json }
+)",
+                                    dir + "/d.yaml");
+  EXPECT_EQ(d.framework.framework, Framework::deepspeed);
+  EXPECT_EQ(d.plan.par.zero_stage, 3);
+  EXPECT_EQ(d.plan.global_batch_size, 2048);
+  EXPECT_EQ(d.plan.par.num_microbatches, 16);
+  const Result r = simulate(d, {.fold = true}).result;
+  EXPECT_GT(r.tokens_per_s, 0);
+  EXPECT_EQ(r.framework, "deepspeed");
+}
+
+TEST(ImportInScenario, AMissingFileNamesTheScenarioKey) {
+  try {
+    parse_scenario("model: { megatron_args: /nonexistent/args.sh }\ncluster: { gpu: h100, num_gpus: 8 }\n", "s.yaml");
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("s.yaml: model.megatron_args: "), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace ptsim::sim
