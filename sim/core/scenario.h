@@ -12,6 +12,7 @@
 #include "models/model_spec.h"
 #include "sim/core/framework_profile.h"
 #include "sim/core/plan.h"
+#include "sim/core/reliability.h"
 
 namespace ptsim::sim {
 
@@ -65,6 +66,7 @@ struct Scenario {
   std::string optimizer = "adam";
   FrameworkProfile framework;  // training.framework and its overrides
   TrainingGoal goal;
+  std::optional<ReliabilityConfig> reliability;  // the `reliability:` section (sim/core/goodput.h)
 };
 
 }  // namespace ptsim::sim

@@ -14,12 +14,13 @@
 #include "hw/yaml_limits.h"
 #include "sim/core/errors.h"
 #include "sim/io/framework_section.h"
+#include "sim/io/reliability_section.h"
 
 namespace ptsim::sim {
 namespace {
 
 // The schema: allowed keys per section (CONTRACT §2). Unknown keys are errors.
-const std::vector<std::string> kTopKeys = {"name", "model", "cluster", "parallel", "training"};
+const std::vector<std::string> kTopKeys = {"name", "model", "cluster", "parallel", "training", "reliability"};
 const std::vector<std::string> kModelKeys = {"preset",
                                              "num_layers",
                                              "hidden_size",
@@ -443,6 +444,7 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& file,
   read_parallel(r, root, s);
   read_moe_plan(r, root, s);
   read_training(r, root, s);
+  if (root["reliability"]) read_reliability(r, root["reliability"], s);
 
   derive_microbatches(s);
   validate(s);
