@@ -16,8 +16,8 @@ namespace ptsim::sim {
 // thermal), the other 41.3 % host, network, software and maintenance. Per GPU-hour:
 //   0.587 × 419 / (16,384 GPUs × 54 d × 24 h) = 245.95 / 21,233,664 = 1.1583e-5 (MTBF 86,333 h)
 // per node-hour (everything that is not a GPU):
-//   0.413 × 419 / (2,048 nodes × 1,296 h) = 173.05 / 2,654,208 = 6.5198e-5 (MTBF 15,338 h)
-// Check: 16,384 × 1.1583e-5 + 2,048 × 6.5198e-5 = 0.32330 per hour = one per 3.093 h =
+//   0.413 × 419 / (2,048 nodes × 1,296 h) = 173.05 / 2,654,208 = 6.5197e-5 (MTBF 15,338 h)
+// Check: 16,384 × 1.1583e-5 + 2,048 × 6.5197e-5 = 0.32330 per hour = one per 3.093 h =
 // 1,296 h / 419.
 inline constexpr double kLlama3Interruptions = 419, kLlama3Days = 54, kLlama3Gpus = 16384, kLlama3GpusPerNode = 8;
 inline constexpr double kLlama3GpuShare = 0.587;

@@ -93,16 +93,19 @@ TEST(Goodput, GivenIntervalsAndAsyncCheckpoints) {
   EXPECT_EQ(goodput(tiny(std::string(kHand) + "  checkpoint_interval: \"1000 s\"\n"), 2.0, 1)->interval_iterations, 500);
   EXPECT_EQ(goodput(tiny(std::string(kHand) + "  checkpoint_interval: \"300 iterations\"\n"), 2.0, 1)->interval_iterations,
             300);
-  // Async: the 100 GB / 8 GPUs = 12.5 GB per GPU snapshot at 25 GB/s blocks 0.5 s; the
-  // other 99.5 s of the write count as restart (R = 459.5 s) and bound the interval
-  // from below (50 iterations).
+  // Async: the 100 GB spread as the plan shards it, about 100 GB / 8 GPUs = 12.5 GB per GPU
+  // (the larger stage's share: a little more, as the last stage also holds the output
+  // layer); the snapshot at 25 GB/s blocks about 0.5 s; the rest of the 100 s write
+  // counts as restart (R ≈ 360 + 99.5 s) and bounds the interval from below:
+  // ceil(99.5 s / 2 s) = 50 iterations.
   const auto a = goodput(tiny(std::string(kHand) + "  checkpoint_mode: async\n  snapshot_bandwidth: \"25 GB/s\"\n"
                                                    "  checkpoint_interval: \"10 iterations\"\n"),
                          2.0, 1);
   EXPECT_EQ(a->mode, "async");
-  EXPECT_DOUBLE_EQ(a->checkpoint_bytes_per_rank, 12.5e9);
-  EXPECT_DOUBLE_EQ(a->checkpoint_cost_s, 0.5);
-  EXPECT_DOUBLE_EQ(a->restart_s, 459.5);
+  EXPECT_GE(a->checkpoint_bytes_per_rank, 12.5e9);
+  EXPECT_LT(a->checkpoint_bytes_per_rank, 12.6e9);
+  EXPECT_DOUBLE_EQ(a->checkpoint_cost_s, a->checkpoint_bytes_per_rank / 25e9);
+  EXPECT_DOUBLE_EQ(a->restart_s, 360 + 100 - a->checkpoint_cost_s);
   EXPECT_EQ(a->interval_iterations, 50);
   // A blocking cost of 0.5 s instead of 100 s: better goodput at the optimum.
   const auto best_async =
@@ -112,10 +115,10 @@ TEST(Goodput, GivenIntervalsAndAsyncCheckpoints) {
 
 TEST(Goodput, FailureRatesGrowWithTheCluster) {
   // The defaults (Llama 3: 419 interruptions in 54 days on 16,384 GPUs): 16,384 × 1.1583e-5 +
-  // 2,048 × 6.5198e-5 = 0.32330 per hour, i.e. 1,296 h / 419 = 3.0931 h.
+  // 2,048 × 6.5197e-5 = 0.32330 per hour, i.e. 1,296 h / 419 = 3.0931 h.
   EXPECT_NEAR(16384 * kDefaultGpuFailuresPerHour + 2048 * kDefaultNodeFailuresPerHour, 419.0 / 1296, 1e-12);
   EXPECT_NEAR(kDefaultGpuFailuresPerHour, 1.15833e-5, 1e-9);
-  EXPECT_NEAR(kDefaultNodeFailuresPerHour, 6.51984e-5, 1e-9);
+  EXPECT_NEAR(kDefaultNodeFailuresPerHour, 6.51972e-5, 1e-9);
   // Twice the GPUs (dp 8 instead of 4): twice the failure rate, lower goodput.
   const auto small = goodput(tiny("  gpu_mtbf: \"100 h\"\n  node_mtbf: \"1000 h\"\n"), 1.0, 1);
   const Scenario big_s = parse_scenario(
