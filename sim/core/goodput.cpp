@@ -240,6 +240,15 @@ std::optional<Goodput> goodput(const Scenario& s, Seconds iteration_time_s, doub
     if (t->price_per_gpu_hour) g.cost = *g.gpu_hours * *t->price_per_gpu_hour;
     g.energy_kwh = t->gpu_power_w * gpus * wall / 3.6e6;
   }
+  // Failures so frequent (or intervals and restarts so long) that e^{…} overflows: no
+  // interval completes in expectation, the run never ends.
+  if (!(std::isfinite(g.goodput) && g.goodput > 0 && (!g.wall_s || std::isfinite(*g.wall_s))))
+    throw ScenarioError(s.file, c.interval_iterations > 0 || c.interval_time > 0 ? "reliability.checkpoint_interval"
+                                                                               : "reliability",
+                        fmt::format("one failure every {:.3g} s against {:.3g} s between checkpoints and a {:.3g} s "
+                                    "restart: the expected wall time has no finite value",
+                                    M, g.interval_s + delta, R),
+                        "lower the failure rates, the restart time or the checkpoint interval");
   g.tokens_per_s = tokens_per_s * g.goodput;
   return g;
 }

@@ -178,6 +178,18 @@ TEST(Goodput, TrialsNeedAGoalAndABound) {
   EXPECT_THROW(goodput_trials(long_run, 2.0, *gl, 1000000, 1), InputError);
 }
 
+TEST(Goodput, ARunThatNeverEndsIsAnError) {
+  // 8,000 failures per hour (M = 0.45 s) against a 360 s restart: e^{800} overflows.
+  EXPECT_THROW(goodput(tiny(std::string(kHand) + "", {"reliability.gpu_failures_per_hour=1000"}), 2.0, 1), ScenarioError);
+  // A given interval of 10^7 iterations (2·10^7 s) with M = 3,600 s: e^{5556} overflows; the key is the interval.
+  try {
+    goodput(tiny(std::string(kHand) + "  checkpoint_interval: \"10000000 iterations\"\n"), 2.0, 1);
+    FAIL() << "no error";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(e.key(), "reliability.checkpoint_interval");
+  }
+}
+
 TEST(Goodput, NoSectionNoGoodput) {
   const Scenario s = parse_scenario(testing::tiny_gpt_yaml(2, 4, 1, 8, 16), "t.yaml");
   EXPECT_FALSE(goodput(s, 1.0, 1));
