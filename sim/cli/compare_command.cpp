@@ -31,8 +31,10 @@ Command compare_command() {
     sub->add_option("--set", o->sets,
                     "override a scenario key in every plan, e.g. --set training.global_batch_size=1536")
         ->take_all();
-    sub->add_option("--sort", o->sort, "rank by speed (tokens/s) or by cost to train")
-        ->check(CLI::IsMember({"speed", "cost"}));
+    sub->add_option("--sort", o->sort,
+                    "rank by speed (tokens/s), by cost to train, or by goodput (tokens/s x goodput under failures "
+                    "and checkpoints: needs a reliability section)")
+        ->check(CLI::IsMember({"speed", "cost", "goodput"}));
     sub->add_option("--report", o->report, "write the plans side by side as a self-contained HTML page");
     sub->add_option("--csv", o->csv, "write the table as CSV ('-' = stdout)");
     sub->add_option("--json", o->json, "write the table as JSON ('-' = stdout)");
@@ -47,7 +49,9 @@ Command compare_command() {
     opt.sets = o->sets;
     opt.fold = o->fold;
     opt.trace = !o->report.empty();
-    const auto sort = o->sort == "cost" ? sim::CompareSort::cost : sim::CompareSort::speed;
+    const auto sort = o->sort == "cost"      ? sim::CompareSort::cost
+                      : o->sort == "goodput" ? sim::CompareSort::goodput
+                                             : sim::CompareSort::speed;
     const auto plans = sim::run_comparison(opt);
     const auto rows = sim::compare_rows(plans, sort);
     // README "Warnings": each distinct warning once on stderr (variants of a file share most).

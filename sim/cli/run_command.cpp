@@ -6,6 +6,7 @@
 #include "hw/net/layout.h"
 #include "hw/units.h"
 #include "sim/cli/commands.h"
+#include "sim/core/goodput.h"
 #include "sim/core/simulate.h"
 #include "sim/io/output_file.h"
 #include "sim/io/report_html.h"
@@ -22,6 +23,8 @@ Command run_command() {
     std::vector<std::string> sets;
     bool fold = false, quiet = false, no_link_sharing = false;
     int trace_ranks = 16;
+    std::int64_t trials = 0;
+    std::uint64_t seed = 1;
     std::uint64_t max_events = sim::kMaxEvents;
   };
   auto o = std::make_shared<Opts>();
@@ -47,6 +50,12 @@ Command run_command() {
                                 "(default {})",
                                 sim::kMaxEvents))
         ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000'000}));
+    auto* trials = sub->add_option("--trials", o->trials,
+                    "Monte Carlo of failures and restarts: N seeded runs to the training goal, the distribution "
+                    "of the time to train (needs a reliability section and training.total_tokens or train_iters)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{10'000'000}));
+    sub->add_option("--seed", o->seed, "seed of --trials (default 1); the same seed gives the same numbers")
+        ->needs(trials);
     sub->add_flag("-q,--quiet", o->quiet, "no summary on stdout");
     sub->add_option("--calibration", o->calibration, "cost table to use (overrides cluster.calibration)");
     return sub;
@@ -62,6 +71,9 @@ Command run_command() {
     so.trace_max_ranks = o->trace_ranks;
     so.max_events = o->max_events;
     so.build.fuse_compute = o->trace.empty();
+    if (o->trials > 0 && !s.reliability)
+      throw InputError(o->scenario, "reliability", "--trials needs a reliability section",
+                       "add `reliability:` (README \"Goodput\"); an empty one takes every default");
     sim::Simulation result = [&] {
       try {
         return sim::simulate(s, so);
@@ -70,6 +82,9 @@ Command run_command() {
       }
     }();
     std::cerr << sim::warnings_text(result.result);  // README "Warnings": stderr, also in the JSON
+    if (o->trials > 0 && result.result.goodput)
+      result.result.goodput->trials = sim::goodput_trials(s, result.result.iteration_time_s, *result.result.goodput,
+                                                          o->trials, o->seed);
     const bool json_to_stdout = o->json == "-" || o->csv == "-";
     if (!o->quiet && !json_to_stdout) std::cout << sim::summary_text(result.result);
     if (!o->json.empty()) sim::write_output(o->json, sim::to_json_text(result.result));

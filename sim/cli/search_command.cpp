@@ -28,7 +28,7 @@ namespace ptsim::cli {
 namespace {
 
 // Doubles per outcome on the wire: index, feasible, six metrics, exposed comm per dim.
-constexpr int kOutcomeDoubles = 8 + sim::kNumDims;
+constexpr int kOutcomeDoubles = 9 + sim::kNumDims;
 
 #if PTSIM_HAVE_MPI
 // MPI only when a launcher started us (OpenMPI, MPICH/Hydra, Slurm's PMI): a plain
@@ -73,6 +73,7 @@ class MpiSession {
            {o.tokens_per_s, o.model_tflops_per_gpu, o.mfu, o.bubble_fraction, o.peak_bytes, o.iteration_time_s})
         send.push_back(x);
       for (double x : o.exposed_comm_s) send.push_back(x);
+      send.push_back(o.goodput);
     }
     int count = static_cast<int>(send.size());
     std::vector<int> counts(static_cast<std::size_t>(size_)), displs(static_cast<std::size_t>(size_));
@@ -94,6 +95,7 @@ class MpiSession {
       o.tokens_per_s = d[2], o.model_tflops_per_gpu = d[3], o.mfu = d[4], o.bubble_fraction = d[5];
       o.peak_bytes = d[6], o.iteration_time_s = d[7];
       for (int k = 0; k < sim::kNumDims; ++k) o.exposed_comm_s[static_cast<std::size_t>(k)] = d[8 + k];
+      o.goodput = d[8 + sim::kNumDims];
       out.push_back(o);
     }
     return out;
@@ -207,8 +209,10 @@ Command search_command() {
     sub->add_option("--csv", o->csv, "write the top plans as CSV to FILE ('-' = stdout)");
     sub->add_option("--report", o->report,
                     "write an HTML page: the top plans side by side and throughput vs memory of every plan");
-    sub->add_option("--sort", o->sort, "rank by speed (tokens/s) or by cost to train (needs a goal and a price)")
-        ->check(CLI::IsMember({"speed", "cost"}));
+    sub->add_option("--sort", o->sort,
+                    "rank by speed (tokens/s), by cost to train (needs a goal and a price), or by goodput "
+                    "(tokens/s x goodput under failures and checkpoints: needs a reliability section)")
+        ->check(CLI::IsMember({"speed", "cost", "goodput"}));
     sub->add_option("--threads", o->threads, "worker threads, 0 to 1024 (default 0: every core)")
         ->check(CLI::Range(0, 1024));
     sub->add_flag("--full", o->full, "simulate every rank (default: one representative rank per stage)");
@@ -241,8 +245,13 @@ Command search_command() {
     so.max_virtual_stages = o->max_vpp;
     so.max_context_parallel = o->max_cp;
     so.min_headroom = parse_headroom(o->headroom);
-    so.sort = o->sort == "cost" ? sim::SearchSort::cost : sim::SearchSort::speed;
+    so.sort = o->sort == "cost"      ? sim::SearchSort::cost
+              : o->sort == "goodput" ? sim::SearchSort::goodput
+                                     : sim::SearchSort::speed;
     if (so.sort == sim::SearchSort::cost) require_cost(base, o->scenario);
+    if (so.sort == sim::SearchSort::goodput && !base.reliability)
+      throw InputError(o->scenario, "reliability", "--sort goodput needs a reliability section",
+                       "add `reliability:` (README \"Goodput\"); an empty one takes every default");
     if (!o->emit.empty() && (o->emit[0].empty() || o->emit[0].find_first_not_of("0123456789") != std::string::npos ||
                              std::stoll(o->emit[0].substr(0, 9)) < 1))
       throw std::invalid_argument(

@@ -9,6 +9,7 @@
 
 #include "sim/core/plan.h"
 #include "sim/core/program.h"
+#include "sim/core/reliability.h"
 
 namespace ptsim::sim {
 
@@ -70,6 +71,7 @@ struct Result {
   std::uint64_t events = 0;
   bool folded = false;
   std::optional<TimeToTrain> time_to_train;  // when the scenario gives a training goal
+  std::optional<Goodput> goodput;            // when the scenario has a reliability section
   std::vector<std::string> warnings;
   std::vector<std::string> notes;  // extra lines for the text summary (e.g. busiest links)
 };

@@ -12,6 +12,7 @@
 #include "models/model_spec.h"
 #include "sim/core/framework_profile.h"
 #include "sim/core/plan.h"
+#include "sim/core/reliability.h"
 
 namespace ptsim::sim {
 
@@ -72,6 +73,7 @@ struct Scenario {
   // (README "Warnings"); simulate() copies them into Result::warnings.
   std::vector<std::string> warnings;
   void warn(const std::string& key, const std::string& what) { warnings.push_back(file + ": " + key + ": " + what); }
+  std::optional<ReliabilityConfig> reliability;  // the `reliability:` section (sim/core/goodput.h)
 };
 
 }  // namespace ptsim::sim

@@ -13,6 +13,7 @@
 #include "sim/core/network_cost.h"
 #include "sim/core/network_transport.h"
 #include "sim/core/program_builder.h"
+#include "sim/core/goodput.h"
 #include "sim/core/time_to_train.h"
 
 namespace ptsim::sim {
@@ -237,6 +238,7 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt) {
   fill_stages(r, s, replay);
   add_verdicts(r, s);
   r.time_to_train = time_to_train(s, r);
+  if (r.iteration_time_s > 0) r.goodput = goodput(s, r.iteration_time_s, r.tokens_per_s);
   r.notes.push_back(layout.placement_summary());
   for (auto& line : transport->report()) r.notes.push_back(std::move(line));
   sim.spans = replay.spans();

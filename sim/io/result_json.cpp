@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "hw/units.h"
+#include "sim/io/goodput_output.h"
 
 namespace ptsim::sim {
 
@@ -107,6 +108,7 @@ nlohmann::json to_json(const Result& r) {
                            {"end_s", t.end_s},
                            {"exposed_comm_s", per_dim(t.exposed_s)}});
   if (r.time_to_train) j["time_to_train"] = time_to_train_json(*r.time_to_train);
+  if (r.goodput) j["goodput"] = goodput_json(*r.goodput);
   j["framework"] = r.framework;
   j["cost_source"] = r.cost_source;
   j["sim_wall_time_s"] = r.sim_wall_time_s;
@@ -182,6 +184,7 @@ std::string summary_text(const Result& r) {
          format_bytes(s.optimizer), format_bytes(s.activations), format_bytes(s.buffers), format_bytes(s.peak));
   for (const auto& n : r.notes) out += wrap_note(n);
   if (r.time_to_train) out += time_to_train_text(*r.time_to_train);
+  if (r.goodput) out += goodput_text(*r.goodput);
   line("cost source     {}", r.cost_source);
   line("simulated       {} events in {}{}", r.events, format_seconds(r.sim_wall_time_s),
        r.folded ? " (folded ranks)" : "");

@@ -17,6 +17,7 @@
 #include "sim/io/framework_section.h"
 #include "sim/io/import_args.h"
 #include "sim/io/scenario_keys.h"
+#include "sim/io/reliability_section.h"
 
 namespace ptsim::sim {
 namespace {
@@ -495,6 +496,7 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& file,
   read_parallel(r, root, s);
   read_moe_plan(r, root, s);
   read_training(r, root, s);
+  if (root["reliability"]) read_reliability(r, root["reliability"], s);
 
   derive_microbatches(s);
   validate(s);

@@ -151,6 +151,22 @@ const std::vector<ScenarioKey>& key_table() {
       {"training.total_tokens", "tokens", "none", "training goal: gives time and cost to train",
        "--train-samples (× seq_length)", ""},
       {"training.train_iters", "", "none", "training goal in iterations (not with total_tokens)", "--train-iters", ""},
+      {"reliability", "", "", "failures and checkpoints: goodput (README \"Goodput\"); empty = every default", "", ""},
+      {"reliability.gpu_mtbf", "s|min|h|d", "from gpu_failures_per_hour", "mean time between failures of one GPU", "", ""},
+      {"reliability.gpu_failures_per_hour", "1/h", "1.1583e-5 (Llama 3)", "failures per GPU-hour", "", ""},
+      {"reliability.node_mtbf", "s|min|h|d", "from node_failures_per_hour", "mean time between failures of one node", "", ""},
+      {"reliability.node_failures_per_hour", "1/h", "6.5197e-5 (Llama 3)", "failures per node-hour (not GPU)", "", ""},
+      {"reliability.checkpoint_size", "bytes", "weights + optimizer states", "one checkpoint, whole job", "", ""},
+      {"reliability.storage_bandwidth", "", "", "checkpoint storage", "", ""},
+      {"reliability.storage_bandwidth.write", "GB/s", "2 TB/s (Llama 3)", "aggregate write", "", ""},
+      {"reliability.storage_bandwidth.read", "GB/s", "2 TB/s (Llama 3)", "aggregate read", "", ""},
+      {"reliability.storage_bandwidth.node_write", "GB/s", "none", "per node write cap", "", ""},
+      {"reliability.storage_bandwidth.node_read", "GB/s", "none", "per node read cap", "", ""},
+      {"reliability.checkpoint_mode", "", "sync", "sync | async (only the snapshot blocks)", "--async-save", ""},
+      {"reliability.snapshot_bandwidth", "GB/s", "the GPU's PCIe", "device-to-host snapshot of an async checkpoint", "", ""},
+      {"reliability.relaunch_time", "s", "10 min", "job relaunch after a failure", "", ""},
+      {"reliability.warmup_time", "s", "0", "warm-up after the checkpoint load", "", ""},
+      {"reliability.checkpoint_interval", "", "optimal", "optimal | a time | \"N iterations\"", "--save-interval", ""},
   };
   return keys;
 }

@@ -74,6 +74,7 @@ CompareRow make_row(const ComparedPlan& p, std::size_t index) {
   row.capacity_bytes = r.capacity_bytes;
   row.headroom_bytes = r.capacity_bytes - r.peak_bytes;
   row.time_to_train = r.time_to_train;
+  row.goodput = r.goodput;
   return row;
 }
 
@@ -128,9 +129,16 @@ std::vector<CompareRow> compare_rows(const std::vector<ComparedPlan>& plans, Com
         throw InputError(plans[r.index].file, r.time_to_train ? "cluster.price_per_gpu_hour" : "training.total_tokens",
                          "--sort cost needs a cost for every plan",
                          "give training.total_tokens (or train_iters) and cluster.price_per_gpu_hour");
+  if (sort == CompareSort::goodput)
+    for (const auto& r : rows)
+      if (!r.goodput)
+        throw InputError(plans[r.index].file, "reliability", "--sort goodput needs a reliability section in every plan",
+                         "add `reliability:` (README \"Goodput\"); an empty one takes every default");
   std::stable_sort(rows.begin(), rows.end(), [&](const CompareRow& a, const CompareRow& b) {
     if (a.feasible != b.feasible) return a.feasible;
     if (sort == CompareSort::cost && cost_of(a) != cost_of(b)) return cost_of(a) < cost_of(b);
+    if (sort == CompareSort::goodput && a.goodput_tokens_per_s() != b.goodput_tokens_per_s())
+      return a.goodput_tokens_per_s() > b.goodput_tokens_per_s();
     if (a.tokens_per_s != b.tokens_per_s) return a.tokens_per_s > b.tokens_per_s;
     return a.peak_bytes < b.peak_bytes;
   });
@@ -141,6 +149,10 @@ std::vector<CompareRow> compare_rows(const std::vector<ComparedPlan>& plans, Com
     r.rank = static_cast<int>(i) + 1;
     if (sort == CompareSort::speed)
       r.vs_best_pct = best.tokens_per_s > 0 ? 100 * (r.tokens_per_s / best.tokens_per_s - 1) : 0;
+    else if (sort == CompareSort::goodput)
+      r.vs_best_pct = best.goodput_tokens_per_s() > 0
+                          ? 100 * (r.goodput_tokens_per_s() / best.goodput_tokens_per_s() - 1)
+                          : 0;
     else
       r.vs_best_pct = cost_of(best) > 0 ? 100 * (cost_of(r) / cost_of(best) - 1) : 0;
   }

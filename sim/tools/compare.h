@@ -41,7 +41,7 @@ struct CompareOptions {
 // naming the file (or --set-plan) and the key.
 std::vector<ComparedPlan> run_comparison(const CompareOptions& opt);
 
-enum class CompareSort { speed, cost };
+enum class CompareSort { speed, cost, goodput };
 
 // Exposed communication columns, in this order.
 inline constexpr std::array<Dim, 5> kCompareDims = {Dim::tp, Dim::cp, Dim::ep, Dim::pp, Dim::dp};
@@ -57,12 +57,16 @@ struct CompareRow {
   // Speed: throughput relative to the best (≤ 0); cost: cost relative to the cheapest (≥ 0).
   double vs_best_pct = 0;
   std::optional<TimeToTrain> time_to_train;
+  std::optional<Goodput> goodput;  // with a reliability section (sim/core/goodput.h)
+  // tokens/s × goodput: the ranking of --sort goodput (0 without a reliability section).
+  double goodput_tokens_per_s() const { return goodput ? goodput->tokens_per_s : 0; }
 };
 
 // Ranked best first: feasible plans before out-of-memory ones, then by tokens/s
-// (speed) or by cost (cost), ties by lower peak memory, then input order. Sorting by
-// cost needs a cost for every plan (training goal and price): otherwise an InputError
-// naming the first plan without one.
+// (speed), by cost (cost) or by tokens/s × goodput (goodput), ties by lower peak
+// memory, then input order. Sorting by cost needs a cost for every plan (training goal
+// and price), by goodput a reliability section: otherwise an InputError naming the
+// first plan without one.
 std::vector<CompareRow> compare_rows(const std::vector<ComparedPlan>& plans, CompareSort sort);
 
 // The columns of the CSV and of each JSON row, in order (README "Comparing plans").

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "hw/units.h"
+#include "sim/io/goodput_output.h"
 #include "sim/io/result_json.h"
 #include "sim/tools/compare.h"
 
@@ -61,6 +62,12 @@ std::vector<nlohmann::json> cells(const CompareRow& r, const ComparedPlan& p) {
   c.push_back(opt(t ? std::optional<double>(t->gpu_hours) : std::nullopt));
   c.push_back(opt(t ? t->cost : std::nullopt));
   c.push_back(opt(t ? std::optional<double>(t->energy_kwh) : std::nullopt));
+  const auto& g = r.goodput;
+  c.push_back(opt(g ? std::optional<double>(g->goodput) : std::nullopt));
+  c.push_back(opt(g ? std::optional<double>(g->tokens_per_s) : std::nullopt));
+  c.push_back(opt(g ? std::optional<double>(g->failures_per_day) : std::nullopt));
+  c.push_back(opt(g ? g->wall_days : std::nullopt));
+  c.push_back(opt(g ? g->cost : std::nullopt));
   return c;
 }
 
@@ -91,6 +98,37 @@ std::string table_row(const CompareRow& r) {
 
 }  // namespace
 
+namespace {
+const char* sort_name(CompareSort sort) {
+  return sort == CompareSort::speed ? "speed" : sort == CompareSort::cost ? "cost" : "goodput";
+}
+
+// Under the table when any plan has a reliability section: goodput and what it does to
+// throughput, time and cost (README "Goodput").
+std::string goodput_table(const std::vector<CompareRow>& rows) {
+  bool any = false;
+  for (const auto& r : rows) any = any || r.goodput;
+  if (!any) return "";
+  std::string out = fmt::format("\n{:>2} {:>8} {:>9} {:>9} {:>8} {:>8} {:>8} {:>9}\n", "#", "goodput", "gp tok/s",
+                                "fail/day", "ckpt s", "every", "gp days", "gp cost");
+  for (const auto& r : rows) {
+    if (!r.goodput) {
+      out += fmt::format("{:>2} {:>8}\n", r.rank, "-");
+      continue;
+    }
+    const auto& g = *r.goodput;
+    out += fmt::format("{:>2} {:>8} {:>9} {:>9} {:>8} {:>8} {:>8} {:>9}\n", r.rank,
+                       fmt::format("{:.1f}%", 100 * g.goodput), compact(g.tokens_per_s),
+                       fmt::format("{:.2f}", g.failures_per_day), short_seconds(g.checkpoint_cost_s),
+                       fmt::format("{}it", g.interval_iterations), g.wall_days ? one_decimal(*g.wall_days) : "-",
+                       g.cost ? compact(*g.cost) : "-");
+  }
+  out += "goodput: useful training time / wall time under failures and checkpoints; gp tok/s = tok/s x goodput;\n"
+         "ckpt s: blocking checkpoint time, every: the checkpoint interval; gp days, gp cost: with failures\n";
+  return out;
+}
+}  // namespace
+
 const std::vector<std::string>& compare_columns() {
   static const std::vector<std::string> cols = {"rank",
                                                 "label",
@@ -113,7 +151,12 @@ const std::vector<std::string>& compare_columns() {
                                                 "days",
                                                 "gpu_hours",
                                                 "cost",
-                                                "energy_kwh"};
+                                                "energy_kwh",
+                                                "goodput",
+                                                "goodput_tokens_per_s",
+                                                "failures_per_day",
+                                                "goodput_days",
+                                                "goodput_cost"};
   return cols;
 }
 
@@ -134,8 +177,8 @@ std::string compare_table_text(const std::vector<CompareRow>& rows, const std::v
       "\ntimes in s (TP..DP: communication the compute stream waited for); memory in GiB, free = HBM - peak\n"
       "days, cost: to train training.total_tokens or train_iters (GPU-hours, energy: --csv, --json)\n"
       "vs best: {} relative to the best plan\n",
-      sort == CompareSort::speed ? "tokens/s" : "cost");
-  return out;
+      sort == CompareSort::speed ? "tokens/s" : sort == CompareSort::cost ? "cost" : "tokens/s x goodput");
+  return out + goodput_table(rows);
 }
 
 std::string compare_csv(const std::vector<CompareRow>& rows, const std::vector<ComparedPlan>& plans) {
@@ -153,7 +196,7 @@ std::string compare_csv(const std::vector<CompareRow>& rows, const std::vector<C
 nlohmann::json compare_json(const std::vector<CompareRow>& rows, const std::vector<ComparedPlan>& plans,
                             CompareSort sort) {
   nlohmann::json j;
-  j["sort"] = sort == CompareSort::speed ? "speed" : "cost";
+  j["sort"] = sort_name(sort);
   j["columns"] = compare_columns();
   j["plans"] = nlohmann::json::array();
   for (const auto& r : rows) {
@@ -162,6 +205,7 @@ nlohmann::json compare_json(const std::vector<CompareRow>& rows, const std::vect
     for (std::size_t k = 0; k < c.size(); ++k) row[compare_columns()[k]] = c[k];
     row["plan"] = plan_to_json(plans[r.index].scenario.plan);
     if (r.time_to_train) row["time_to_train"] = time_to_train_json(*r.time_to_train);
+    if (r.goodput) row["goodput_detail"] = goodput_json(*r.goodput);
     j["plans"].push_back(row);
   }
   return j;

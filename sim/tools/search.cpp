@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "sim/core/simulate.h"
+#include "sim/core/goodput.h"
 #include "sim/core/time_to_train.h"
 #include "sim/tools/search_internal.h"
 
@@ -32,6 +33,9 @@ void check_options(const Scenario& base, const SearchOptions& opt) {
           "--sort cost needs a cost: give {}",
           t ? "cluster.price_per_gpu_hour" : "training.total_tokens (or train_iters) and cluster.price_per_gpu_hour"));
   }
+  if (opt.sort == SearchSort::goodput && !base.reliability)
+    throw std::invalid_argument(
+        "--sort goodput needs a reliability section (README \"Goodput\"; an empty `reliability:` takes every default)");
   if (opt.shard_count < 1 || opt.shard_rank < 0 || opt.shard_rank >= opt.shard_count)
     throw std::invalid_argument(fmt::format("shard {} of {}: out of range", opt.shard_rank, opt.shard_count));
 }
@@ -59,6 +63,7 @@ RankedPlan ranked_plan(const plan_search::SearchRun& run, const plan_search::Ran
   rp.exposed_comm_s = f.o.exposed_comm_s;
   rp.bound_tokens_per_s = run.pre[static_cast<std::size_t>(f.cand)].bound_tokens_per_s;
   rp.time_to_train = time_to_train(s, f.o.iteration_time_s);
+  if (f.o.iteration_time_s > 0) rp.goodput = goodput(s, f.o.iteration_time_s, f.o.tokens_per_s);
   return rp;
 }
 
@@ -116,8 +121,8 @@ EquivalenceKey equivalence_key(int num_gpus, const models::Parallelism& par, dou
 bool ranks_before(const SearchRun& run, const Ranked& a, const Ranked& b) {
   const auto& ca = run.cands[static_cast<std::size_t>(a.cand)];
   const auto& cb = run.cands[static_cast<std::size_t>(b.cand)];
-  const double ta = rounded_tokens_per_s(rank_score(run, a.o.tokens_per_s, ca.num_gpus));
-  const double tb = rounded_tokens_per_s(rank_score(run, b.o.tokens_per_s, cb.num_gpus));
+  const double ta = rounded_tokens_per_s(rank_score(run, a.o.tokens_per_s, ca.num_gpus, a.o.goodput));
+  const double tb = rounded_tokens_per_s(rank_score(run, b.o.tokens_per_s, cb.num_gpus, b.o.goodput));
   if (ta != tb) return ta > tb;
   if (a.o.peak_bytes != b.o.peak_bytes) return a.o.peak_bytes < b.o.peak_bytes;
   return plan_key(ca.num_gpus, ca.par) < plan_key(cb.num_gpus, cb.par);

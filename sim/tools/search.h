@@ -56,13 +56,17 @@ struct CandidateOutcome {
   bool feasible = false;   // false: the simulated peak exceeds the GPU memory
   double tokens_per_s = 0, model_tflops_per_gpu = 0, mfu = 0, bubble_fraction = 0, peak_bytes = 0, iteration_time_s = 0;
   std::array<double, kNumDims> exposed_comm_s{};
+  double goodput = 1;  // sim/core/goodput.h, with a reliability section (1 without)
 };
 
 // What the ranking puts first: speed (tokens/s) or cost to train. The cost of a plan is
 // iterations × iteration time × GPUs × price, and the iterations (the training goal over
 // the global batch) are the same for every plan, so ranking by cost is ranking by
 // tokens/s per GPU: within one cluster size it equals the speed ranking.
-enum class SearchSort : std::uint8_t { speed, cost };
+// By goodput: tokens/s × goodput under failures and checkpoints (sim/core/goodput.h),
+// which falls with the GPU count (more GPUs fail more often); the bound of a plan is
+// its tokens/s bound × goodput_upper_bound.
+enum class SearchSort : std::uint8_t { speed, cost, goodput };
 
 struct SearchOptions {
   // Restrictions "key=value[,value...]" on scenario keys (CONTRACT §2 names):
@@ -107,6 +111,7 @@ struct RankedPlan {
   int equivalents = 0;                       // other plans equivalent to this one (plans_equivalent), not listed
   double scaling_efficiency = 0;             // best_per_size only: tokens/s per GPU over the smallest size's
   std::optional<TimeToTrain> time_to_train;  // when the scenario gives a training goal
+  std::optional<Goodput> goodput;            // when the scenario has a reliability section
 };
 
 // One simulated plan (for the report's throughput-vs-memory scatter).

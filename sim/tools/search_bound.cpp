@@ -14,6 +14,7 @@
 #include "hw/net/layout.h"
 #include "models/memory.h"
 #include "sim/core/errors.h"
+#include "sim/core/goodput.h"
 #include "sim/core/program_builder.h"
 #include "sim/core/simulate.h"
 #include "sim/io/scenario_file.h"
@@ -176,6 +177,7 @@ void memory_and_bound(const plan_search::SearchRun& run, const Scenario& s, Fami
   const double t = iteration_time_lower_bound(s, *run.compute, coll.of(s));
   const double tokens = static_cast<double>(s.plan.global_batch_size) * static_cast<double>(s.model.seq_length);
   out.bound_tokens_per_s = t > 0 ? tokens / t : std::numeric_limits<double>::infinity();
+  if (run.opt.sort == SearchSort::goodput) out.goodput_bound = goodput_upper_bound(s);
 }
 
 // The pre-pass of one family's candidates [begin, end); counts them in `checked`.
@@ -273,7 +275,7 @@ void rank_survivors(SearchRun& run) {
   // Best bound first; ties by enumeration order (deterministic).
   auto bound = [&](std::int64_t i) {
     return rank_score(run, run.pre[static_cast<std::size_t>(i)].bound_tokens_per_s,
-                      run.cands[static_cast<std::size_t>(i)].num_gpus);
+                      run.cands[static_cast<std::size_t>(i)].num_gpus, run.pre[static_cast<std::size_t>(i)].goodput_bound);
   };
   std::stable_sort(run.survivors.begin(), run.survivors.end(),
                    [&](std::int64_t a, std::int64_t b) { return bound(a) > bound(b); });

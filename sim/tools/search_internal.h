@@ -42,6 +42,7 @@ struct PrePass {
   std::string reason;        // invalid: the key
   double analytic_peak = 0;  // bytes (max over stages)
   double bound_tokens_per_s = 0;
+  double goodput_bound = 1;  // --sort goodput: goodput_upper_bound of the plan
 };
 
 // One search, filled step by step by search().
@@ -61,9 +62,11 @@ struct SearchRun {
 // The peak memory a plan may have: the GPU memory less the --min-headroom share.
 inline double memory_limit(const SearchRun& run) { return run.base.cluster.gpu.hbm * (1.0 - run.opt.min_headroom); }
 
-// What the ranking compares (search.h): tokens/s, or by cost tokens/s scaled to the
-// smallest cluster size searched (cost ∝ GPUs / tokens/s for a fixed training goal).
-inline double rank_score(const SearchRun& run, double tokens_per_s, int num_gpus) {
+// What the ranking compares (search.h): tokens/s, by goodput tokens/s × `goodput`, or by
+// cost tokens/s scaled to the smallest cluster size searched (cost ∝ GPUs / tokens/s
+// for a fixed training goal).
+inline double rank_score(const SearchRun& run, double tokens_per_s, int num_gpus, double goodput) {
+  if (run.opt.sort == SearchSort::goodput) return tokens_per_s * goodput;
   if (run.opt.sort == SearchSort::speed || run.sizes.empty()) return tokens_per_s;
   return tokens_per_s * static_cast<double>(run.sizes.front()) / static_cast<double>(num_gpus);
 }

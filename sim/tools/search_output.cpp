@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 
+#include "sim/io/goodput_output.h"
 #include "sim/io/result_json.h"
 #include "sim/tools/search_internal.h"
 
@@ -86,7 +87,8 @@ Families tally_families(const plan_search::SearchRun& run, const plan_search::Wa
     auto& f = fams.of(i);
     if (!waves.simulated[q]) {
       ++f.bound;
-      f.best_bound = std::max(f.best_bound, run.pre[static_cast<std::size_t>(i)].bound_tokens_per_s);
+      const auto& pre = run.pre[static_cast<std::size_t>(i)];
+      f.best_bound = std::max(f.best_bound, pre.bound_tokens_per_s * pre.goodput_bound);  // goodput_bound 1 unless --sort goodput
     } else if (!waves.outcomes[q].feasible || waves.outcomes[q].peak_bytes > plan_search::memory_limit(run)) {
       ++f.oom_sim;
       f.min_peak = std::min(f.min_peak, waves.outcomes[q].peak_bytes);
@@ -133,8 +135,10 @@ std::string verdict(const plan_search::SearchRun& run, const plan_search::Waves&
     const int gpus = run.cands[static_cast<std::size_t>(f.first)].num_gpus;
     const bool scaled = run.opt.sort == SearchSort::cost && run.sizes.size() > 1;
     return fmt::format("dominated by bound: at most {:.0f} tokens/s{}, below the #{} plan's {:.0f}{}",
-                       plan_search::rank_score(run, f.best_bound, gpus),
-                       scaled ? fmt::format(" scaled to {} GPUs (cost)", run.sizes.front()) : std::string(),
+                       plan_search::rank_score(run, f.best_bound, gpus, 1.0),
+                       scaled ? fmt::format(" scaled to {} GPUs (cost)", run.sizes.front())
+                       : run.opt.sort == SearchSort::goodput ? std::string(" x goodput")
+                                                             : std::string(),
                        run.opt.top_k, waves.kth, run.sizes.size() > 1 ? " and its size's best" : "");
   }
   if (f.oom + f.oom_sim > 0 && run.opt.min_headroom > 0)
@@ -178,6 +182,7 @@ nlohmann::json search_to_json(const SearchResult& r) {
     j["bound_tokens_per_s"] = p.bound_tokens_per_s;
     j["equivalent_plans"] = p.equivalents;
     if (p.time_to_train) j["time_to_train"] = time_to_train_json(*p.time_to_train);
+    if (p.goodput) j["goodput"] = goodput_json(*p.goodput);
     nlohmann::json ex;
     for (int d = 0; d < kNumDims; ++d)
       ex[to_string(static_cast<Dim>(d))] = p.exposed_comm_s[static_cast<std::size_t>(d)];
@@ -199,7 +204,7 @@ nlohmann::json search_to_json(const SearchResult& r) {
   nlohmann::json losers = nlohmann::json::array();
   for (const auto& l : r.losers) losers.push_back({{"family", l.family}, {"reason", l.reason}});
   return {{"plans", plans},
-          {"sort", r.sort == SearchSort::cost ? "cost" : "speed"},
+          {"sort", r.sort == SearchSort::cost ? "cost" : r.sort == SearchSort::goodput ? "goodput" : "speed"},
           {"best_per_size", sizes},
           {"pruned", pruned},
           {"candidates", r.candidates},
@@ -213,19 +218,21 @@ std::string search_to_csv(const SearchResult& r) {
   std::string out =
       "rank,num_gpus,dp,tp,pp,cp,ep,vpp,pipeline_schedule,micro_batch_size,num_microbatches,zero_stage,recompute,"
       "sequence_parallel,tokens_per_s,model_tflops_per_gpu,mfu,bubble_fraction,exposed_comm_s,peak_bytes,"
-      "iteration_time_s,equivalent_plans,days,gpu_hours,cost,energy_kwh\n";
+      "iteration_time_s,equivalent_plans,days,gpu_hours,cost,energy_kwh,goodput,goodput_tokens_per_s\n";
   const auto opt = [](std::optional<double> v) { return v ? fmt::format("{:.6g}", *v) : std::string(); };
   for (const auto& p : r.plans) {
     const auto& q = p.plan.par;
     const auto& t = p.time_to_train;
     out += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.0f},{:.6g},{},{},{},{},{}\n",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.0f},{:.6g},{},{},{},{},{},{},{}\n",
         p.rank, p.num_gpus, q.dp, q.tp, q.pp, q.cp, q.ep, q.vpp, models::to_string(q.schedule), q.micro_batch_size,
         q.num_microbatches, q.zero_stage, models::to_string(q.recompute), q.sequence_parallel ? "true" : "false",
         p.tokens_per_s, p.model_tflops_per_gpu, p.mfu, p.bubble_fraction, total_exposed(p.exposed_comm_s), p.peak_bytes,
         p.iteration_time_s, p.equivalents, opt(t ? std::optional(t->days) : std::nullopt),
         opt(t ? std::optional(t->gpu_hours) : std::nullopt), opt(t ? t->cost : std::nullopt),
-        opt(t ? std::optional(t->energy_kwh) : std::nullopt));
+        opt(t ? std::optional(t->energy_kwh) : std::nullopt),
+        opt(p.goodput ? std::optional(p.goodput->goodput) : std::nullopt),
+        opt(p.goodput ? std::optional(p.goodput->tokens_per_s) : std::nullopt));
   }
   return out;
 }
@@ -340,6 +347,23 @@ std::string time_to_train_table(const SearchResult& r) {
   return out;
 }
 
+// Goodput of each top plan (when the scenario has a reliability section, README "Goodput").
+std::string goodput_table(const SearchResult& r) {
+  if (r.plans.empty() || !r.plans.front().goodput) return "";
+  std::string out = "goodput under failures and checkpoints:\n";
+  out += fmt::format("{:>2} {:>5} {:>9} {:>8} {:>11} {:>9} {:>9} {:>8}\n", "#", "gpus", "tokens/s", "goodput",
+                     "gp tokens/s", "fail/day", "interval", "gp days");
+  for (const auto& p : r.plans) {
+    if (!p.goodput) continue;
+    const auto& g = *p.goodput;
+    out += fmt::format("{:>2} {:>5} {:>9.0f} {:>7.1f}% {:>11.0f} {:>9.2f} {:>8}s {:>8}\n", p.rank, p.num_gpus,
+                       p.tokens_per_s, 100 * g.goodput, g.tokens_per_s, g.failures_per_day,
+                       fmt::format("{:.0f}", g.interval_s), g.wall_days ? fmt::format("{:.2f}", *g.wall_days) : "-");
+  }
+  if (r.sort == SearchSort::goodput) out += "ranked by tokens/s x goodput (more GPUs fail more often)\n";
+  return out;
+}
+
 std::string size_table(const SearchResult& r) {
   const bool ep = any_ep(r.best_per_size);
   std::string out =
@@ -367,7 +391,7 @@ std::string explain_text(const SearchResult& r) {
 
 std::string search_summary_text(const SearchResult& r, bool explain) {
   std::string out = counts_text(r);
-  if (!r.plans.empty()) out += top_table(r) + time_to_train_table(r);
+  if (!r.plans.empty()) out += top_table(r) + time_to_train_table(r) + goodput_table(r);
   if (r.plans.empty() && r.candidates == 0)
     out += wrapped(
         "no plan fits: no candidate plan at all. A plan needs tensor_parallel to divide cluster.num_gpus, "

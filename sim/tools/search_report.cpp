@@ -110,7 +110,9 @@ std::string search_report_html(const Scenario& base, const std::string& file, co
     c.sim = simulate(c.scenario, so);
     plans.push_back(std::move(c));
   }
-  const CompareSort sort = r.sort == SearchSort::cost ? CompareSort::cost : CompareSort::speed;
+  const CompareSort sort = r.sort == SearchSort::cost      ? CompareSort::cost
+                          : r.sort == SearchSort::goodput ? CompareSort::goodput
+                                                          : CompareSort::speed;
   const auto rows = compare_rows(plans, sort);
   std::vector<ComparePagePlan> page;
   for (const auto& row : rows)

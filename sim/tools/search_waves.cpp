@@ -27,8 +27,8 @@ int size_at(const SearchRun& run, std::int64_t pos) {
 
 // The bound on the ranking score (rank_score) of the survivor at `pos`.
 double bound_at(const SearchRun& run, std::int64_t pos) {
-  const double b = run.pre[static_cast<std::size_t>(run.survivors[static_cast<std::size_t>(pos)])].bound_tokens_per_s;
-  return rank_score(run, b, size_at(run, pos));
+  const auto& p = run.pre[static_cast<std::size_t>(run.survivors[static_cast<std::size_t>(pos)])];
+  return rank_score(run, p.bound_tokens_per_s, size_at(run, pos), p.goodput_bound);
 }
 
 // A plan whose tokens/s is below threshold − 1 rounds below the threshold's
@@ -105,6 +105,7 @@ CandidateOutcome simulate_candidate(const SearchRun& run, std::int64_t q) {
   o.peak_bytes = r.peak_bytes;
   o.iteration_time_s = r.iteration_time_s;
   o.exposed_comm_s = r.exposed_comm_s;
+  if (r.goodput && run.opt.sort == SearchSort::goodput) o.goodput = r.goodput->goodput;
   return o;
 }
 
@@ -140,7 +141,7 @@ void update_thresholds(const SearchRun& run, Waves& waves) {
   const auto k = static_cast<std::size_t>(run.opt.top_k);
   const auto score = [&](const Ranked& f) {
     return rounded_tokens_per_s(
-        rank_score(run, f.o.tokens_per_s, run.cands[static_cast<std::size_t>(f.cand)].num_gpus));
+        rank_score(run, f.o.tokens_per_s, run.cands[static_cast<std::size_t>(f.cand)].num_gpus, f.o.goodput));
   };
   if (groups.size() >= k) waves.kth = score(waves.feasible[groups[k - 1].front()]);
   for (const auto& f : waves.feasible) {

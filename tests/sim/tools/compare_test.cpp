@@ -51,6 +51,7 @@ std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
   std::stringstream ss(s);
   for (std::string part; std::getline(ss, part, sep);) out.push_back(part);
+  if (sep == ',' && !s.empty() && s.back() == sep) out.emplace_back();  // a trailing empty cell
   return out;
 }
 
