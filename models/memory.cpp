@@ -20,6 +20,12 @@ void check_stage(const Parallelism& p, int stage) {
 }
 
 bool interleaved(const Parallelism& p) {
+  if (two_chunk_schedule(p.schedule)) {
+    if (p.vpp != 2)
+      throw std::invalid_argument(fmt::format("{} holds 2 model chunks per stage, got virtual_pipeline_stages = {}",
+                                              to_string(p.schedule), p.vpp));
+    return false;
+  }
   if (p.vpp > 1 && p.schedule != Schedule::interleaved_1f1b) {
     throw std::invalid_argument(fmt::format(
         "virtual_pipeline_stages = {} needs pipeline_schedule interleaved-1f1b, got {}", p.vpp, to_string(p.schedule)));
@@ -132,11 +138,36 @@ LayerRange chunk_layers(const ModelSpec& m, const Parallelism& p, int stage, int
     throw std::invalid_argument(fmt::format("model chunk {} out of range [0, {})", chunk, p.vpp));
   }
   const std::vector<int> per_stage = layers_per_stage(m, p);
+  interleaved(p);  // checks vpp against the schedule
+  if (p.schedule == Schedule::dualpipe) {
+    // DualPipe (DeepSeek-V3 §3.2.1): two copies of the pp-stage model, one per
+    // direction; chunk 0 is stage `stage` of the first copy, chunk 1 stage
+    // pp − 1 − stage of the second.
+    const int owner = chunk == 0 ? stage : p.pp - 1 - stage;
+    LayerRange out;
+    for (int r = 0; r < owner; ++r) out.first += per_stage[r];
+    out.count = per_stage[owner];
+    return out;
+  }
   for (int r = 0; r < p.pp; ++r) {
     if (per_stage[r] % p.vpp != 0) {
       throw std::invalid_argument(
           fmt::format("stage {} has {} layers, not divisible by virtual_pipeline_stages {}", r, per_stage[r], p.vpp));
     }
+  }
+  if (p.schedule == Schedule::zb_v) {
+    // ZB-V: virtual stage `stage` (chunk 0) down the pipeline, then 2·pp − 1 −
+    // stage (chunk 1) back up: stage 0 holds the first and the last layers.
+    LayerRange out;
+    for (int r = 0; r < p.pp; ++r) out.first += per_stage[r] / 2;  // past the down leg
+    if (chunk == 0) {
+      out.first = 0;
+      for (int r = 0; r < stage; ++r) out.first += per_stage[r] / 2;
+    } else {
+      for (int r = p.pp - 1; r > stage; --r) out.first += per_stage[r] / 2;
+    }
+    out.count = per_stage[stage] / 2;
+    return out;
   }
   // Virtual stages in model order: (chunk 0: stages 0..pp−1), (chunk 1: ...), ...
   LayerRange out;
@@ -161,6 +192,36 @@ int forward_chunk(const Parallelism& p, int k) {
   return (k / p.pp) % p.vpp;
 }
 
+bool holds_embedding(const Parallelism& p, int stage, int chunk) {
+  if (p.schedule == Schedule::dualpipe) return (chunk == 0 && stage == 0) || (chunk == 1 && stage == p.pp - 1);
+  return stage == 0 && chunk == 0;
+}
+
+bool holds_head(const Parallelism& p, int stage, int chunk) {
+  if (p.schedule == Schedule::dualpipe) return (chunk == 0 && stage == p.pp - 1) || (chunk == 1 && stage == 0);
+  if (p.schedule == Schedule::zb_v) return stage == 0 && chunk == 1;
+  return stage == p.pp - 1 && chunk == p.vpp - 1;
+}
+
+std::int64_t embedding_block_params(const ModelSpec& m, const Parallelism& p) {
+  const auto word = static_cast<std::int64_t>(local_vocab(m, p)) * m.hidden_size;  // vocab-parallel
+  // Learned positions are replicated on every TP rank (Megatron Embedding).
+  return word + (m.learned_position_embeddings ? std::int64_t{m.seq_length} * m.hidden_size : 0);
+}
+
+std::int64_t head_block_params(const ModelSpec& m, const Parallelism& p, int stage, int chunk) {
+  const auto word = static_cast<std::int64_t>(local_vocab(m, p)) * m.hidden_size;
+  const std::int64_t norm = m.norm == Norm::layernorm ? 2 * m.hidden_size : m.hidden_size;  // final norm
+  // Untied: the output layer. Tied: shared with the embedding of the same model
+  // copy when this stage holds it (pp = 1; ZB-V's stage 0), else Megatron-LM keeps
+  // a copy of the word embedding and all-reduces its gradient with the embedding's
+  // stage. DualPipe's two copies each have their own.
+  bool shares = false;
+  for (int c = 0; c < p.vpp; ++c)
+    if (holds_embedding(p, stage, c) && (p.schedule != Schedule::dualpipe || c == chunk)) shares = true;
+  return norm + (m.untie_embeddings || !shares ? word : 0);
+}
+
 LocalParams stage_params(const ModelSpec& m, const Parallelism& p, int stage) {
   check_stage(p, stage);
   LocalParams out;
@@ -169,17 +230,9 @@ LocalParams stage_params(const ModelSpec& m, const Parallelism& p, int stage) {
     out.dense += l.dense;
     out.expert += l.expert;
   }
-  const auto word = static_cast<std::int64_t>(local_vocab(m, p)) * m.hidden_size;  // vocab-parallel
-  if (stage == 0) {
-    out.dense += word;
-    // Learned positions are replicated on every TP rank (Megatron Embedding).
-    if (m.learned_position_embeddings) out.dense += m.seq_length * m.hidden_size;
-  }
-  if (stage == p.pp - 1) {
-    out.dense += m.norm == Norm::layernorm ? 2 * m.hidden_size : m.hidden_size;  // final norm
-    // Untied: the output layer. Tied with pp > 1: Megatron-LM keeps a copy of the
-    // word embedding on the last stage and all-reduces its gradient with stage 0.
-    if (m.untie_embeddings || p.pp > 1) out.dense += word;
+  for (int c = 0; c < p.vpp; ++c) {
+    if (holds_embedding(p, stage, c)) out.dense += embedding_block_params(m, p);
+    if (holds_head(p, stage, c)) out.dense += head_block_params(m, p, stage, c);
   }
   return out;
 }
@@ -421,8 +474,13 @@ double reserved_bytes(const Parallelism& p, double allocated) {
 // flight, in_flight_microbatch_chunks, which are the first ones of the schedule
 // (their chunks given by forward_chunk), plus the recompute working set of the
 // backward that follows them; the allocator gap scales the sum.
-std::vector<StageMemory> analytical_memory(const ModelSpec& m, const Parallelism& p) {
+std::vector<StageMemory> analytical_memory(const ModelSpec& m, const Parallelism& p,
+                                           const std::vector<double>* activations_at_peak) {
   check_sharding(m, p);
+  if (splits_backward(p.schedule) && (!activations_at_peak || static_cast<int>(activations_at_peak->size()) != p.pp))
+    throw std::invalid_argument(fmt::format(
+        "{}: the activations in flight follow the schedule's steps; give them per stage (sim/core/schedule_memory.h)",
+        to_string(p.schedule)));
   std::vector<StageMemory> out;
   const double emb = embedding_activation_bytes(m, p);
   const double head = head_activation_bytes(m, p);
@@ -435,7 +493,8 @@ std::vector<StageMemory> analytical_memory(const ModelSpec& m, const Parallelism
     sm.optimizer = ms.optimizer;
     std::vector<double> chunk_bytes(static_cast<std::size_t>(p.vpp));
     for (int c = 0; c < p.vpp; ++c) chunk_bytes[c] = chunk_activation_bytes(m, p, stage, c);
-    const int in_flight = in_flight_microbatch_chunks(p, stage);
+    const int in_flight = activations_at_peak ? 0 : in_flight_microbatch_chunks(p, stage);
+    if (activations_at_peak) sm.activations = (*activations_at_peak)[static_cast<std::size_t>(stage)];
     for (int k = 0; k < in_flight; ++k) {
       const int c = forward_chunk(p, k);
       sm.activations += chunk_bytes[c];
@@ -449,8 +508,11 @@ std::vector<StageMemory> analytical_memory(const ModelSpec& m, const Parallelism
     double working_set = 0;
     for (int i : stage_layer_indices(m, p, stage))
       working_set = std::max(working_set, recompute_working_set_bytes(m, p, m.is_moe_layer(i)));
-    const bool holds_head = stage == p.pp - 1;
-    sm.activations += holds_head ? std::max(0.0, working_set - head) : working_set;
+    // (With the backward split, the peak comes before a W, after the B that freed
+    // its working set: a B's working set sits on top of what the steps before it hold,
+    // which the per-stage figure then already counts.)
+    const bool head_here = stage == p.pp - 1;
+    if (!activations_at_peak) sm.activations += head_here ? std::max(0.0, working_set - head) : working_set;
     sm.buffers = buffer_bytes(m, p, stage);
     const double allocated = sm.params + sm.grads + sm.optimizer + sm.activations + sm.buffers;
     sm.peak = reserved_bytes(p, allocated);

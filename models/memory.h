@@ -1,6 +1,7 @@
 // The analytical (closed-form) memory model. The simulator allocates exactly these
 // items along the schedule; its peak is cross-checked against `analytical_memory`.
 #pragma once
+#include <cstdint>
 #include <vector>
 #include "models/model_spec.h"
 #include "models/parallelism.h"
@@ -41,9 +42,24 @@ ModelStates zero_model_state_bytes(double psi, int dp, int stage, Precision prec
 // (a copy of the tied word embedding there when pp > 1, as Megatron-LM does).
 LocalParams stage_params(const ModelSpec& m, const Parallelism& p, int stage);
 
+// Whether chunk `chunk` of `stage` runs the embedding / the head (final norm,
+// output layer, loss): stage 0 chunk 0 / the last stage's last chunk; ZB-V puts
+// the head on stage 0 (chunk 1); DualPipe's two copies put an embedding and a
+// head on each end stage.
+bool holds_embedding(const Parallelism& p, int stage, int chunk);
+bool holds_head(const Parallelism& p, int stage, int chunk);
+// Parameters on one GPU of the embedding block and of the head block on (stage,
+// chunk) (a tied word embedding counts once where the stage holds the embedding
+// of the same model copy).
+std::int64_t embedding_block_params(const ModelSpec& m, const Parallelism& p);
+std::int64_t head_block_params(const ModelSpec& m, const Parallelism& p, int stage, int chunk);
+
 // Global layer indices [first, first + count) of model chunk `chunk` (0..vpp−1)
 // on pipeline stage `stage`. Megatron-LM interleaving: virtual stage
-// chunk·pp + stage holds the next layers_per_stage[stage]/vpp layers.
+// chunk·pp + stage holds the next layers_per_stage[stage]/vpp layers. ZB-V:
+// chunk 0 is virtual stage `stage`, chunk 1 virtual stage 2·pp − 1 − stage.
+// DualPipe: chunk 0 holds stage `stage`'s layers, chunk 1 stage pp − 1 − stage's
+// (a second copy of the model).
 struct LayerRange {
   int first = 0, count = 0;
 };
@@ -98,6 +114,10 @@ struct StageMemory {
   double allocator = 0;  // the allocator's reserved-minus-allocated gap
   double peak = 0;       // everything above, allocator gap included
 };
-std::vector<StageMemory> analytical_memory(const ModelSpec& m, const Parallelism& p);
+// `activations_at_peak` (per stage, bytes, recompute working set included):
+// the activation peak of a schedule whose steps decide it (the zero-bubble and
+// DualPipe schedules, sim/core/schedule_memory.h); required for those.
+std::vector<StageMemory> analytical_memory(const ModelSpec& m, const Parallelism& p,
+                                           const std::vector<double>* activations_at_peak = nullptr);
 
 }  // namespace ptsim::models

@@ -10,7 +10,11 @@ namespace ptsim::models {
 
 enum class Precision { fp32, fp16, bf16, fp8 };
 enum class Recompute { none, selective, full };
-enum class Schedule { gpipe, one_f_one_b, interleaved_1f1b };
+// zb_h1 / zb_h2 (Qi et al., ICLR 2024 §3) and zb_v (Qi et al. 2024, "Pipeline
+// Parallelism with Controllable Memory") split the backward into B (input
+// gradient) and W (weight gradient); dualpipe (DeepSeek-V3 report §3.2.1) runs two
+// copies of the stages in opposite directions. zb_v and dualpipe hold 2 chunks.
+enum class Schedule { gpipe, one_f_one_b, interleaved_1f1b, zb_h1, zb_h2, zb_v, dualpipe };
 // Whose mixed-precision model-state layout and buffers the memory model follows
 // (models/memory.h state_bytes_per_param, buffer_bytes): Megatron-core's DDP +
 // (distributed) optimizer, DeepSpeed ZeRO, PyTorch FSDP. A training-framework
@@ -63,7 +67,15 @@ inline constexpr Spelling<Precision> kPrecisionNames[] = {
 inline constexpr Spelling<Recompute> kRecomputeNames[] = {
     {Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}};
 inline constexpr Spelling<Schedule> kScheduleNames[] = {
-    {Schedule::gpipe, "gpipe"}, {Schedule::one_f_one_b, "1f1b"}, {Schedule::interleaved_1f1b, "interleaved-1f1b"}};
+    {Schedule::gpipe, "gpipe"},         {Schedule::one_f_one_b, "1f1b"}, {Schedule::interleaved_1f1b, "interleaved-1f1b"},
+    {Schedule::zb_h1, "zb-h1"},         {Schedule::zb_h2, "zb-h2"},      {Schedule::zb_v, "zb-v"},
+    {Schedule::dualpipe, "dualpipe"}};
+// Schedules that run the weight-gradient half of the backward (W) as its own step.
+constexpr bool splits_backward(Schedule s) {
+  return s == Schedule::zb_h1 || s == Schedule::zb_h2 || s == Schedule::zb_v || s == Schedule::dualpipe;
+}
+// Schedules with a fixed two-chunk placement (virtual_pipeline_stages is 2).
+constexpr bool two_chunk_schedule(Schedule s) { return s == Schedule::zb_v || s == Schedule::dualpipe; }
 inline constexpr Spelling<AttentionImpl> kAttentionImplNames[] = {{AttentionImpl::flash, "flash"},
                                                                   {AttentionImpl::naive, "naive"},
                                                                   {AttentionImpl::fa2, "fa2"},

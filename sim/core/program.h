@@ -69,7 +69,11 @@ struct Instr {
 
 struct ChunkProgram {
   std::vector<Instr> forward;
-  std::vector<Instr> backward;
+  std::vector<Instr> backward;  // the input-gradient half (B) when the schedule splits it
+  std::vector<Instr> weight;    // the weight-gradient half (W); empty otherwise
+  const std::vector<Instr>& of(Phase p) const {
+    return p == Phase::forward ? forward : p == Phase::backward ? backward : weight;
+  }
 };
 
 struct StageProgram {
@@ -83,6 +87,7 @@ struct StageProgram {
 };
 
 struct Program {
+  models::Schedule schedule = models::Schedule::one_f_one_b;  // placement of the chunks, p2p peers
   std::vector<StageProgram> stages;
   std::vector<std::string> labels;
   std::uint16_t label(const std::string& name);

@@ -57,10 +57,10 @@ class Builder {
 
   Program build() {
     const int p = par_.pp, v = par_.vpp;
+    prog_.schedule = par_.schedule;
     for (int stage = 0; stage < p; ++stage) {
       StageProgram sp;
       sp.stage = stage;
-      sp.steps = build_schedule(par_.schedule, stage, p, par_.num_microbatches, v);
       sp.states = models::model_states(s_.model, par_, stage);
       sp.buffers = models::buffer_bytes(s_.model, par_, stage);
       pending_bucket_ = 0;
@@ -72,7 +72,28 @@ class Builder {
       build_epilogue(sp);
       prog_.stages.push_back(std::move(sp));
     }
+    const auto steps = build_schedules(par_.schedule, p, par_.num_microbatches, v, {}, pass_times());
+    for (int stage = 0; stage < p; ++stage) prog_.stages[static_cast<std::size_t>(stage)].steps = steps[stage];
     return std::move(prog_);
+  }
+
+  // The compute time of each (stage, chunk)'s forward, backward (B) and W: what
+  // ZB-V places its passes for (schedule.h); empty when one is 0 (equal times).
+  std::vector<PassTimes> pass_times() const {
+    auto busy = [](const std::vector<Instr>& list) {
+      double t = 0;
+      for (const Instr& in : list)
+        if (in.kind == InstrKind::compute) t += static_cast<double>(in.duration);
+      return t;
+    };
+    std::vector<PassTimes> out;
+    for (const auto& sp : prog_.stages)
+      for (const auto& c : sp.chunks) {
+        const PassTimes t{busy(c.forward), busy(c.backward), busy(c.weight)};
+        if (t.forward <= 0 || t.backward <= 0 || t.weight <= 0) return {};
+        out.push_back(t);
+      }
+    return out;
   }
 
  private:
@@ -99,6 +120,27 @@ class Builder {
     std::size_t launched = 0, next_use = 0;
     bool prefetch = false;
   };
+
+  // The backward's two halves under a zero-bubble / DualPipe schedule: B (input
+  // gradient: a GEMM's dgrad, the attention core's and every other op's
+  // backward) and W (the GEMMs' weight gradients, Qi et al. ICLR 2024 §2).
+  bool split() const { return models::splits_backward(par_.schedule); }
+  Tick backward_time(const Op& op) const { return split() ? gemm_half(op, false) : time_of(op, true); }
+  Tick gemm_half(const Op& op, bool wgrad) const {
+    if (op.cls != OpClass::gemm && op.cls != OpClass::router) return wgrad ? 0 : time_of(op, true);
+    hw::KernelDesc k;
+    k.dtype = gemm_dtype(par_.precision);
+    k.backward = true;
+    k.cls = hw::KernelClass::gemm;
+    k.count = op.gemm.count;
+    if (wgrad)
+      k.m = op.gemm.k, k.n = op.gemm.n, k.k = op.gemm.m;
+    else
+      k.m = op.gemm.m, k.n = op.gemm.k, k.k = op.gemm.n;
+    k.flops = op.bwd_flops / 2;
+    k.bytes = op.bwd_bytes / 2;
+    return to_ticks(compute_.seconds(k));
+  }
 
   Tick time_of(const Op& op, bool backward) const {
     hw::KernelDesc k;
@@ -258,7 +300,7 @@ class Builder {
         wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, kRecompute);
       }
       if (op.cls == OpClass::attention) cp_launch(out, true, kNoFlags);
-      push_compute(out, op.name, time_of(op, true));
+      push_compute(out, op.name, backward_time(op));
       if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0);
       if (op.role == OpRole::moe_combine) ep_all_to_all(out, "ep combine bwd", kNoFlags);
       if (op.role == OpRole::attn_leave) tp_boundary(out, false, true, "attn", kNoFlags);
@@ -438,8 +480,9 @@ class Builder {
 
   ChunkProgram build_chunk(int stage, int chunk) {
     const auto& m = s_.model;
-    const bool first = stage == 0 && chunk == 0;
-    const bool last = stage == par_.pp - 1 && chunk == par_.vpp - 1;
+    const bool first = models::holds_embedding(par_, stage, chunk);
+    const bool last = models::holds_head(par_, stage, chunk);
+    cur_stage_ = stage, cur_chunk_ = chunk;
     const auto range = models::chunk_layers(m, par_, stage, chunk);
     ChunkBlocks blocks;
     blocks.dense_ops = models::layer_ops(m, par_, false);
@@ -455,6 +498,7 @@ class Builder {
     ChunkProgram cp;
     cp.forward = chunk_forward(stage, chunk, blocks, range.first);
     cp.backward = chunk_backward(stage, chunk, blocks);
+    if (split()) cp.weight = chunk_weight(chunk, blocks);
     return cp;
   }
 
@@ -462,11 +506,11 @@ class Builder {
     const auto& m = s_.model;
     const int p = par_.pp, v = par_.vpp;
     std::vector<Instr> f;
-    if (pipeline_source(Phase::forward, stage, chunk, p, v).stage >= 0) recv(f, "pp recv act");
+    if (remote(pipeline_source(par_.schedule, Phase::forward, stage, chunk, p, v), stage)) recv(f, "pp recv act");
     f.push_back(mem(InstrKind::alloc, MemCat::activations, blocks.activations, "activations"));
     // Index of this chunk's first layer among the stage's parameter gathers (the
     // prologue launches them in first-use order: embedding, chunk 0, chunk 1, ...).
-    int gather_index = stage == 0 ? 1 : 0;
+    int gather_index = stage_holds(stage, models::holds_embedding) ? 1 : 0;
     for (int c = 0; c < chunk; ++c) gather_index += models::chunk_layers(m, par_, stage, c).count;
     const auto& order = blocks.order;
     Fetch fetch = plan_fetch(blocks, order, false);
@@ -488,7 +532,7 @@ class Builder {
       zero3_after(f, fetch, blocks, l, false);
       tag_layer(f, first_instr, l);
     }
-    if (pipeline_destination(Phase::forward, stage, chunk, p, v).stage >= 0)
+    if (remote(pipeline_destination(par_.schedule, Phase::forward, stage, chunk, p, v), stage))
       f.push_back(p2p(InstrKind::send, "pp send act"));
     return f;
   }
@@ -497,7 +541,7 @@ class Builder {
     const auto& m = s_.model;
     const int p = par_.pp, v = par_.vpp;
     std::vector<Instr> b;
-    if (pipeline_source(Phase::backward, stage, chunk, p, v).stage >= 0) recv(b, "pp recv grad");
+    if (remote(pipeline_source(par_.schedule, Phase::backward, stage, chunk, p, v), stage)) recv(b, "pp recv grad");
     const std::vector<int> reverse(blocks.order.rbegin(), blocks.order.rend());
     Fetch fetch = plan_fetch(blocks, reverse, true);
     for (std::size_t i = 0; i < reverse.size(); ++i) {
@@ -524,15 +568,48 @@ class Builder {
         if (ws > 0) b.push_back(mem(InstrKind::release, MemCat::activations, ws, "recompute working set"));
       }
       zero3_after(b, fetch, blocks, l, true);
-      dp_launch(b, block_params(l), fw_.grad_reduce_per_unit);
+      if (!split()) dp_launch(b, block_params(l), fw_.grad_reduce_per_unit);
       tag_layer(b, first_instr, l);
     }
-    // The last chunk to finish backward on this stage flushes the partial bucket.
-    if (chunk == 0) dp_launch(b, 0, true);
-    b.push_back(mem(InstrKind::release, MemCat::activations, blocks.activations - blocks.head, "activations"));
-    if (pipeline_destination(Phase::backward, stage, chunk, p, v).stage >= 0)
+    if (!split()) {
+      // The last chunk to finish backward on this stage flushes the partial bucket.
+      if (chunk == 0) dp_launch(b, 0, true);
+      b.push_back(mem(InstrKind::release, MemCat::activations, blocks.activations - blocks.head, "activations"));
+    }
+    if (remote(pipeline_destination(par_.schedule, Phase::backward, stage, chunk, p, v), stage))
       b.push_back(p2p(InstrKind::send, "pp send grad"));
     return b;
+  }
+
+  // W: the weight-gradient GEMMs of the chunk's blocks in backward order, each
+  // block's gradients then ready for the DP bucket; the chunk's activations (the
+  // GEMM inputs W reads) are freed after it (the head's went with its B).
+  std::vector<Instr> chunk_weight(int chunk, const ChunkBlocks& blocks) {
+    const auto& m = s_.model;
+    std::vector<Instr> w;
+    for (auto it = blocks.order.rbegin(); it != blocks.order.rend(); ++it) {
+      const int l = *it;
+      const std::vector<Op> ops = l == kHead        ? models::head_ops(m, par_)
+                                  : l == kEmbedding ? std::vector<Op>{}
+                                                    : blocks.ops(m, l);
+      for (auto op = ops.rbegin(); op != ops.rend(); ++op) push_compute(w, op->name + " wgrad", gemm_half(*op, true));
+      dp_launch(w, block_params(l), fw_.grad_reduce_per_unit);
+    }
+    if (chunk == 0) dp_launch(w, 0, true);
+    w.push_back(mem(InstrKind::release, MemCat::activations, blocks.activations - blocks.head, "activations"));
+    return w;
+  }
+
+  // A pipeline peer on another stage: ZB-V's bottom hands its chunk 0 output to
+  // chunk 1 of the same stage (and the gradient back) without a message; the
+  // schedule orders the two passes.
+  static bool remote(const PipelinePeer& peer, int stage) { return peer.stage >= 0 && peer.stage != stage; }
+
+  // Whether some chunk of `stage` holds the embedding / head (models/memory.h).
+  bool stage_holds(int stage, bool (*holds)(const models::Parallelism&, int, int)) const {
+    for (int c = 0; c < par_.vpp; ++c)
+      if (holds(par_, stage, c)) return true;
+    return false;
   }
 
   void head_forward(std::vector<Instr>& f) {
@@ -551,7 +628,7 @@ class Builder {
   void head_backward(std::vector<Instr>& b) {
     const auto ops = models::head_ops(s_.model, par_);
     for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
-      push_compute(b, it->name, time_of(*it, true));
+      push_compute(b, it->name, backward_time(*it));
       if (it->cls == OpClass::gemm)
         push_coll(b, Dim::tp, par_.sequence_parallel ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce,
                   hidden_msg_, "tp logits bwd");
@@ -569,11 +646,18 @@ class Builder {
     }
     return total;
   }
+  // ZB-V and DualPipe place them per (stage, chunk) (models/memory.h); the
+  // others on the first and last stage.
   double embedding_local_params() const {
+    if (models::two_chunk_schedule(par_.schedule))
+      return static_cast<double>(models::embedding_block_params(s_.model, par_));
     if (par_.pp == 1) return 0;  // a single stage: everything is counted with the head
     return stage_local_params(0) - layers_local(0);
   }
-  double head_local_params() const {
+  double head_local_params() const { return head_local_params(cur_stage_, cur_chunk_); }
+  double head_local_params(int stage, int chunk) const {
+    if (models::two_chunk_schedule(par_.schedule))
+      return static_cast<double>(models::head_block_params(s_.model, par_, stage, chunk));
     const int last = par_.pp - 1;
     return stage_local_params(last) - layers_local(last);
   }
@@ -625,7 +709,7 @@ class Builder {
       }
     sp.prologue.push_back(mem(InstrKind::alloc, MemCat::buffers, sp.buffers - gathered, "buffers"));
     if (overlapped_param_gather()) {
-      if (sp.stage == 0)
+      if (stage_holds(sp.stage, models::holds_embedding))
         launch(sp.prologue, Dim::dp, kGatherChannel, CollectiveKind::all_gather, embedding_local_params() * act_bytes_,
                "dp param all-gather");
       for (int c = 0; c < par_.vpp; ++c) {
@@ -634,9 +718,10 @@ class Builder {
           launch(sp.prologue, Dim::dp, kGatherChannel, CollectiveKind::all_gather, layer_param_bytes(l),
                  "dp param all-gather");
       }
-      if (sp.stage == par_.pp - 1)
-        launch(sp.prologue, Dim::dp, kGatherChannel, CollectiveKind::all_gather, head_local_params() * act_bytes_,
-               "dp param all-gather");
+      for (int c = 0; c < par_.vpp; ++c)
+        if (models::holds_head(par_, sp.stage, c))
+          launch(sp.prologue, Dim::dp, kGatherChannel, CollectiveKind::all_gather,
+                 head_local_params(sp.stage, c) * act_bytes_, "dp param all-gather");
     }
   }
 
@@ -696,6 +781,7 @@ class Builder {
   double act_bytes_ = 2, tokens_ = 0, hidden_msg_ = 0, grad_elem_bytes_ = 2;
   double dense_layer_local_ = 0, moe_layer_local_ = 0;
   double pending_bucket_ = 0;
+  int cur_stage_ = 0, cur_chunk_ = 0;  // the chunk being built (its head's parameters)
 };
 
 }  // namespace

@@ -98,21 +98,25 @@ const std::vector<Instr>& Replay::current_list(const RankState& r) const {
   if (r.step < 0) return p.prologue;
   if (r.step >= static_cast<int>(p.steps.size())) return p.epilogue;
   const auto& s = p.steps[static_cast<std::size_t>(r.step)];
-  const auto& c = p.chunks[static_cast<std::size_t>(s.chunk)];
-  return s.phase == Phase::forward ? c.forward : c.backward;
-}
-
-int Replay::current_microbatch(const RankState& r) const {
-  const auto& p = *r.prog;
-  if (r.step < 0 || r.step >= static_cast<int>(p.steps.size())) return -1;
-  return p.steps[static_cast<std::size_t>(r.step)].microbatch;
+  return p.chunks[static_cast<std::size_t>(s.chunk)].of(s.phase);
 }
 
 // A pipeline message is named by the step that consumes it: (phase, micro-batch,
 // the receiver's chunk). Only one stage sends a given key to a given rank.
 std::uint64_t Replay::msg_key(Phase phase, int microbatch, int chunk) {
-  return static_cast<std::uint64_t>(phase) | (static_cast<std::uint64_t>(microbatch) << 1) |
-         (static_cast<std::uint64_t>(chunk) << 33);
+  return static_cast<std::uint64_t>(phase) | (static_cast<std::uint64_t>(microbatch) << 2) |
+         (static_cast<std::uint64_t>(chunk) << 34);
+}
+
+// Whether `in` is left out on the rank's current step: instructions of a chunk's
+// first or last micro-batch only (schedule.h first_microbatch / last_microbatch).
+bool Replay::skipped(const RankState& r, const Instr& in) const {
+  if (!(in.flags & (kLastMicrobatch | kFirstMicrobatch))) return false;
+  const auto& p = *r.prog;
+  if (r.step < 0 || r.step >= static_cast<int>(p.steps.size())) return true;
+  const auto& s = p.steps[static_cast<std::size_t>(r.step)];
+  if ((in.flags & kLastMicrobatch) && s.microbatch != last_microbatch(program_.schedule, s.chunk, m_)) return true;
+  return (in.flags & kFirstMicrobatch) && s.microbatch != first_microbatch(program_.schedule, s.chunk, m_);
 }
 
 // Moves the program counter to the next instruction; false when the rank is done.
@@ -125,9 +129,21 @@ bool Replay::next_instr(RankState& r) {
       r.step++;
       return false;
     }
+    // The output of a forward overlapped with the next step (DualPipe's F&B pair)
+    // leaves when that step ends.
+    if (!r.held_sends.empty() && !(r.step >= 0 && r.prog->steps[static_cast<std::size_t>(r.step)].paired))
+      release_held_sends(r);
     r.step++;
     r.pc = 0;
   }
+}
+
+void Replay::release_held_sends(RankState& r) {
+  for (std::uint32_t idx : r.held_sends) {
+    msg_pool_[idx].sent = r.t;
+    start_send(idx, r.t);
+  }
+  r.held_sends.clear();
 }
 
 SpanPhase Replay::current_phase(const RankState& r) const {
@@ -183,10 +199,7 @@ std::uint64_t Replay::sync_instructions() const {
   for (std::size_t st = 0; st < program_.stages.size(); ++st) {
     const auto& p = program_.stages[st];
     std::uint64_t n = sync_instrs(p.prologue) + sync_instrs(p.epilogue);
-    for (const auto& step : p.steps) {
-      const auto& c = p.chunks[static_cast<std::size_t>(step.chunk)];
-      n += sync_instrs(step.phase == Phase::forward ? c.forward : c.backward);
-    }
+    for (const auto& step : p.steps) n += sync_instrs(p.chunks[static_cast<std::size_t>(step.chunk)].of(step.phase));
     per_stage[st] = n;
   }
   std::uint64_t total = 0;
@@ -238,9 +251,7 @@ void Replay::advance(RankState& r) {
   r.block = Block::none;
   for (;;) {
     const Instr& in = current_list(r)[r.pc];
-    const int mb = current_microbatch(r);
-    const bool skip = ((in.flags & kLastMicrobatch) && mb != m_ - 1) || ((in.flags & kFirstMicrobatch) && mb != 0);
-    if (!skip) {
+    if (!skipped(r, in)) {
       if (in.kind == InstrKind::compute) {
         if (opt_.trace) record(span_of(r, 0, in, r.t, r.t + in.duration));
         r.t += in.duration;
@@ -454,7 +465,7 @@ void Replay::send(RankState& r, const Instr& in) {
   const auto& s = r.prog->steps[static_cast<std::size_t>(r.step)];
   const int p = static_cast<int>(program_.stages.size());
   const int v = static_cast<int>(r.prog->chunks.size());
-  const PipelinePeer dst = pipeline_destination(s.phase, r.stage, s.chunk, p, v);
+  const PipelinePeer dst = pipeline_destination(program_.schedule, s.phase, r.stage, s.chunk, p, v);
   if (dst.stage < 0) return;
   Coords c = layout_.coords(r.rank);
   c.pp = dst.stage;
@@ -464,12 +475,22 @@ void Replay::send(RankState& r, const Instr& in) {
   const std::uint32_t idx = take_slot(msg_free_, msg_pool_, msg_dst_);
   msg_pool_[idx] = {msg_key(s.phase, s.microbatch, dst.chunk), r.t, 0, r.rank, in.label, in.bytes};
   msg_dst_[idx] = slot_of_rank_[dst_rank];
-  if (r.t > engine_.now()) {
-    engine_.schedule(r.t, &Replay::on_send_start, this, idx);
+  if (s.paired) {
+    r.held_sends.push_back(idx);
     return;
   }
-  transport_.start_p2p(engine_, r.rank, dst_rank, pair_shape(r.rank, dst_rank), in.bytes, &Replay::on_deliver, this,
-                       idx);
+  start_send(idx, r.t);
+}
+
+void Replay::start_send(std::uint32_t idx, Tick at) {
+  if (at > engine_.now()) {
+    engine_.schedule(at, &Replay::on_send_start, this, idx);
+    return;
+  }
+  const Msg& m = msg_pool_[idx];
+  const int dst_rank = ranks_[static_cast<std::size_t>(msg_dst_[idx])].rank;
+  transport_.start_p2p(engine_, m.src_rank, dst_rank, pair_shape(m.src_rank, dst_rank), m.bytes, &Replay::on_deliver,
+                       this, idx);
 }
 
 void Replay::on_send_start(void* ctx, std::uint64_t arg) {

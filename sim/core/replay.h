@@ -139,6 +139,7 @@ class Replay {
     Dim wait_dim = Dim::tp;
     int wait_channel = 0;
     std::vector<Msg> inbox;
+    std::vector<std::uint32_t> held_sends;  // paired forward's outputs (msg_pool_ slots), sent at the pair's end
     std::array<Channel, kNumChannels> channels;
     std::array<int, kNumDims> gid{};  // the rank's group in every dimension
   };
@@ -155,7 +156,9 @@ class Replay {
   };
 
   const std::vector<Instr>& current_list(const RankState& r) const;
-  int current_microbatch(const RankState& r) const;
+  bool skipped(const RankState& r, const Instr& in) const;
+  void release_held_sends(RankState& r);
+  void start_send(std::uint32_t idx, Tick at);
   // Runs the rank from its current instruction until it blocks or finishes.
   void advance(RankState& r);
   // An instruction that meets other ranks or the clock; false when the rank blocks.

@@ -6,15 +6,15 @@ namespace ptsim::sim {
 namespace {
 
 // Seconds of recompute kernels one rank of `st` runs over its schedule.
-double stage_recompute_s(const StageProgram& st, int num_microbatches) {
+double stage_recompute_s(const StageProgram& st, models::Schedule kind, int num_microbatches) {
   double total = 0;
   for (const auto& step : st.steps) {
-    const auto& chunk = st.chunks[static_cast<std::size_t>(step.chunk)];
-    const auto& instrs = step.phase == Phase::forward ? chunk.forward : chunk.backward;
+    const auto& instrs = st.chunks[static_cast<std::size_t>(step.chunk)].of(step.phase);
     for (const auto& in : instrs) {
       if (in.kind != InstrKind::compute || !(in.flags & kRecompute)) continue;
-      const bool skip = ((in.flags & kLastMicrobatch) && step.microbatch != num_microbatches - 1) ||
-                        ((in.flags & kFirstMicrobatch) && step.microbatch != 0);
+      const bool skip =
+          ((in.flags & kLastMicrobatch) && step.microbatch != last_microbatch(kind, step.chunk, num_microbatches)) ||
+          ((in.flags & kFirstMicrobatch) && step.microbatch != first_microbatch(kind, step.chunk, num_microbatches));
       if (!skip) total += to_seconds(in.duration);
     }
   }
@@ -30,7 +30,7 @@ TimeBreakdown time_breakdown(const Simulation& sim) {
   if (stages.empty()) return b;
   double busy = 0, recompute = 0;
   for (const auto& t : stages) busy += t.busy_s;
-  for (const auto& st : sim.program.stages) recompute += stage_recompute_s(st, r.plan.par.num_microbatches);
+  for (const auto& st : sim.program.stages) recompute += stage_recompute_s(st, sim.program.schedule, r.plan.par.num_microbatches);
   const double p = static_cast<double>(stages.size());
   b.recompute_s = std::min(recompute, busy) / p;
   b.compute_s = busy / p - b.recompute_s;

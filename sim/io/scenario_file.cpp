@@ -379,6 +379,8 @@ void read_parallel(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
   read_parallel_sizes(r, p, s);
   if (p["pipeline_schedule"]) {
     par.schedule = r.choice(p["pipeline_schedule"], "parallel.pipeline_schedule", models::kScheduleNames);
+    // ZB-V and DualPipe hold two chunks per stage: virtual_pipeline_stages 2 unless given.
+    if (models::two_chunk_schedule(par.schedule) && !p["virtual_pipeline_stages"]) par.vpp = 2;
   } else if (par.vpp > 1) {
     par.schedule = models::Schedule::interleaved_1f1b;
   }
@@ -603,16 +605,27 @@ void validate_framework(const hw::StrictReader& r, const Scenario& s) {
 void validate_pipeline(const hw::StrictReader& r, const Scenario& s) {
   const auto& m = s.model;
   const auto& par = s.plan.par;
-  if (par.vpp > 1 && par.schedule != models::Schedule::interleaved_1f1b)
+  const bool two_chunks = models::two_chunk_schedule(par.schedule);
+  const std::string_view sched = models::to_string(par.schedule);
+  if (two_chunks && par.vpp != 2)
+    r.fail("parallel.virtual_pipeline_stages",
+           fmt::format("{}: {} holds 2 model chunks per stage", par.vpp, sched), "give 2 or leave it out");
+  if (!two_chunks && par.vpp > 1 && par.schedule != models::Schedule::interleaved_1f1b)
     r.fail("parallel.virtual_pipeline_stages",
            fmt::format("{} needs parallel.pipeline_schedule: interleaved-1f1b", par.vpp));
-  if (par.schedule == models::Schedule::interleaved_1f1b && par.pp < 2)
-    r.fail("parallel.pipeline_schedule", "interleaved-1f1b needs parallel.pipeline_parallel >= 2");
+  if ((par.schedule == models::Schedule::interleaved_1f1b || two_chunks) && par.pp < 2)
+    r.fail("parallel.pipeline_schedule", fmt::format("{} needs parallel.pipeline_parallel >= 2", sched));
+  if (par.schedule == models::Schedule::dualpipe && par.pp % 2 != 0)
+    r.fail("parallel.pipeline_parallel",
+           fmt::format("{}: dualpipe feeds the pipeline from both ends and needs an even pipeline_parallel", par.pp));
+  // DualPipe's chunks are whole stages (two copies of the model); the others split
+  // each stage's layers over its chunks.
+  const int layer_split = par.schedule == models::Schedule::dualpipe ? 1 : par.vpp;
   if (par.pipeline_layers.empty()) {
-    if (m.num_layers % (par.pp * par.vpp) != 0)
+    if (m.num_layers % (par.pp * layer_split) != 0)
       r.fail("parallel.pipeline_parallel",
              fmt::format("model.num_layers ({}) is not divisible by pipeline_parallel × virtual_pipeline_stages = {}",
-                         m.num_layers, par.pp * par.vpp),
+                         m.num_layers, par.pp * layer_split),
              uneven_layers_hint(s.framework.framework));
   } else {
     if (static_cast<int>(par.pipeline_layers.size()) != par.pp)
@@ -621,7 +634,7 @@ void validate_pipeline(const hw::StrictReader& r, const Scenario& s) {
     std::int64_t sum = 0;  // entries <= kMaxLayers, at most kMaxGpus of them: no overflow
     for (std::size_t i = 0; i < par.pipeline_layers.size(); ++i) {
       sum += par.pipeline_layers[i];
-      if (par.pipeline_layers[i] % par.vpp != 0)
+      if (par.pipeline_layers[i] % layer_split != 0)
         r.fail(fmt::format("parallel.pipeline_layers[{}]", i),
                fmt::format("{} is not divisible by virtual_pipeline_stages ({})", par.pipeline_layers[i], par.vpp));
     }
@@ -648,6 +661,12 @@ void validate_batches(const hw::StrictReader& r, const Scenario& s) {
     r.fail("training.global_batch_size",
            fmt::format("implies {} micro-batches but the plan says {}", m_count, par.num_microbatches),
            "the plan's micro-batch count must be global_batch_size / (micro_batch_size × data_parallel)");
+  if (par.schedule == models::Schedule::dualpipe && (m_count % 2 != 0 || m_count < 2 * par.pp))
+    r.fail("training.global_batch_size",
+           fmt::format("implies {} micro-batches; dualpipe needs an even number of them, at least 2 × "
+                       "pipeline_parallel = {} (half enter the pipeline at each end)",
+                       m_count, 2 * par.pp),
+           "raise training.global_batch_size or lower training.micro_batch_size");
   if (par.schedule == models::Schedule::interleaved_1f1b && m_count % par.pp != 0)
     r.fail("training.global_batch_size",
            fmt::format(

@@ -16,6 +16,7 @@
 #include "sim/core/errors.h"
 #include "sim/core/goodput.h"
 #include "sim/core/program_builder.h"
+#include "sim/core/schedule_memory.h"
 #include "sim/core/simulate.h"
 #include "sim/io/scenario_file.h"
 #include "sim/tools/search_internal.h"
@@ -76,18 +77,22 @@ struct StageBusy {
   bool starts_fwd0 = false, ends_bwd0 = false;
 };
 
-StageBusy stage_busy(const StageProgram& sp, const BusyMeter& busy_of, Tick m) {
+StageBusy stage_busy(const StageProgram& sp, const BusyMeter& busy_of) {
   StageBusy s;
   std::array<Tick, kNumChannels> ch{};
   auto add_channels = [&](const Busy& b, Tick times) {
     for (std::size_t k = 0; k < ch.size(); ++k) ch[k] += times * b.ch_every[k] + b.ch_once[k];
   };
+  // How often each chunk runs each pass: once per micro-batch, but DualPipe's
+  // chunks carry half of them each (schedule.h).
+  std::vector<std::array<Tick, 3>> runs(sp.chunks.size(), {0, 0, 0});
+  for (const auto& step : sp.steps) ++runs[static_cast<std::size_t>(step.chunk)][static_cast<int>(step.phase)];
   for (std::size_t c = 0; c < sp.chunks.size(); ++c) {
-    const Busy f = busy_of(sp.chunks[c].forward), b = busy_of(sp.chunks[c].backward);
-    // Each chunk runs forward and backward once per micro-batch (schedule.h).
-    s.busy += m * (f.every + b.every) + f.once + b.once;
-    add_channels(f, m);
-    add_channels(b, m);
+    const Busy f = busy_of(sp.chunks[c].forward), b = busy_of(sp.chunks[c].backward), w = busy_of(sp.chunks[c].weight);
+    s.busy += runs[c][0] * f.every + runs[c][1] * b.every + runs[c][2] * w.every + f.once + b.once + w.once;
+    add_channels(f, runs[c][0]);
+    add_channels(b, runs[c][1]);
+    add_channels(w, runs[c][2]);
     if (c == 0) {
       s.f0 = f.every;
       s.b0 = b.every;
@@ -163,7 +168,7 @@ class FamilyCollectives {
 // Memory and bound of a valid candidate `s`.
 void memory_and_bound(const plan_search::SearchRun& run, const Scenario& s, FamilyCollectives& coll,
                       plan_search::PrePass& out) {
-  for (const auto& st : models::analytical_memory(s.model, s.plan.par))
+  for (const auto& st : schedule_memory(s.model, s.plan.par))
     out.analytic_peak = std::max(out.analytic_peak, st.peak);
   if (out.analytic_peak > run.base.cluster.gpu.hbm * run.opt.oom_margin) {
     out.verdict = plan_search::Verdict::oom;
@@ -218,7 +223,7 @@ double iteration_time_lower_bound(const Scenario& s, const hw::ComputeCostModel&
   std::vector<StageBusy> stages(static_cast<std::size_t>(par.pp));
   for (const auto& sp : prog.stages) {
     const BusyMeter busy_of(layout, collectives, layout.rank_of(Coords{0, 0, 0, sp.stage}));
-    stages[static_cast<std::size_t>(sp.stage)] = stage_busy(sp, busy_of, par.num_microbatches);
+    stages[static_cast<std::size_t>(sp.stage)] = stage_busy(sp, busy_of);
   }
   return to_seconds(pipeline_bound(stages));
 }

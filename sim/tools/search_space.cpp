@@ -47,10 +47,10 @@ bool parse_bool(const std::string& key, const std::string& v) {
 }
 
 models::Schedule parse_schedule(const std::string& v) {
-  for (auto s : {models::Schedule::gpipe, models::Schedule::one_f_one_b, models::Schedule::interleaved_1f1b})
-    if (v == models::to_string(s)) return s;
-  throw std::invalid_argument(
-      fmt::format("--fix parallel.pipeline_schedule={}: not a schedule (gpipe, 1f1b, interleaved-1f1b)", v));
+  if (const auto s = models::from_string(models::kScheduleNames, v)) return *s;
+  std::string names;
+  for (const auto& n : models::kScheduleNames) names += (names.empty() ? "" : ", ") + std::string(n.name);
+  throw std::invalid_argument(fmt::format("--fix parallel.pipeline_schedule={}: not a schedule ({})", v, names));
 }
 
 models::Recompute parse_recompute(const std::string& v) {
@@ -251,6 +251,13 @@ std::vector<ScheduleChoice> SearchSpace::natural_schedules(int pp) const {
   std::vector<ScheduleChoice> scheds = {{models::Schedule::gpipe, 1}, {models::Schedule::one_f_one_b, 1}};
   for (int v = 2; v <= opt_.max_virtual_stages; ++v)
     if (m_.num_layers % (pp * v) == 0) scheds.emplace_back(models::Schedule::interleaved_1f1b, v);
+  // The zero-bubble and DualPipe schedules (schedule.h); validation and the
+  // memory check (schedule_memory.h) sort out the micro-batch counts and the
+  // memory they need.
+  scheds.emplace_back(models::Schedule::zb_h1, 1);
+  scheds.emplace_back(models::Schedule::zb_h2, 1);
+  if (m_.num_layers % (2 * pp) == 0) scheds.emplace_back(models::Schedule::zb_v, 2);
+  if (pp % 2 == 0) scheds.emplace_back(models::Schedule::dualpipe, 2);
   return scheds;
 }
 
@@ -260,8 +267,10 @@ std::vector<ScheduleChoice> SearchSpace::fixed_vpp_schedules(int pp) const {
     if (v == 1) {
       scheds.emplace_back(models::Schedule::one_f_one_b, 1);
       if (pp > 1) scheds.emplace_back(models::Schedule::gpipe, 1);
+      if (pp > 1) scheds.emplace_back(models::Schedule::zb_h1, 1), scheds.emplace_back(models::Schedule::zb_h2, 1);
     } else {
       scheds.emplace_back(models::Schedule::interleaved_1f1b, v);
+      if (v == 2 && pp > 1) scheds.emplace_back(models::Schedule::zb_v, 2), scheds.emplace_back(models::Schedule::dualpipe, 2);
     }
   }
   return scheds;
@@ -274,7 +283,8 @@ std::vector<ScheduleChoice> SearchSpace::filter_schedules(const std::vector<Sche
   // A fixed interleaved schedule with pp = 1 or no divisible v is still a
   // candidate, so that validation says why it cannot run.
   if (kept.empty())
-    for (auto s : sched_filter_) kept.emplace_back(s, s == models::Schedule::interleaved_1f1b ? 2 : 1);
+    for (auto s : sched_filter_)
+      kept.emplace_back(s, s == models::Schedule::interleaved_1f1b || models::two_chunk_schedule(s) ? 2 : 1);
   return kept;
 }
 
