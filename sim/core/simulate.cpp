@@ -94,9 +94,9 @@ void fill_headline(Result& r, const Scenario& s, const hw::ComputeCostModel& com
   r.iteration_time_s = to_seconds(replay.iteration_ticks());
   const double tokens = static_cast<double>(s.plan.global_batch_size) * static_cast<double>(s.model.seq_length);
   r.tokens_per_s = r.iteration_time_s > 0 ? tokens / r.iteration_time_s : 0;
-  r.model_flops_per_iteration = models::model_flops_per_iteration(s.model, s.plan.global_batch_size);
+  r.model_flops_per_iteration = models::model_flops_per_iteration(s.model, s.plan.global_batch_size, par.finetune);
   r.hardware_flops_per_iteration =
-      models::hardware_flops_per_iteration(s.model, s.plan.global_batch_size, par.recompute);
+      models::hardware_flops_per_iteration(s.model, s.plan.global_batch_size, par.recompute, par.finetune);
   const double peak = s.cluster.gpu.peak(precision_name(par.precision));
   const double denom = r.iteration_time_s * r.world_size;
   if (denom > 0) {

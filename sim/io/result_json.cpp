@@ -1,6 +1,7 @@
 #include "sim/io/result_json.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "hw/units.h"
 
@@ -102,6 +103,12 @@ nlohmann::json to_json(const Result& r) {
                            {"exposed_comm_s", per_dim(t.exposed_s)}});
   if (r.time_to_train) j["time_to_train"] = time_to_train_json(*r.time_to_train);
   j["framework"] = r.framework;
+  if (const auto& ft = r.plan.par.finetune; ft.active())
+    j["finetune"] = {{"method", models::to_string(ft.method)},
+                     {"rank", ft.rank},
+                     {"alpha", ft.alpha},
+                     {"targets", models::target_names(ft.targets)},
+                     {"base_precision", models::to_string(ft.base_precision)}};
   j["cost_source"] = r.cost_source;
   j["sim_wall_time_s"] = r.sim_wall_time_s;
   j["events"] = r.events;
@@ -123,6 +130,9 @@ std::string summary_text(const Result& r) {
   line("batch           global {} = micro {} × {} micro-batches × dp {}", r.plan.global_batch_size, q.micro_batch_size,
        q.num_microbatches, q.dp);
   line("framework       {}", r.framework);
+  if (const auto& ft = q.finetune; ft.active())
+    line("finetune        {} rank {} on {}, {} base weights frozen", models::to_string(ft.method), ft.rank,
+         fmt::join(models::target_names(ft.targets), ", "), models::to_string(ft.base_precision));
   line("feasible        {}", r.feasible ? "yes" : "NO");
   for (const auto& why : r.infeasible_reasons) line("                {}", why);
   line("iteration       {}", format_seconds(r.iteration_time_s));

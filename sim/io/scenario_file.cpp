@@ -13,6 +13,7 @@
 #include "hw/strict_yaml.h"
 #include "hw/yaml_limits.h"
 #include "sim/core/errors.h"
+#include "sim/io/finetune_section.h"
 #include "sim/io/framework_section.h"
 
 namespace ptsim::sim {
@@ -53,7 +54,8 @@ const std::vector<std::string> kParallelKeys = {
     "pipeline_layers"};
 const std::vector<std::string> kTrainingKeys = {
     "global_batch_size", "micro_batch_size", "precision", "optimizer", "attention",    "memory",
-    "framework",         "deepspeed",        "fsdp",      "megatron",  "total_tokens", "train_iters"};
+    "framework",         "deepspeed",        "fsdp",      "megatron",  "total_tokens", "train_iters",
+    "finetune"};
 const std::vector<std::string> kMemoryKeys = {"state_layout", "allocator_overhead"};
 // Bounds of the time-to-train inputs: beyond them a figure is surely a typo.
 constexpr double kMaxTotalTokens = 1e18;
@@ -408,6 +410,7 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
       r.fail("training.total_tokens", fmt::format("{:g} is out of range", s.goal.total_tokens), "at most 1e18");
   }
   if (t["train_iters"]) s.goal.train_iters = r.int64(t["train_iters"], "training.train_iters", 1, kMaxTrainIters);
+  if (t["finetune"]) read_finetune(r, t["finetune"], s);
 }
 
 }  // namespace
