@@ -9,6 +9,7 @@
 
 #include "sim/core/plan.h"
 #include "sim/core/program.h"
+#include "sim/core/straggler.h"
 
 namespace ptsim::sim {
 
@@ -60,6 +61,7 @@ struct Result {
   std::uint64_t events = 0;
   bool folded = false;
   std::optional<TimeToTrain> time_to_train;  // when the scenario gives a training goal
+  std::optional<StragglerReport> straggler;   // when cluster.slow slows some GPUs
   std::vector<std::string> warnings;
   std::vector<std::string> notes;  // extra lines for the text summary (e.g. busiest links)
 };

@@ -188,9 +188,43 @@ void run_bounded(Replay& replay, const Scenario& s) {
   }
 }
 
+// cluster.slow: the slowest GPU and what the slowdown costs, from a second replay of
+// the same program at nominal speed (folded when its network allows: the ranks are
+// then identical again).
+StragglerReport straggler_report(const Scenario& s, const SimulateOptions& opt, const CollectiveCost& coll,
+                                 const Program& program, const Layout& layout, const ReplayOptions& ro,
+                                 bool shared, Tick slow_ticks) {
+  StragglerReport sr;
+  const auto& f = s.cluster.slow_factor;
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    if (f[i] > 1.0) ++sr.slow_ranks;
+    if (f[i] > sr.critical_factor) sr.critical_factor = f[i], sr.critical_rank = static_cast<int>(i);
+  }
+  ReplayOptions bo = ro;
+  bo.compute_scale.clear();
+  bo.trace = false;
+  Result unused;
+  AnalyticTransport analytic(coll);
+  SimulateOptions unfolded = opt;
+  unfolded.fold = false;
+  const auto net = shared ? shared_network(s, unfolded, coll, unused) : nullptr;
+  Transport* transport = net ? static_cast<Transport*>(net.get()) : opt.transport ? opt.transport : &analytic;
+  bo.fold = !net && !opt.transport;
+  Replay base(program, layout, s.plan.par.num_microbatches, *transport, bo);
+  run_bounded(base, s);
+  sr.baseline_iteration_s = to_seconds(base.iteration_ticks());
+  sr.cost_s = to_seconds(slow_ticks) - sr.baseline_iteration_s;
+  sr.cost_fraction = sr.baseline_iteration_s > 0 ? sr.cost_s / sr.baseline_iteration_s : 0;
+  return sr;
+}
+
 }  // namespace
 
-Simulation simulate(const Scenario& s, const SimulateOptions& opt) {
+Simulation simulate(const Scenario& s, const SimulateOptions& opt_in) {
+  // Slow GPUs make ranks differ: every rank is simulated, whatever --fold asked.
+  const bool slow = !s.cluster.slow_factor.empty();
+  SimulateOptions opt = opt_in;
+  if (slow) opt.fold = false;
   const auto wall_start = std::chrono::steady_clock::now();
   const auto& par = s.plan.par;
   std::optional<hw::ComputeCostModel> own_compute;
@@ -211,6 +245,7 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt) {
   ro.trace = opt.trace;
   ro.trace_max_ranks = opt.trace_max_ranks;
   ro.max_events = opt.max_events;
+  if (slow) ro.compute_scale = s.cluster.slow_factor;
   AnalyticTransport analytic(*coll);
   const auto shared_net = shared_network(s, opt, *coll, sim.result);
   Transport* transport = &analytic;
@@ -223,6 +258,11 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt) {
   fill_headline(r, s, *compute, *coll, replay, opt.fold);
   fill_stages(r, s, replay);
   add_verdicts(r, s);
+  if (slow) {
+    if (opt_in.fold) r.warnings.push_back("--fold ignored: cluster.slow makes the ranks differ, every rank simulated");
+    r.straggler = straggler_report(s, opt, *coll, sim.program, layout, ro, shared_net != nullptr,
+                                   replay.iteration_ticks());
+  }
   r.time_to_train = time_to_train(s, r);
   r.notes.push_back(layout.placement_summary());
   for (auto& line : transport->report()) r.notes.push_back(std::move(line));

@@ -15,6 +15,7 @@
 #include "sim/core/errors.h"
 #include "sim/io/finetune_section.h"
 #include "sim/io/framework_section.h"
+#include "sim/io/slow_section.h"
 
 namespace ptsim::sim {
 namespace {
@@ -40,7 +41,8 @@ const std::vector<std::string> kMoeKeys = {"num_experts",    "top_k",           
                                            "shared_experts", "capacity_factor", "load_imbalance"};
 const std::vector<std::string> kClusterKeys = {"gpu",          "num_gpus",           "gpus_per_node", "intra_node",
                                                "inter_node",   "calibration",        "link_sharing",  "collectives",
-                                               "nccl_version", "price_per_gpu_hour", "gpu_power"};
+                                               "nccl_version", "price_per_gpu_hour", "gpu_power",
+                                               "slow"};
 const std::vector<std::string> kIntraKeys = {"fabric", "bandwidth", "latency", "nvls"};
 const std::vector<std::string> kInterKeys = {"topology", "nics_per_node",    "nic_bandwidth",
                                              "latency",  "oversubscription", "switch_radix",
@@ -291,6 +293,7 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c) {
   }
   if (c["calibration"]) cc.calibration = r.string(c["calibration"], "cluster.calibration");
   read_cost_inputs(r, c, cc);
+  if (c["slow"]) read_slow(r, c["slow"], cc);
   if (cc.intra_bandwidth <= 0) r.fail("cluster.intra_node.bandwidth", "must be positive");
   if (cc.nic_bandwidth <= 0) r.fail("cluster.inter_node.nic_bandwidth", "must be positive");
   return cc;
