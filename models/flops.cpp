@@ -58,7 +58,46 @@ void check(const ModelSpec& m, std::int64_t global_batch) {
   }
 }
 
+// Adapter forward FLOPs of one layer for `batch` sequences: 2 FLOPs per adapter
+// parameter per token that passes through it (routed experts: top_k of them).
+double adapter_fwd(const ModelSpec& m, const FinetuneSpec& ft, double batch, bool moe_layer) {
+  if (!ft.active()) return 0.0;
+  const double n = batch * static_cast<double>(m.seq_length);
+  const LocalParams a = adapter_params_per_gpu(m, ft, 1, 1, moe_layer);
+  double per_token = static_cast<double>(a.dense);
+  if (moe_layer) per_token += static_cast<double>(a.expert) / m.moe->num_experts * m.moe->top_k;
+  return 2.0 * n * per_token;
+}
+
 }  // namespace
+
+double model_flops_per_iteration(const ModelSpec& m, std::int64_t global_batch, const FinetuneSpec& ft) {
+  if (!ft.active()) return model_flops_per_iteration(m, global_batch);
+  check(m, global_batch);
+  const double b = static_cast<double>(global_batch);
+  double gemm = 2.0 * b * static_cast<double>(m.seq_length) * static_cast<double>(m.hidden_size) *
+                static_cast<double>(m.vocab_size);  // logits
+  double attn = 0, adapters = 0;
+  for (int i = 0; i < m.num_layers; ++i) {
+    const bool moe = m.is_moe_layer(i);
+    attn += attention_core_fwd(m, b);
+    gemm += layer_fwd(m, b, moe) - attention_core_fwd(m, b);
+    adapters += adapter_fwd(m, ft, b, moe);
+  }
+  // Frozen GEMMs: forward + input gradient; attention and adapters: forward + 2×.
+  return 2.0 * gemm + 3.0 * (attn + adapters);
+}
+
+double hardware_flops_per_iteration(const ModelSpec& m, std::int64_t global_batch, Recompute r,
+                                    const FinetuneSpec& ft) {
+  if (!ft.active()) return hardware_flops_per_iteration(m, global_batch, r);
+  double f = model_flops_per_iteration(m, global_batch, ft);
+  const double b = static_cast<double>(global_batch);
+  if (r == Recompute::selective) f += static_cast<double>(m.num_layers) * attention_core_fwd(m, b);
+  if (r == Recompute::full)
+    for (int i = 0; i < m.num_layers; ++i) f += layer_fwd(m, b, m.is_moe_layer(i)) + adapter_fwd(m, ft, b, m.is_moe_layer(i));
+  return f;
+}
 
 double model_flops_per_iteration(const ModelSpec& m, std::int64_t global_batch) {
   check(m, global_batch);

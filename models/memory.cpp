@@ -237,6 +237,25 @@ LocalParams stage_params(const ModelSpec& m, const Parallelism& p, int stage) {
   return out;
 }
 
+LocalParams trainable_layer_params(const ModelSpec& m, const Parallelism& p, bool moe_layer) {
+  if (p.finetune.active()) return adapter_params_per_gpu(m, p.finetune, p.tp, p.ep, moe_layer);
+  return layer_params_per_gpu(m, p.tp, p.ep, moe_layer);
+}
+
+LocalParams trainable_stage_params(const ModelSpec& m, const Parallelism& p, int stage) {
+  if (!p.finetune.active()) return stage_params(m, p, stage);
+  check_stage(p, stage);
+  // Embedding, final norm and output layer stay frozen (LoRA §4: only the
+  // adapted matrices train).
+  LocalParams out;
+  for (int i : stage_layer_indices(m, p, stage)) {
+    const LocalParams a = trainable_layer_params(m, p, m.is_moe_layer(i));
+    out.dense += a.dense;
+    out.expert += a.expert;
+  }
+  return out;
+}
+
 ModelStates model_states(const ModelSpec& m, const Parallelism& p, int stage) {
   check_sharding(m, p);
   if (p.offload_params && p.zero_stage != 3) {
@@ -249,11 +268,31 @@ ModelStates model_states(const ModelSpec& m, const Parallelism& p, int stage) {
   // weights over the expert-data-parallel group dp·cp/ep.
   const int n_dense = p.dp * p.cp;
   const int n_expert = n_dense / p.ep;
+  const LocalParams trained = trainable_stage_params(m, p, stage);
   const ModelStates d =
-      zero_model_state_bytes(static_cast<double>(lp.dense), n_dense, p.zero_stage, p.precision, p.state_layout);
+      zero_model_state_bytes(static_cast<double>(trained.dense), n_dense, p.zero_stage, p.precision, p.state_layout);
   const ModelStates e =
-      zero_model_state_bytes(static_cast<double>(lp.expert), n_expert, p.zero_stage, p.precision, p.state_layout);
+      zero_model_state_bytes(static_cast<double>(trained.expert), n_expert, p.zero_stage, p.precision, p.state_layout);
   ModelStates s{d.params + e.params, d.grads + e.grads, d.optimizer + e.optimizer};
+  if (p.finetune.active()) {
+    // LoRA / QLoRA: the frozen base weights are held without gradient or
+    // optimizer state, in the weight dtype, or NF4 for the linear layers' weights
+    // (QLoRA §3; norms, biases, embeddings and the output layer stay 16-bit).
+    // ZeRO-3 shards them like any parameter.
+    LocalParams linear;
+    for (int i : stage_layer_indices(m, p, stage)) {
+      const LocalParams l = linear_weights_per_gpu(m, p.tp, p.ep, m.is_moe_layer(i));
+      linear.dense += l.dense;
+      linear.expert += l.expert;
+    }
+    const double wb = activation_element_bytes(p.precision);
+    const double lin_b = base_bytes_per_param(p.finetune, wb);
+    const double dense = static_cast<double>(lp.dense - linear.dense) * wb + static_cast<double>(linear.dense) * lin_b;
+    const double expert =
+        static_cast<double>(lp.expert - linear.expert) * wb + static_cast<double>(linear.expert) * lin_b;
+    const bool shard = p.zero_stage >= 3;
+    s.params += dense / (shard ? n_dense : 1) + expert / (shard ? n_expert : 1);
+  }
   // ZeRO-Offload (Ren et al. 2021): the optimizer state and step live in CPU
   // memory. ZeRO-Infinity parameter offload: the parameter shards live in CPU
   // memory; only the gathered layers (buffer_bytes) occupy the GPU.
@@ -290,6 +329,32 @@ ModelStates model_states(const ModelSpec& m, const Parallelism& p, int stage) {
 //   equals the selective row, as Korthikanti note for FlashAttention).
 //   Context parallelism: s → s/cp for every term; naive scores s/cp × s.
 // Dropout masks are counted for every model (Megatron's hidden_dropout default 0.1).
+// LoRA adapters save what their GEMMs need beyond the base layer's tensors: the
+// input x of A is the (already saved) input of the adapted weight; the r-wide
+// output of A, x·A, is saved for B's weight gradient: e·rows·r per adapter (the
+// routed rows of each local expert for expert MLPs). The base layer's own saved
+// tensors are kept unchanged (PyTorch saves a frozen linear's input whenever the
+// adapter shares it).
+double lora_activation_bytes(const ModelSpec& m, const Parallelism& p, bool moe_layer) {
+  const FinetuneSpec& ft = p.finetune;
+  if (!ft.active()) return 0.0;
+  const double e = activation_element_bytes(p.precision);
+  const double tokens = p.micro_batch_size * static_cast<double>(m.seq_length) / p.cp;
+  const double r = ft.rank;
+  double rows = 0;  // token rows through adapters, summed over targets
+  if (ft.targets_any(kLoraQkv)) rows += tokens;
+  if (ft.targets_any(kLoraProj)) rows += tokens;
+  const int mlp_targets = (ft.targets_any(kLoraFc1) ? 1 : 0) + (ft.targets_any(kLoraFc2) ? 1 : 0);
+  if (!moe_layer) {
+    rows += mlp_targets * tokens;
+  } else {
+    const double routed = moe_tokens_per_expert(m, p) * (m.moe->num_experts / p.ep);
+    rows += mlp_targets * routed;
+    if (m.moe->shared_experts > 0) rows += mlp_targets * tokens;
+  }
+  return e * rows * r;
+}
+
 double activation_bytes_per_layer(const ModelSpec& m, const Parallelism& p, bool moe_layer) {
   check_sharding(m, p);
   const double e = activation_element_bytes(p.precision);
@@ -313,6 +378,7 @@ double activation_bytes_per_layer(const ModelSpec& m, const Parallelism& p, bool
     bytes += p.micro_batch_size * (a / t) * s_local * static_cast<double>(m.seq_length) * (2.0 * e + 1.0);
   }
   const double mlp_per_ffn = m.mlp == Mlp::swiglu ? 3.0 * e : 2.0 * e;
+  bytes += lora_activation_bytes(m, p, moe_layer);
   if (!moe_layer) {
     bytes += tokens * mlp_per_ffn * static_cast<double>(m.ffn_hidden_size) / t;
     return bytes;
@@ -409,7 +475,7 @@ double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage) {
     // independent-partition bucket of reduce_bucket_size elements in the gradient
     // dtype before each reduce; never more than the stage's parameters.
     bytes += state_bytes_per_param(p.precision, p.state_layout).grads *
-             std::min(kDeepSpeedReduceBucket, static_cast<double>(lp.total()));
+             std::min(kDeepSpeedReduceBucket, static_cast<double>(trainable_stage_params(m, p, stage).total()));
   }
   // Megatron-core reduce-scatters and all-gathers in place in its contiguous grad
   // and param buffers (dist_optimizer.md: "contiguous buffers for parameters and
@@ -433,6 +499,14 @@ double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage) {
     // FSDP: the unit's unsharded gradient (param dtype) lives until its
     // reduce-scatter has produced the fp32 shard (FlatParamHandle, _post_backward).
     if (p.state_layout == StateLayout::fsdp) bytes += gathered * static_cast<double>(largest);
+  }
+  // QLoRA: each layer's NF4 weights are dequantised to a transient 16-bit copy
+  // for its GEMMs (bitsandbytes dequantize_4bit in forward and again for the
+  // input gradient); one layer's worth is live at a time.
+  if (p.finetune.nf4()) {
+    std::int64_t largest = 0;
+    for (int i : layers) largest = std::max(largest, linear_weights_per_gpu(m, p.tp, p.ep, m.is_moe_layer(i)).total());
+    bytes += activation_element_bytes(p.precision) * static_cast<double>(largest);
   }
   // Largest transient gradient a layer's backward materialises: the MLP
   // up-projection output gradient, the naive-attention score gradient, or the

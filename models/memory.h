@@ -41,6 +41,13 @@ ModelStates zero_model_state_bytes(double psi, int dp, int stage, Precision prec
 // plus the embedding on stage 0 and final norm + output layer on the last stage
 // (a copy of the tied word embedding there when pp > 1, as Megatron-LM does).
 LocalParams stage_params(const ModelSpec& m, const Parallelism& p, int stage);
+// The parameters of `stage` that train (carry gradients and optimizer state): all of
+// stage_params in full training; only the LoRA adapters when p.finetune is active
+// (models/finetune.h).
+LocalParams trainable_stage_params(const ModelSpec& m, const Parallelism& p, int stage);
+// Trainable parameters of one transformer layer on one GPU (its adapters when
+// fine-tuning, else the layer).
+LocalParams trainable_layer_params(const ModelSpec& m, const Parallelism& p, bool moe_layer);
 
 // Whether chunk `chunk` of `stage` runs the embedding / the head (final norm,
 // output layer, loss): stage 0 chunk 0 / the last stage's last chunk; ZB-V puts
@@ -75,6 +82,8 @@ std::vector<int> layers_per_stage(const ModelSpec& m, const Parallelism& p);
 // Korthikanti et al. 2022 Table 2 with the flash-attention change (the 5as/h term
 // is gone: no s×s scores are stored) and GQA / SwiGLU / MoE generalisations.
 double activation_bytes_per_layer(const ModelSpec& m, const Parallelism& p, bool moe_layer);
+// Of which the LoRA adapters' own saved tensors (0 without p.finetune).
+double lora_activation_bytes(const ModelSpec& m, const Parallelism& p, bool moe_layer);
 // Saved activations of the embedding (first stage) and of the head (last stage:
 // logits in fp32 for the loss) for one micro-batch.
 double embedding_activation_bytes(const ModelSpec& m, const Parallelism& p);

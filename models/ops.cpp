@@ -1,5 +1,7 @@
 #include "models/ops.h"
 
+#include "models/finetune.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -172,6 +174,62 @@ Op attention(const ModelSpec& /*m*/, const Parallelism& p, const Dims& x) {
   return op;
 }
 
+// ---------------------------------------------------------- fine-tuning ---
+
+// A frozen weight's GEMM: backward computes the input gradient only.
+void freeze(Op& op, const Dims& x) {
+  if (op.cls != OpClass::gemm && op.cls != OpClass::router) return;
+  const double m = static_cast<double>(op.gemm.m), n = static_cast<double>(op.gemm.n),
+               k = static_cast<double>(op.gemm.k), c = op.gemm.count;
+  op.frozen = true;
+  op.bwd_flops = op.fwd_flops;
+  op.bwd_bytes = c * ((m * n + k * n) * x.cb + m * k * x.ab);
+}
+
+// LoRA update of a weight d_in × d_out seen by `rows` tokens (`count` copies for
+// local experts): x·A (rows × r × d_in) then (x·A)·B (rows × d_out × r), at the
+// local widths of models/finetune.h (column-parallel: A full, B split by tp;
+// row-parallel: A split, B full). The row-parallel adapter's rows × r partial sum
+// is reduced with the base output's TP all-reduce in Megatron, not separately.
+void add_adapter(std::vector<Op>& ops, const std::string& name, double rows, double d_in_local, double d_out_local,
+                 int r, int count, const Dims& x) {
+  ops.push_back(gemm(name + "_lora_a", rows, r, d_in_local, count, x));
+  ops.push_back(gemm(name + "_lora_b", rows, d_out_local, r, count, x));
+}
+
+// Rewrites a layer's op list for p.finetune (see layer_ops in ops.h).
+std::vector<Op> finetune_layer(std::vector<Op> base, const ModelSpec& m, const Parallelism& p, bool moe_layer,
+                               const Dims& x) {
+  const FinetuneSpec& ft = p.finetune;
+  std::vector<Op> out;
+  if (ft.nf4()) {
+    // QLoRA: dequantise the layer's NF4 weights to a 16-bit copy (read 4.127 bits,
+    // write e bytes per weight) before the forward GEMMs and again before the
+    // backward's input-gradient GEMMs (bitsandbytes MatMul4Bit.backward).
+    const double w = static_cast<double>(linear_weights_per_gpu(m, p.tp, p.ep, moe_layer).total());
+    const double per = nf4_bytes_per_param() + x.cb;
+    out.push_back(pointwise("nf4_dequant", OpClass::elementwise, w, 1.0, per, 1.0, per));
+  }
+  for (Op op : base) {
+    freeze(op, x);
+    out.push_back(op);
+    if (op.cls != OpClass::gemm) continue;
+    const double rows = static_cast<double>(op.gemm.m);
+    const int count = op.gemm.count;
+    const double k = static_cast<double>(op.gemm.k), n = static_cast<double>(op.gemm.n);
+    const bool is_up = op.name.size() > 3 && op.name.compare(op.name.size() - 3, 3, "_up") == 0;
+    const bool is_down = op.name.size() > 5 && op.name.compare(op.name.size() - 5, 5, "_down") == 0;
+    // The base GEMM's local k × n is the adapter's local d_in × d_out: QKV and
+    // MLP up are column-parallel (k = h whole), projection and MLP down
+    // row-parallel (n = h whole).
+    const bool target = (op.name == "qkv" && ft.targets_any(kLoraQkv)) ||
+                        (op.name == "proj" && ft.targets_any(kLoraProj)) || (is_up && ft.targets_any(kLoraFc1)) ||
+                        (is_down && ft.targets_any(kLoraFc2));
+    if (target) add_adapter(out, op.name, rows, k, n, ft.rank, count, x);
+  }
+  return out;
+}
+
 }  // namespace
 
 void check_sharding(const ModelSpec& m, const Parallelism& p) {
@@ -285,6 +343,7 @@ std::vector<Op> layer_ops(const ModelSpec& m, const Parallelism& p, bool moe_lay
     }
   }
   ops.push_back(with_role(bias_dropout_add("mlp_bias_dropout_add", x), OpRole::mlp_leave));
+  if (p.finetune.active()) return finetune_layer(std::move(ops), m, p, moe_layer, x);
   return ops;
 }
 
@@ -314,6 +373,10 @@ std::vector<Op> embedding_ops(const ModelSpec& m, const Parallelism& p) {
   // Embedding dropout (Megatron hidden_dropout on the embedding output).
   ops.push_back(pointwise("embedding_dropout", OpClass::elementwise, x.sp_tokens * x.h, 1.0, 2.0 * x.ab + 1.0, 1.0,
                           2.0 * x.ab + 1.0));
+  if (p.finetune.active()) {
+    // Frozen embedding, nothing before it trains: no backward at all.
+    for (Op& op : ops) op.bwd_flops = op.bwd_bytes = 0;
+  }
   return ops;
 }
 
@@ -328,6 +391,8 @@ std::vector<Op> head_ops(const ModelSpec& m, const Parallelism& p) {
   // reads the logits, writes the fp32 softmax it keeps for backward (max, sub,
   // exp, sum, divide ≈ 5 FLOPs); backward reads it and writes the logits gradient.
   ops.push_back(pointwise("cross_entropy", OpClass::loss, x.tokens * vocab_local, 5.0, x.ab + 4.0, 2.0, 4.0 + x.ab));
+  if (p.finetune.active())
+    for (Op& op : ops) freeze(op, x);  // the output layer stays frozen: dgrad only
   return ops;
 }
 

@@ -48,6 +48,9 @@ struct Op {
   GemmShape gemm;                     // set for cls == gemm
   AttentionShape attn;                // set for cls == attention
   bool recomputed_selective = false;  // re-run in backward under selective recompute
+  // A GEMM with a frozen weight (LoRA / QLoRA base): backward is dgrad only
+  // (bwd_flops = fwd_flops, bwd_bytes the dgrad's), no weight gradient.
+  bool frozen = false;
 };
 
 // Throws std::invalid_argument (naming the value) when the plan cannot shard the
@@ -60,7 +63,11 @@ void check_sharding(const ModelSpec& m, const Parallelism& p);
 // T = micro_batch_size·seq_length/cp (no cap when moe_capacity_factor <= 0).
 double moe_tokens_per_expert(const ModelSpec& m, const Parallelism& p);
 
-// One transformer layer (dense or MoE), per GPU, per micro-batch.
+// One transformer layer (dense or MoE), per GPU, per micro-batch. With
+// p.finetune active its GEMMs are frozen, each targeted weight is followed by
+// its adapter's two GEMMs ("<name>_lora_a", "<name>_lora_b"), and with an NF4
+// base the layer starts with "nf4_dequant" (memory-bound: read 4.127-bit
+// weights, write the 16-bit copy; again in backward for the input gradients).
 std::vector<Op> layer_ops(const ModelSpec& m, const Parallelism& p, bool moe_layer);
 // First stage: token (+ position) embedding lookup.
 std::vector<Op> embedding_ops(const ModelSpec& m, const Parallelism& p);

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "models/finetune.h"
+
 namespace ptsim::models {
 
 enum class Precision { fp32, fp16, bf16, fp8 };
@@ -53,6 +55,8 @@ struct Parallelism {
   // PyTorch caching-allocator gap: reserved = allocated × (1 + allocator_overhead)
   // at the peak (fragmentation, rounding to blocks). 0 reports max allocated.
   double allocator_overhead = 0.0;
+  // training.finetune: LoRA / QLoRA (models/finetune.h); method none = full training.
+  FinetuneSpec finetune;
 };
 
 // Each enum's spellings, in one place: as the scenario keys write them (CONTRACT §2),

@@ -155,6 +155,13 @@ class Builder {
           k.flops = op.fwd_flops, k.bytes = op.fwd_bytes;
           return to_ticks(compute_.seconds(k));
         }
+        if (op.frozen) {
+          // Frozen weight (LoRA base): the input gradient only, no wgrad GEMM.
+          hw::KernelDesc dgrad = k;
+          dgrad.m = op.gemm.m, dgrad.n = op.gemm.k, dgrad.k = op.gemm.n;
+          dgrad.flops = op.bwd_flops, dgrad.bytes = op.bwd_bytes;
+          return to_ticks(compute_.seconds(dgrad));
+        }
         // Backward = dgrad (m×k = m×n · n×k) + wgrad (k×n = k×m · m×n), half each.
         hw::KernelDesc dgrad = k, wgrad = k;
         dgrad.m = op.gemm.m, dgrad.n = op.gemm.k, dgrad.k = op.gemm.n;
@@ -357,6 +364,14 @@ class Builder {
     return s_.model.is_moe_layer(block) ? moe_layer_local_ : dense_layer_local_;
   }
   double layer_param_bytes(int block) const { return block_params(block) * act_bytes_; }
+  // Of which the parameters that train and have gradients to reduce and updated
+  // weights to gather: everything, or only a layer's LoRA adapters when fine-tuning
+  // (the frozen base, embedding and head have none).
+  double trainable_block_params(int block) const {
+    if (!par_.finetune.active()) return block_params(block);
+    if (block < 0) return 0;
+    return static_cast<double>(models::trainable_layer_params(s_.model, par_, s_.model.is_moe_layer(block)).total());
+  }
 
   // A layer's linear submodules as DeepSpeed fetches them: (op index, weight
   // elements) of each GEMM, in op order; the layer's bytes shared in proportion
@@ -510,7 +525,8 @@ class Builder {
     f.push_back(mem(InstrKind::alloc, MemCat::activations, blocks.activations, "activations"));
     // Index of this chunk's first layer among the stage's parameter gathers (the
     // prologue launches them in first-use order: embedding, chunk 0, chunk 1, ...).
-    int gather_index = stage_holds(stage, models::holds_embedding) ? 1 : 0;
+    // (Fine-tuning: the frozen embedding has no updated weights to gather.)
+    int gather_index = stage_holds(stage, models::holds_embedding) && !par_.finetune.active() ? 1 : 0;
     for (int c = 0; c < chunk; ++c) gather_index += models::chunk_layers(m, par_, stage, c).count;
     const auto& order = blocks.order;
     Fetch fetch = plan_fetch(blocks, order, false);
@@ -568,7 +584,7 @@ class Builder {
         if (ws > 0) b.push_back(mem(InstrKind::release, MemCat::activations, ws, "recompute working set"));
       }
       zero3_after(b, fetch, blocks, l, true);
-      if (!split()) dp_launch(b, block_params(l), fw_.grad_reduce_per_unit);
+      if (!split()) dp_launch(b, trainable_block_params(l), fw_.grad_reduce_per_unit);
       tag_layer(b, first_instr, l);
     }
     if (!split()) {
@@ -710,24 +726,27 @@ class Builder {
     sp.prologue.push_back(mem(InstrKind::alloc, MemCat::buffers, sp.buffers - gathered, "buffers"));
     if (overlapped_param_gather()) {
       if (stage_holds(sp.stage, models::holds_embedding))
-        launch(sp.prologue, Dim::dp, kGatherChannel, CollectiveKind::all_gather, embedding_local_params() * act_bytes_,
+        launch(sp.prologue, Dim::dp, kGatherChannel, CollectiveKind::all_gather, (par_.finetune.active() ? trainable_block_params(kEmbedding) : embedding_local_params()) * act_bytes_,
                "dp param all-gather");
       for (int c = 0; c < par_.vpp; ++c) {
         const auto r = models::chunk_layers(s_.model, par_, sp.stage, c);
         for (int l = r.first; l < r.first + r.count; ++l)
-          launch(sp.prologue, Dim::dp, kGatherChannel, CollectiveKind::all_gather, layer_param_bytes(l),
-                 "dp param all-gather");
+          launch(sp.prologue, Dim::dp, kGatherChannel, CollectiveKind::all_gather,
+                 trainable_block_params(l) * act_bytes_, "dp param all-gather");
       }
       for (int c = 0; c < par_.vpp; ++c)
         if (models::holds_head(par_, sp.stage, c))
           launch(sp.prologue, Dim::dp, kGatherChannel, CollectiveKind::all_gather,
-                 head_local_params(sp.stage, c) * act_bytes_, "dp param all-gather");
+                 (par_.finetune.active() ? trainable_block_params(kHead) : head_local_params(sp.stage, c)) * act_bytes_, "dp param all-gather");
     }
   }
 
   void build_epilogue(StageProgram& sp) {
     auto& e = sp.epilogue;
-    const double local_params = stage_local_params(sp.stage);
+    // Gradients, the optimizer step and the updated-weight gathers concern the
+    // parameters that train (all of them, or the LoRA adapters).
+    const double local_params =
+        static_cast<double>(models::trainable_stage_params(s_.model, par_, sp.stage).total());
     const bool dp_active = group_size(Dim::dp) > 1;
     if (dp_active && !s_.plan.overlap_grad_reduce) {
       // All gradient buckets reduced after the backward pass, nothing overlapped.

@@ -1,5 +1,7 @@
 #include "sim/core/replay.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 #include <algorithm>
 
@@ -18,6 +20,8 @@ Replay::Replay(const Program& program, const Layout& layout, int num_microbatche
                ReplayOptions opt)
     : program_(program), layout_(layout), m_(num_microbatches), transport_(transport), opt_(opt) {
   const int world = layout_.world();
+  if (!opt_.compute_scale.empty() && (opt_.fold || static_cast<int>(opt_.compute_scale.size()) != world))
+    throw std::logic_error("Replay: compute_scale needs one factor per rank and no folding");
   slot_of_rank_.assign(static_cast<std::size_t>(world), kNoSlot);
   for (int rank = 0; rank < world; ++rank) {
     const Coords c = layout_.coords(rank);
@@ -27,6 +31,7 @@ Replay::Replay(const Program& program, const Layout& layout, int num_microbatche
     r.rank = rank;
     r.stage = c.pp;
     r.prog = &program_.stages[static_cast<std::size_t>(c.pp)];
+    if (!opt_.compute_scale.empty()) r.scale = opt_.compute_scale[static_cast<std::size_t>(rank)];
     for (int d = 0; d < kNumDims; ++d) r.gid[d] = layout_.group_id(rank, static_cast<Dim>(d));
     r.inbox.reserve(8);
     ranks_.push_back(std::move(r));
@@ -253,9 +258,11 @@ void Replay::advance(RankState& r) {
     const Instr& in = current_list(r)[r.pc];
     if (!skipped(r, in)) {
       if (in.kind == InstrKind::compute) {
-        if (opt_.trace) record(span_of(r, 0, in, r.t, r.t + in.duration));
-        r.t += in.duration;
-        st.busy += in.duration;
+        const Tick d = r.scale == 1.0 ? in.duration
+                                      : static_cast<Tick>(std::llround(static_cast<double>(in.duration) * r.scale));
+        if (opt_.trace) record(span_of(r, 0, in, r.t, r.t + d));
+        r.t += d;
+        st.busy += d;
       } else if (in.kind == InstrKind::alloc || in.kind == InstrKind::release) {
         note_memory(r, in, in.kind == InstrKind::alloc);
       } else if (!interact(r, in, st)) {

@@ -82,6 +82,10 @@ struct ReplayOptions {
   bool trace = false;
   int trace_max_ranks = 16;  // ranks shown in the trace: the first of each stage, then others up to this
   std::uint64_t max_events = kMaxEvents;
+  // cluster.slow: every compute op of global rank i takes compute_scale[i] × its
+  // duration (empty: all 1). Slow ranks break the symmetry folding relies on, so
+  // it cannot be combined with `fold`.
+  std::vector<double> compute_scale;
 };
 
 class Replay {
@@ -133,6 +137,7 @@ class Replay {
     int step = -1;  // -1 prologue, [0, steps) schedule, steps epilogue
     std::size_t pc = 0;
     Tick t = 0;
+    double scale = 1.0;  // compute slowdown (ReplayOptions::compute_scale)
     Block block = Block::none;
     Tick wait_start = 0;
     std::uint64_t wait_key = 0;

@@ -10,6 +10,7 @@
 #include "sim/core/plan.h"
 #include "sim/core/program.h"
 #include "sim/core/reliability.h"
+#include "sim/core/straggler.h"
 
 namespace ptsim::sim {
 
@@ -72,6 +73,7 @@ struct Result {
   bool folded = false;
   std::optional<TimeToTrain> time_to_train;  // when the scenario gives a training goal
   std::optional<Goodput> goodput;            // when the scenario has a reliability section
+  std::optional<StragglerReport> straggler;   // when cluster.slow slows some GPUs
   std::vector<std::string> warnings;
   std::vector<std::string> notes;  // extra lines for the text summary (e.g. busiest links)
 };

@@ -45,6 +45,9 @@ struct ClusterConfig {
   // currency-neutral number (absent: no cost figure), and cluster.gpu_power (default gpu.tdp).
   std::optional<double> price_per_gpu_hour;
   Watts gpu_power = 0;
+  // cluster.slow (sim/core/straggler.h): compute slowdown factor of every rank, >= 1;
+  // empty when the cluster has no slow GPUs.
+  std::vector<double> slow_factor;
 
   int num_nodes() const { return num_gpus / gpus_per_node; }
 };

@@ -102,9 +102,9 @@ void fill_headline(Result& r, const Scenario& s, const hw::ComputeCostModel& com
   r.iteration_time_s = to_seconds(replay.iteration_ticks());
   const double tokens = static_cast<double>(s.plan.global_batch_size) * static_cast<double>(s.model.seq_length);
   r.tokens_per_s = r.iteration_time_s > 0 ? tokens / r.iteration_time_s : 0;
-  r.model_flops_per_iteration = models::model_flops_per_iteration(s.model, s.plan.global_batch_size);
+  r.model_flops_per_iteration = models::model_flops_per_iteration(s.model, s.plan.global_batch_size, par.finetune);
   r.hardware_flops_per_iteration =
-      models::hardware_flops_per_iteration(s.model, s.plan.global_batch_size, par.recompute);
+      models::hardware_flops_per_iteration(s.model, s.plan.global_batch_size, par.recompute, par.finetune);
   const double peak = s.cluster.gpu.peak(precision_name(par.precision));
   const double denom = r.iteration_time_s * r.world_size;
   if (denom > 0) {
@@ -196,9 +196,43 @@ void run_bounded(Replay& replay, const Scenario& s) {
   }
 }
 
+// cluster.slow: the slowest GPU and what the slowdown costs, from a second replay of
+// the same program at nominal speed (folded when its network allows: the ranks are
+// then identical again).
+StragglerReport straggler_report(const Scenario& s, const SimulateOptions& opt, const CollectiveCost& coll,
+                                 const Program& program, const Layout& layout, const ReplayOptions& ro,
+                                 bool shared, Tick slow_ticks) {
+  StragglerReport sr;
+  const auto& f = s.cluster.slow_factor;
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    if (f[i] > 1.0) ++sr.slow_ranks;
+    if (f[i] > sr.critical_factor) sr.critical_factor = f[i], sr.critical_rank = static_cast<int>(i);
+  }
+  ReplayOptions bo = ro;
+  bo.compute_scale.clear();
+  bo.trace = false;
+  Result unused;
+  AnalyticTransport analytic(coll);
+  SimulateOptions unfolded = opt;
+  unfolded.fold = false;
+  const auto net = shared ? shared_network(s, unfolded, coll, unused) : nullptr;
+  Transport* transport = net ? static_cast<Transport*>(net.get()) : opt.transport ? opt.transport : &analytic;
+  bo.fold = !net && !opt.transport;
+  Replay base(program, layout, s.plan.par.num_microbatches, *transport, bo);
+  run_bounded(base, s);
+  sr.baseline_iteration_s = to_seconds(base.iteration_ticks());
+  sr.cost_s = to_seconds(slow_ticks) - sr.baseline_iteration_s;
+  sr.cost_fraction = sr.baseline_iteration_s > 0 ? sr.cost_s / sr.baseline_iteration_s : 0;
+  return sr;
+}
+
 }  // namespace
 
-Simulation simulate(const Scenario& s, const SimulateOptions& opt) {
+Simulation simulate(const Scenario& s, const SimulateOptions& opt_in) {
+  // Slow GPUs make ranks differ: every rank is simulated, whatever --fold asked.
+  const bool slow = !s.cluster.slow_factor.empty();
+  SimulateOptions opt = opt_in;
+  if (slow) opt.fold = false;
   const auto wall_start = std::chrono::steady_clock::now();
   const auto& par = s.plan.par;
   std::optional<hw::ComputeCostModel> own_compute;
@@ -225,6 +259,7 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt) {
   ro.trace = opt.trace;
   ro.trace_max_ranks = opt.trace_max_ranks;
   ro.max_events = opt.max_events;
+  if (slow) ro.compute_scale = s.cluster.slow_factor;
   AnalyticTransport analytic(*coll);
   const auto shared_net = shared_network(s, opt, *coll, sim.result);
   Transport* transport = &analytic;
@@ -237,6 +272,11 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt) {
   fill_headline(r, s, *compute, *coll, replay, opt.fold);
   fill_stages(r, s, replay);
   add_verdicts(r, s);
+  if (slow) {
+    if (opt_in.fold) r.warnings.push_back("--fold ignored: cluster.slow makes the ranks differ, every rank simulated");
+    r.straggler = straggler_report(s, opt, *coll, sim.program, layout, ro, shared_net != nullptr,
+                                   replay.iteration_ticks());
+  }
   r.time_to_train = time_to_train(s, r);
   if (r.iteration_time_s > 0) r.goodput = goodput(s, r.iteration_time_s, r.tokens_per_s);
   r.notes.push_back(layout.placement_summary());

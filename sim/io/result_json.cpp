@@ -1,6 +1,7 @@
 #include "sim/io/result_json.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "hw/units.h"
 #include "sim/io/goodput_output.h"
@@ -109,7 +110,20 @@ nlohmann::json to_json(const Result& r) {
                            {"exposed_comm_s", per_dim(t.exposed_s)}});
   if (r.time_to_train) j["time_to_train"] = time_to_train_json(*r.time_to_train);
   if (r.goodput) j["goodput"] = goodput_json(*r.goodput);
+  if (const auto& g = r.straggler)
+    j["straggler"] = {{"slow_ranks", g->slow_ranks},
+                      {"critical_rank", g->critical_rank},
+                      {"critical_factor", g->critical_factor},
+                      {"baseline_iteration_s", g->baseline_iteration_s},
+                      {"cost_s", g->cost_s},
+                      {"cost_fraction", g->cost_fraction}};
   j["framework"] = r.framework;
+  if (const auto& ft = r.plan.par.finetune; ft.active())
+    j["finetune"] = {{"method", models::to_string(ft.method)},
+                     {"rank", ft.rank},
+                     {"alpha", ft.alpha},
+                     {"targets", models::target_names(ft.targets)},
+                     {"base_precision", models::to_string(ft.base_precision)}};
   j["cost_source"] = r.cost_source;
   j["sim_wall_time_s"] = r.sim_wall_time_s;
   j["events"] = r.events;
@@ -162,9 +176,16 @@ std::string summary_text(const Result& r) {
   line("batch           global {} = micro {} × {} micro-batches × dp {}", r.plan.global_batch_size, q.micro_batch_size,
        q.num_microbatches, q.dp);
   line("framework       {}", r.framework);
+  if (const auto& ft = q.finetune; ft.active())
+    line("finetune        {} rank {} on {}, {} base weights frozen", models::to_string(ft.method), ft.rank,
+         fmt::join(models::target_names(ft.targets), ", "), models::to_string(ft.base_precision));
   line("feasible        {}", r.feasible ? "yes" : "NO");
   for (const auto& why : r.infeasible_reasons) line("                {}", why);
   line("iteration       {}", format_seconds(r.iteration_time_s));
+  if (const auto& g = r.straggler)
+    line("stragglers      {} slow GPU{}, critical rank {} (×{:.3f}); costs {} (+{:.1f} %) against {} without", g->slow_ranks,
+         g->slow_ranks == 1 ? "" : "s", g->critical_rank, g->critical_factor, format_seconds(g->cost_s),
+         100 * g->cost_fraction, format_seconds(g->baseline_iteration_s));
   line("throughput      {:.0f} tokens/s, {:.1f} TFLOP/s per GPU", r.tokens_per_s, r.model_tflops_per_gpu);
   line("utilisation     MFU {:.1f} %, HFU {:.1f} %", 100 * r.mfu, 100 * r.hfu);
   line("bubble          {} ({:.1f} % of the iteration)", format_seconds(r.bubble_time_s), 100 * r.bubble_fraction);

@@ -14,10 +14,12 @@
 #include "hw/strict_yaml.h"
 #include "hw/yaml_limits.h"
 #include "sim/core/errors.h"
+#include "sim/io/finetune_section.h"
 #include "sim/io/framework_section.h"
 #include "sim/io/import_args.h"
 #include "sim/io/scenario_keys.h"
 #include "sim/io/reliability_section.h"
+#include "sim/io/slow_section.h"
 
 namespace ptsim::sim {
 namespace {
@@ -340,6 +342,7 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c, Scena
   }
   if (c["calibration"]) cc.calibration = r.string(c["calibration"], "cluster.calibration");
   read_cost_inputs(r, c, cc);
+  if (c["slow"]) read_slow(r, c["slow"], cc);
   if (cc.intra_bandwidth <= 0) r.fail("cluster.intra_node.bandwidth", "must be positive");
   if (cc.nic_bandwidth <= 0) r.fail("cluster.inter_node.nic_bandwidth", "must be positive");
   return cc;
@@ -461,6 +464,7 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
       r.fail("training.total_tokens", fmt::format("{:g} is out of range", s.goal.total_tokens), "at most 1e18");
   }
   if (t["train_iters"]) s.goal.train_iters = r.int64(t["train_iters"], "training.train_iters", 1, kMaxTrainIters);
+  if (t["finetune"]) read_finetune(r, t["finetune"], s);
 }
 
 }  // namespace
