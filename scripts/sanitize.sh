@@ -18,7 +18,11 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:check_initialization_order=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export CUDA_VISIBLE_DEVICES=""
 # The MPI test needs an MPI build (and OpenMPI's own allocations are not ours to check).
-ctest --test-dir build-asan --output-on-failure -j"$(nproc)" -E '^cli\.search_mpi_equals_single$'
+# Left to the Release run (CI time budget, ~15 min in all): the full default search
+# (minutes at -O1 under ASan), the headless-browser render, and the bad-input cases
+# (error paths of the same readers that scripts/fuzz.sh runs under ASan and UBSan).
+ctest --test-dir build-asan --output-on-failure -j"$(nproc)" \
+  -E '^cli\.(search_mpi_equals_single|search_default_width|report_browser|bad\..*)$'
 tested=$(date +%s)
 
 for s in scenarios/*.yaml; do

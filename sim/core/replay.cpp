@@ -106,6 +106,12 @@ const std::vector<Instr>& Replay::current_list(const RankState& r) const {
   return p.chunks[static_cast<std::size_t>(s.chunk)].of(s.phase);
 }
 
+int Replay::current_microbatch(const RankState& r) const {
+  const auto& p = *r.prog;
+  if (r.step < 0 || r.step >= static_cast<int>(p.steps.size())) return -1;
+  return p.steps[static_cast<std::size_t>(r.step)].microbatch;
+}
+
 // A pipeline message is named by the step that consumes it: (phase, micro-batch,
 // the receiver's chunk). Only one stage sends a given key to a given rank.
 std::uint64_t Replay::msg_key(Phase phase, int microbatch, int chunk) {
@@ -515,10 +521,10 @@ void Replay::on_deliver(void* ctx, std::uint64_t arg) {
   const std::int32_t slot = self->msg_dst_[arg];
   if (self->opt_.trace && m.src_rank >= 0) {
     // The message key names the consuming step: its phase and micro-batch are the sender's.
-    const bool backward = (m.key & 1) != 0;
+    const bool backward = static_cast<Phase>(m.key & 3) != Phase::forward;  // msg_key layout
     self->record({m.src_rank, static_cast<std::uint8_t>(1 + static_cast<int>(Dim::pp)),
                   backward ? SpanPhase::backward : SpanPhase::forward, kNoFlags, static_cast<std::uint8_t>(Dim::pp),
-                  m.label, -1, static_cast<std::int32_t>((m.key >> 1) & 0xffffffffu),
+                  m.label, -1, static_cast<std::int32_t>((m.key >> 2) & 0xffffffffu),
                   self->ranks_[static_cast<std::size_t>(slot)].rank, m.bytes, m.sent, m.arrival});
   }
   self->msg_free_.push_back(static_cast<std::uint32_t>(arg));

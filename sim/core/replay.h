@@ -185,6 +185,7 @@ class Replay {
   static std::uint64_t msg_key(Phase phase, int microbatch, int chunk);
   void note_memory(RankState& r, const Instr& in, bool alloc);
   SpanPhase current_phase(const RankState& r) const;
+  int current_microbatch(const RankState& r) const;  // -1 outside the steps
   // The span of `in` on `stream` of r from start to end, in r's current step.
   Span span_of(const RankState& r, std::uint8_t stream, const Instr& in, Tick start, Tick end) const;
   // Keeps `s` when tracing its rank.
