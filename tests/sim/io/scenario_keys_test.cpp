@@ -16,7 +16,7 @@ namespace {
 
 TEST(ScenarioKeys, SectionsListTheirDirectChildren) {
   const auto top = keys_of("");
-  EXPECT_EQ(top, (std::vector<std::string>{"name", "model", "cluster", "parallel", "training"}));
+  EXPECT_EQ(top, (std::vector<std::string>{"name", "model", "cluster", "parallel", "training", "reliability"}));
   const auto moe = keys_of("model.moe");
   EXPECT_EQ(moe.front(), "num_experts");
   EXPECT_EQ(std::set<std::string>(moe.begin(), moe.end()).count("load_imbalance"), 1u);
