@@ -7,6 +7,7 @@
 
 #include "hw/compute_cost.h"
 #include "sim/core/collective_cost.h"
+#include "sim/core/simulate.h"
 #include "sim/io/scenario_file.h"
 
 namespace ptsim::sim::testing {
@@ -56,5 +57,16 @@ class FreeCollectives : public CollectiveCost {
  public:
   Seconds seconds(CollectiveKind, Dim, const GroupShape&, Bytes) const override { return 0; }
 };
+
+// One iteration of `s` on the synthetic costs above (FLOPs at peak, free collectives).
+inline Result run_synthetic(const Scenario& s, bool fold = false) {
+  FlopsOnlyCost compute(s.cluster.gpu);
+  FreeCollectives coll;
+  SimulateOptions o;
+  o.compute = &compute;
+  o.collectives = &coll;
+  o.fold = fold;
+  return simulate(s, o).result;
+}
 
 }  // namespace ptsim::sim::testing

@@ -12,17 +12,8 @@ namespace {
 
 using testing::FlopsOnlyCost;
 using testing::FreeCollectives;
+using testing::run_synthetic;
 using testing::tiny_gpt_yaml;
-
-Result run_synthetic(const Scenario& s, bool fold = false) {
-  FlopsOnlyCost compute(s.cluster.gpu);
-  FreeCollectives coll;
-  SimulateOptions o;
-  o.compute = &compute;
-  o.collectives = &coll;
-  o.fold = fold;
-  return simulate(s, o).result;
-}
 
 TEST(Replay, OneFOneBBubbleIsExact) {
   // p equal stages, m micro-batches, free communication: the iteration is

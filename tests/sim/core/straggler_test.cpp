@@ -28,15 +28,7 @@ Scenario with_slow(int pp, int dp, const std::string& slow, int gbs = 8) {
   return parse_scenario(yaml, "slow.yaml");
 }
 
-Result run(const Scenario& s, bool fold = false) {
-  FlopsOnlyCost compute(s.cluster.gpu);
-  FreeCollectives coll;
-  SimulateOptions o;
-  o.compute = &compute;
-  o.collectives = &coll;
-  o.fold = fold;
-  return simulate(s, o).result;
-}
+Result run(const Scenario& s, bool fold = false) { return testing::run_synthetic(s, fold); }
 
 TEST(Straggler, DrawsAreSeededAndDeterministic) {
   const auto a = draw_slowdowns(SlowDistribution::lognormal, 0.1, 7, 20'000);
