@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 
 #include "hw/units.h"
+#include "sim/io/result_json.h"
 
 namespace ptsim::sim {
 namespace {
-nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
 // Hours and minutes for the long times of this section ("3.09 h", "4.2 min", "2.8 s").
 std::string span(double s) {
@@ -24,7 +24,7 @@ nlohmann::json goodput_json(const Goodput& g) {
   j["job_failures_per_hour"] = g.job_failures_per_hour;
   j["mtbf_s"] = g.mtbf_s;
   j["failures_per_day"] = g.failures_per_day;
-  j["failures_per_run"] = opt(g.failures_per_run);
+  j["failures_per_run"] = json_or_null(g.failures_per_run);
   j["lost_work_per_failure_s"] = g.lost_work_per_failure_s;
   j["checkpoint_bytes"] = g.checkpoint_bytes;
   j["checkpoint_bytes_per_rank"] = g.checkpoint_bytes_per_rank;
@@ -40,11 +40,11 @@ nlohmann::json goodput_json(const Goodput& g) {
   j["young_interval_s"] = g.young_interval_s;
   j["daly_interval_s"] = g.daly_interval_s;
   j["optimal_interval_s"] = g.optimal_interval_s;
-  j["wall_s"] = opt(g.wall_s);
-  j["wall_days"] = opt(g.wall_days);
-  j["gpu_hours"] = opt(g.gpu_hours);
-  j["cost"] = opt(g.cost);
-  j["energy_kwh"] = opt(g.energy_kwh);
+  j["wall_s"] = json_or_null(g.wall_s);
+  j["wall_days"] = json_or_null(g.wall_days);
+  j["gpu_hours"] = json_or_null(g.gpu_hours);
+  j["cost"] = json_or_null(g.cost);
+  j["energy_kwh"] = json_or_null(g.energy_kwh);
   j["default_failure_rates"] = g.rates_default;
   j["default_relaunch_time"] = g.relaunch_default;
   if (g.trials) {

@@ -33,6 +33,8 @@ nlohmann::json plan_to_json(const Plan& p) {
   return j;
 }
 
+nlohmann::json json_or_null(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
 nlohmann::json time_to_train_json(const TimeToTrain& t) {
   nlohmann::json j;
   j["iterations"] = t.iterations;
@@ -40,8 +42,8 @@ nlohmann::json time_to_train_json(const TimeToTrain& t) {
   j["seconds"] = t.seconds;
   j["days"] = t.days;
   j["gpu_hours"] = t.gpu_hours;
-  j["cost"] = t.cost ? nlohmann::json(*t.cost) : nlohmann::json(nullptr);
-  j["price_per_gpu_hour"] = t.price_per_gpu_hour ? nlohmann::json(*t.price_per_gpu_hour) : nlohmann::json(nullptr);
+  j["cost"] = json_or_null(t.cost);
+  j["price_per_gpu_hour"] = json_or_null(t.price_per_gpu_hour);
   j["gpu_power_w"] = t.gpu_power_w;
   j["energy_kwh"] = t.energy_kwh;
   return j;

@@ -1,5 +1,6 @@
 // The JSON document (CONTRACT §3) and the text summary of a Result.
 #pragma once
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +10,9 @@
 namespace ptsim::sim {
 
 // CONTRACT §3 "plan" object (also in the search output).
+// A figure that may be absent: its value, or null (CONTRACT §3 writes absent figures as null).
+nlohmann::json json_or_null(const std::optional<double>& v);
+
 nlohmann::json plan_to_json(const Plan& p);
 
 // The "time_to_train" object of the result (and of `ptsim compare`); its summary lines.

@@ -49,7 +49,6 @@ std::string fit(const std::string& s, std::size_t width) {
   return s.substr(0, keep / 2) + "..." + s.substr(s.size() - (keep - keep / 2));
 }
 
-nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
 // One row's cells, in compare_columns() order.
 std::vector<nlohmann::json> cells(const CompareRow& r, const ComparedPlan& p) {
@@ -58,16 +57,16 @@ std::vector<nlohmann::json> cells(const CompareRow& r, const ComparedPlan& p) {
   for (double e : r.exposed_s) c.emplace_back(e);
   for (double x : {r.peak_bytes, r.capacity_bytes, r.headroom_bytes, r.vs_best_pct}) c.emplace_back(x);
   const auto& t = r.time_to_train;
-  c.push_back(opt(t ? std::optional<double>(t->days) : std::nullopt));
-  c.push_back(opt(t ? std::optional<double>(t->gpu_hours) : std::nullopt));
-  c.push_back(opt(t ? t->cost : std::nullopt));
-  c.push_back(opt(t ? std::optional<double>(t->energy_kwh) : std::nullopt));
+  c.push_back(json_or_null(t ? std::optional<double>(t->days) : std::nullopt));
+  c.push_back(json_or_null(t ? std::optional<double>(t->gpu_hours) : std::nullopt));
+  c.push_back(json_or_null(t ? t->cost : std::nullopt));
+  c.push_back(json_or_null(t ? std::optional<double>(t->energy_kwh) : std::nullopt));
   const auto& g = r.goodput;
-  c.push_back(opt(g ? std::optional<double>(g->goodput) : std::nullopt));
-  c.push_back(opt(g ? std::optional<double>(g->tokens_per_s) : std::nullopt));
-  c.push_back(opt(g ? std::optional<double>(g->failures_per_day) : std::nullopt));
-  c.push_back(opt(g ? g->wall_days : std::nullopt));
-  c.push_back(opt(g ? g->cost : std::nullopt));
+  c.push_back(json_or_null(g ? std::optional<double>(g->goodput) : std::nullopt));
+  c.push_back(json_or_null(g ? std::optional<double>(g->tokens_per_s) : std::nullopt));
+  c.push_back(json_or_null(g ? std::optional<double>(g->failures_per_day) : std::nullopt));
+  c.push_back(json_or_null(g ? g->wall_days : std::nullopt));
+  c.push_back(json_or_null(g ? g->cost : std::nullopt));
   return c;
 }
 
