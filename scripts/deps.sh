@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ptsim needs (only those missing). Run as root.
 set -euo pipefail
-pkgs=(cmake g++ make libyaml-cpp-dev libfmt-dev libeigen3-dev libboost-graph-dev libcli11-dev
+pkgs=(cmake g++ make libyaml-cpp-dev libfmt-dev libeigen3-dev libcli11-dev
       nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libopenmpi-dev openmpi-bin
       clang-14 libclang-rt-14-dev  # these two: libFuzzer targets (scripts/fuzz.sh)
       zlib1g-dev                   # gzip traces (ptsim run --trace F.json.gz)
