@@ -30,6 +30,24 @@ Uplinks leaf_uplinks(int down_ports, BytesPerSecond down_bw, double o) {
 
 int ceil_div(long a, long b) { return static_cast<int>((a + b - 1) / b); }
 
+// What add_node creates for one server (Topology::reserve), and a name length that
+// covers "node12345.pcie3" and "pod63.spine31".
+std::size_t node_vertex_count(const NodeParams& p) {
+  if (p.nics_per_node == 0) return static_cast<std::size_t>(p.gpus_per_node + (p.gpus_per_node > 1));
+  return static_cast<std::size_t>(p.gpus_per_node + (p.gpus_per_node > 1) + p.gpus_per_node / p.gpus_per_pcie_switch +
+                                  p.nics_per_node);
+}
+std::size_t node_cable_count(const NodeParams& p) {
+  const std::size_t nvlink = p.gpus_per_node > 1 ? static_cast<std::size_t>(p.gpus_per_node) : 0;
+  return nvlink + (p.nics_per_node == 0 ? 0 : static_cast<std::size_t>(p.gpus_per_node + p.nics_per_node));
+}
+constexpr std::size_t kNameBytes = 16;
+void reserve_for(Topology& topo, std::size_t nodes, const NodeParams& p, std::size_t fabric_vertices,
+                 std::size_t fabric_cables) {
+  const std::size_t vertices = nodes * node_vertex_count(p) + fabric_vertices;
+  topo.reserve(vertices, nodes * node_cable_count(p) + fabric_cables, vertices * kNameBytes);
+}
+
 }  // namespace
 
 void validate(const NodeParams& p) {
@@ -128,7 +146,16 @@ Topology build_fat_tree(int num_nodes, const NodeParams& node, const FabricParam
         "at most {} pods ({} NICs); raise switch_radix or lower cluster.num_gpus",
         nics, pods, k, k, static_cast<long>(k) * half * half));
 
+  const Uplinks up = leaf_uplinks(half, node.nic_bandwidth, fabric.oversubscription);
   Topology topo;
+  {
+    const auto u = static_cast<std::size_t>(up.count), l = static_cast<std::size_t>(leaves);
+    const auto h = static_cast<std::size_t>(half), np = static_cast<std::size_t>(pods);
+    if (tiers == 2)
+      reserve_for(topo, num_nodes, node, l + u, static_cast<std::size_t>(nics) + u * l);
+    else  // each spine: up to k/2 leaves below, k/2 cores above
+      reserve_for(topo, num_nodes, node, l + u * h + np * u, static_cast<std::size_t>(nics) + np * u * 2 * h);
+  }
   std::vector<VertexId> all_nics;
   all_nics.reserve(nics);
   for (int n = 0; n < num_nodes; ++n) {
@@ -136,7 +163,6 @@ Topology build_fat_tree(int num_nodes, const NodeParams& node, const FabricParam
     all_nics.insert(all_nics.end(), nv.nics.begin(), nv.nics.end());
   }
   const BytesPerSecond link_bw = fabric.link_bandwidth > 0 ? fabric.link_bandwidth : node.nic_bandwidth;
-  const Uplinks up = leaf_uplinks(half, node.nic_bandwidth, fabric.oversubscription);
   std::vector<VertexId> leaf(leaves);
   for (int l = 0; l < leaves; ++l) leaf[l] = topo.add_vertex(VertexKind::leaf, fmt::format("leaf{}", l));
   for (long i = 0; i < nics; ++i)
@@ -182,8 +208,12 @@ Topology build_rail_optimized(int num_nodes, const NodeParams& node, const Fabri
     throw std::invalid_argument(fmt::format(
         "rail-optimized: {} rails x {} node groups = {} rail leaves exceed the spine radix {}; use fat-tree", rails,
         groups, leaves, k));
+  const Uplinks up = leaf_uplinks(half, node.nic_bandwidth, fabric.oversubscription);
   Topology topo;
+  reserve_for(topo, num_nodes, node, static_cast<std::size_t>(leaves + up.count),
+              static_cast<std::size_t>(num_nodes) * rails + static_cast<std::size_t>(up.count) * leaves);
   std::vector<NodeVertices> nodes;
+  nodes.reserve(num_nodes);
   for (int n = 0; n < num_nodes; ++n) nodes.push_back(add_node(topo, n, node));
   std::vector<VertexId> leaf(leaves);
   for (int r = 0; r < rails; ++r)
@@ -193,7 +223,6 @@ Topology build_rail_optimized(int num_nodes, const NodeParams& node, const Fabri
   for (int n = 0; n < num_nodes; ++n)
     for (int r = 0; r < rails; ++r)
       topo.connect(nodes[n].nics[r], leaf[r * groups + n / half], node.nic_bandwidth, fabric.nic_latency, kFabricCost);
-  const Uplinks up = leaf_uplinks(half, node.nic_bandwidth, fabric.oversubscription);
   if (leaves > 1) {
     for (int s = 0; s < up.count; ++s) {
       VertexId sp = topo.add_vertex(VertexKind::spine, fmt::format("spine{}", s));
@@ -226,6 +255,8 @@ Topology build_torus(const NodeParams& node, const TorusParams& t) {
   Topology topo;
   const int n = static_cast<int>(count);
   const int nd = static_cast<int>(t.dims.size());
+  reserve_for(topo, static_cast<std::size_t>(n), node, static_cast<std::size_t>(n),
+              static_cast<std::size_t>(n) * static_cast<std::size_t>(node.nics_per_node + nd));
   std::vector<VertexId> router(n);
   auto coords = [&](int i) {
     std::vector<int> c(nd);

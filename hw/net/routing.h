@@ -152,6 +152,7 @@ class Router {
   std::uint64_t clock_ = 0;
   std::size_t tables_computed_ = 0;
   std::vector<std::vector<std::uint32_t>> buckets_;  // Dial's circular buckets, reused
+  std::vector<std::uint64_t> pend_, settled_;        // search_batch's bit sets, reused (pend_ all zero between)
   // Compute-node structure for the contraction.
   std::vector<std::int32_t> node_of_;                      // by vertex (topology's node)
   std::vector<std::int32_t> region_;                       // by vertex: its closed node, -1 for fabric

@@ -65,6 +65,15 @@ VertexId Topology::add_vertex(VertexKind kind, std::string_view name, int node) 
   return v;
 }
 
+void Topology::reserve(std::size_t vertices, std::size_t cables, std::size_t name_bytes) {
+  kind_.reserve(vertices);
+  node_.reserve(vertices);
+  name_end_.reserve(vertices);
+  rank_of_vertex_.reserve(vertices);
+  names_.reserve(name_bytes);
+  links_.reserve(2 * cables);
+}
+
 LinkId Topology::connect(VertexId a, VertexId b, BytesPerSecond bandwidth, Seconds latency, std::uint8_t cost) {
   const auto n = num_vertices();
   if (a >= n || b >= n) throw std::invalid_argument(fmt::format("connect: unknown vertex {} or {} (have {})", a, b, n));

@@ -41,21 +41,10 @@ Replay::Replay(const Program& program, const Layout& layout, int num_microbatche
     stats_[i].rank = ranks_[i].rank;
     stats_[i].stage = ranks_[i].stage;
   }
-  // Group states: one set per dimension for blocking collectives, one per async
-  // stream. Folded, only the representative of each stage is simulated, so a
-  // group has one simulated member, except the model-parallel group (one per stage).
-  auto init = [&](std::vector<GroupState>& groups, Dim dim) {
-    groups.resize(static_cast<std::size_t>(layout_.group_count(dim)));
-    for (auto& g : groups) g.expected = opt_.fold ? 0 : layout_.group_size(dim);
-    if (opt_.fold)
-      for (const auto& r : ranks_) ++groups[static_cast<std::size_t>(layout_.group_id(r.rank, dim))].expected;
-  };
-  for (int d = 0; d < kNumDims; ++d)
-    if (static_cast<Dim>(d) != Dim::pp) init(sync_groups_[d], static_cast<Dim>(d));
-  for (int c = 0; c < kNumChannels; ++c) {
-    const Dim dim = c == kGatherChannel ? Dim::dp : static_cast<Dim>(c);
-    if (dim != Dim::pp) init(async_groups_[c], dim);
-  }
+  // Group states (one set per dimension for blocking collectives, one per async stream)
+  // are made on the first collective of their set (group()): a dimension of size 1 (cp,
+  // ep here) would otherwise hold one state per rank, 65,536 of them at 65k GPUs, for
+  // collectives that never run.
   if (opt_.trace) {
     // Show the first rank of every stage, then the lowest ranks, up to the limit.
     traced_.assign(static_cast<std::size_t>(world), 0);
@@ -72,7 +61,17 @@ Replay::Replay(const Program& program, const Layout& layout, int num_microbatche
 
 Replay::GroupState& Replay::group(Dim d, int channel, int gid) {
   auto& v = channel >= 0 ? async_groups_[channel] : sync_groups_[static_cast<int>(d)];
+  if (v.empty()) make_groups(v, channel < 0 ? d : channel == kGatherChannel ? Dim::dp : static_cast<Dim>(channel));
   return v[static_cast<std::size_t>(gid)];
+}
+
+// Folded, only the representative of each stage is simulated, so a group has one
+// simulated member, except the model-parallel group (one per stage).
+void Replay::make_groups(std::vector<GroupState>& groups, Dim dim) {
+  groups.resize(static_cast<std::size_t>(layout_.group_count(dim)));
+  for (auto& g : groups) g.expected = opt_.fold ? 0 : layout_.group_size(dim);
+  if (opt_.fold)
+    for (const auto& r : ranks_) ++groups[static_cast<std::size_t>(layout_.group_id(r.rank, dim))].expected;
 }
 
 bool Replay::wait_satisfied(const RankState& r, const Instr& in) const {

@@ -179,7 +179,9 @@ class Replay {
   bool wait_satisfied(const RankState& r, const Instr& in) const;
   void send(RankState& r, const Instr& in);
   void resume_after_wait(RankState& r);
+  // The state of group `gid` of dimension d (channel < 0) or of async stream `channel`.
   GroupState& group(Dim d, int channel, int gid);
+  void make_groups(std::vector<GroupState>& groups, Dim dim);
   const GroupShape& shape_of(GroupState& g, Dim d, int gid);
   GroupShape pair_shape(int src, int dst) const;
   static std::uint64_t msg_key(Phase phase, int microbatch, int chunk);
