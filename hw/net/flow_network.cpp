@@ -309,8 +309,9 @@ void FlowNetwork::compact_finish_heap() {
 void FlowNetwork::solve() {
   // 1. The affected component: links <-> active flows at or above the re-solve level
   // (and flows not solved yet) reachable from the dirty links. A link's heap yields
-  // those flows without visiting the ones below the level (they form a subtree-free
-  // set: every entry at or above the level has only such ancestors).
+  // those flows without visiting the ones below the level: in a max-heap every entry
+  // at or above the level has only such ancestors, so a search from the root that
+  // stops at entries below the level finds them all.
   ++stamp_;  // dirty links carry this stamp already (touch() marks with stamp_ + 1)
   // A relative margin keeps flows that rounding put a hair below the level (ties in
   // exact arithmetic) in the re-fill.

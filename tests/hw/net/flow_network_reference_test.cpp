@@ -11,13 +11,12 @@
 #include <string>
 
 #include "hw/net/flow_network.h"
+#include "hw/units.h"
 
 namespace ptsim::hw::net {
 namespace {
 
-constexpr double kGB = 1e9;
-
-struct Live {
+struct RefFlow {
   FlowId id;
   std::vector<LinkId> path;
   std::uint32_t weight;
@@ -26,7 +25,7 @@ struct Live {
 // Progressive filling written out plainly (Bertsekas & Gallager, Data Networks, §6.5.2):
 // the link with the least remaining capacity per unfixed share saturates; its unfixed
 // flows are fixed at that share; repeat. O(links × flows) per round, no incrementality.
-std::vector<double> reference_rates(const Topology& t, const std::vector<Live>& live) {
+std::vector<double> textbook_max_min_rates(const Topology& t, const std::vector<RefFlow>& live) {
   std::vector<double> remaining(t.num_links());
   std::vector<double> unfixed(t.num_links(), 0);
   for (LinkId l = 0; l < t.num_links(); ++l) remaining[l] = t.link(l).bandwidth;
@@ -66,7 +65,7 @@ TEST(FlowNetworkReference, ManyFlowsPerLinkMatchATextbookSolveAndLinkBytesIntegr
     const int nl = 3 + static_cast<int>(rng() % 5);
     for (int i = 0; i < nl; ++i) links.push_back(t.connect(vs[i % 6], vs[(i + 1) % 6], (1 + rng() % 9) * kGB, 0));
     FlowNetwork net(t);
-    std::vector<Live> live;
+    std::vector<RefFlow> live;
     std::vector<double> expected_bytes(t.num_links(), 0.0);
     std::vector<FlowId> done;
     for (int round = 0; round < 120; ++round) {
@@ -87,7 +86,7 @@ TEST(FlowNetworkReference, ManyFlowsPerLinkMatchATextbookSolveAndLinkBytesIntegr
         live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
       }
       auto drop_done = [&] {
-        std::erase_if(live, [&](const Live& x) { return std::find(done.begin(), done.end(), x.id) != done.end(); });
+        std::erase_if(live, [&](const RefFlow& x) { return std::find(done.begin(), done.end(), x.id) != done.end(); });
       };
       done.clear();
       net.advance_to(net.now(), done);  // the arrivals start now
@@ -96,7 +95,7 @@ TEST(FlowNetworkReference, ManyFlowsPerLinkMatchATextbookSolveAndLinkBytesIntegr
       const Seconds te = net.next_event_time();
       if (te == FlowNetwork::kNever) continue;
       // The rates in force until te (flows start at now: no latency phase).
-      const auto ref = reference_rates(t, live);
+      const auto ref = textbook_max_min_rates(t, live);
       for (std::size_t i = 0; i < live.size(); ++i) {
         ASSERT_NEAR(net.rate(live[i].id), ref[i], 1e-9 * ref[i] + 1e-3)
             << "seed " << seed << " round " << round << " flow " << i << " of " << live.size();
