@@ -50,6 +50,7 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> path, Bytes bytes, Seconds 
   f.rate = 0;
   f.tag = tag;
   f.weight = weight;
+  f.load_q = 0;
   f.state = State::pending;
   f.linked = false;
   ++f.version;
@@ -58,6 +59,80 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> path, Bytes bytes, Seconds 
   std::push_heap(pending_heap_.begin(), pending_heap_.end(), KeyGreater{});
   if (static_cast<std::size_t>(tag) >= tag_bytes_.size()) tag_bytes_.resize(tag + 1, 0.0);
   return id;
+}
+
+void FlowNetwork::sift_up(LinkState& ls, std::uint32_t i) {
+  const LinkEntry e = ls.flows[i];
+  while (i > 0) {
+    const std::uint32_t parent = (i - 1) / 2;
+    if (!(ls.flows[parent].key < e.key)) break;
+    place(ls, i, ls.flows[parent]);
+    i = parent;
+  }
+  place(ls, i, e);
+}
+
+void FlowNetwork::sift_down(LinkState& ls, std::uint32_t i) {
+  const LinkEntry e = ls.flows[i];
+  const auto n = static_cast<std::uint32_t>(ls.flows.size());
+  for (;;) {
+    std::uint32_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && ls.flows[c + 1].key > ls.flows[c].key) ++c;
+    if (!(ls.flows[c].key > e.key)) break;
+    place(ls, i, ls.flows[c]);
+    i = c;
+  }
+  place(ls, i, e);
+}
+
+// Restores the heap after the key at i changed.
+void FlowNetwork::sift(LinkState& ls, std::uint32_t i) {
+  if (i > 0 && ls.flows[(i - 1) / 2].key < ls.flows[i].key)
+    sift_up(ls, i);
+  else
+    sift_down(ls, i);
+}
+
+// The filling's min-heap: restores order after the share at i changed (either way:
+// shares only grow in exact arithmetic, rounding can nudge them down).
+void FlowNetwork::fill_sift(std::uint32_t i) {
+  const FillEntry e = fill_heap_[i];
+  if (i > 0 && e.share < fill_heap_[(i - 1) / 2].share) {
+    do {
+      const std::uint32_t parent = (i - 1) / 2;
+      if (!(e.share < fill_heap_[parent].share)) break;
+      fill_place(i, fill_heap_[parent]);
+      i = parent;
+    } while (i > 0);
+    fill_place(i, e);
+    return;
+  }
+  fill_sift_down(i);
+}
+
+void FlowNetwork::fill_sift_down(std::uint32_t i) {
+  const FillEntry e = fill_heap_[i];
+  const auto n = static_cast<std::uint32_t>(fill_heap_.size());
+  for (;;) {
+    std::uint32_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && fill_heap_[c + 1].share < fill_heap_[c].share) ++c;
+    if (!(fill_heap_[c].share < e.share)) break;
+    fill_place(i, fill_heap_[c]);
+    i = c;
+  }
+  fill_place(i, e);
+}
+
+void FlowNetwork::fill_remove(std::uint32_t i) {
+  link_[fill_heap_[i].link].hpos = kNotQueued;
+  const FillEntry last = fill_heap_.back();
+  fill_heap_.pop_back();
+  if (i < fill_heap_.size()) {
+    fill_place(i, last);
+    fill_sift(i);
+  }
 }
 
 void FlowNetwork::touch(LinkId l) {
@@ -82,10 +157,12 @@ void FlowNetwork::activate(FlowId id) {
   }
   f.linked = true;
   f.solved = false;
+  f.load_q = 0;
   for (std::size_t i = 0; i < f.path.size(); ++i) {
     LinkState& ls = link_[f.path[i]];
-    f.pos[i] = static_cast<std::uint32_t>(ls.flows.size());
-    ls.flows.push_back(id);
+    // Unsolved: key +inf, so the next solve finds it at the top of the heap.
+    ls.flows.push_back({kNever, id, static_cast<std::uint32_t>(i)});
+    sift_up(ls, static_cast<std::uint32_t>(ls.flows.size() - 1));
     ls.weight += f.weight;
     // Its rate will be at least the link's equal share: rates below it stay.
     resolve_level_ = std::min(resolve_level_, ls.capacity / ls.weight);
@@ -132,23 +209,18 @@ void FlowNetwork::finish(FlowId id) {
       const LinkId l = f.path[i];
       LinkState& ls = link_[l];
       settle_link(ls);
-      ls.load = std::max(0.0, ls.load - f.rate * f.weight);
+      set_load(ls, ls.load_q - f.load_q);
       ls.weight -= f.weight;
-      const FlowId last = ls.flows.back();
-      ls.flows[f.pos[i]] = last;
-      if (last != id) {
-        // Tell the moved flow where it now sits on this link.
-        Flow& g = flows_[last];
-        for (std::size_t j = 0; j < g.path.size(); ++j)
-          if (g.path[j] == l) {
-            g.pos[j] = f.pos[i];
-            break;
-          }
-      }
+      const std::uint32_t at = f.pos[i];
+      const LinkEntry last = ls.flows.back();
       ls.flows.pop_back();
-      if (ls.flows.empty()) ls.load = 0;
+      if (at < ls.flows.size()) {
+        place(ls, at, last);
+        sift(ls, at);
+      }
       touch(l);
     }
+    f.load_q = 0;
     f.linked = false;
   }
   f.state = State::free;
@@ -236,7 +308,10 @@ void FlowNetwork::compact_finish_heap() {
 // component(s) of the links whose flow set changed.
 void FlowNetwork::solve() {
   // 1. The affected component: links <-> active flows at or above the re-solve level
-  // (and flows not solved yet) reachable from the dirty links.
+  // (and flows not solved yet) reachable from the dirty links. A link's heap yields
+  // those flows without visiting the ones below the level: in a max-heap every entry
+  // at or above the level has only such ancestors, so a search from the root that
+  // stops at entries below the level finds them all.
   ++stamp_;  // dirty links carry this stamp already (touch() marks with stamp_ + 1)
   // A relative margin keeps flows that rounding put a hair below the level (ties in
   // exact arithmetic) in the re-fill.
@@ -244,14 +319,30 @@ void FlowNetwork::solve() {
   resolve_level_ = kNever;
   comp_links_.clear();
   comp_flows_.clear();
+  comp_entries_.clear();
+  comp_begin_.clear();
   for (LinkId l : dirty_links_) comp_links_.push_back(l);
   dirty_links_.clear();
   for (std::size_t i = 0; i < comp_links_.size(); ++i) {
-    for (FlowId id : link_[comp_links_[i]].flows) {
-      Flow& f = flows_[id];
-      if (f.mark == stamp_ || (f.solved && f.rate < level)) continue;
+    LinkState& ls = link_[comp_links_[i]];
+    ls.comp = static_cast<std::uint32_t>(i);
+    comp_begin_.push_back(static_cast<std::uint32_t>(comp_entries_.size()));
+    const auto n = static_cast<std::uint32_t>(ls.flows.size());
+    if (n == 0) continue;
+    dfs_.clear();
+    dfs_.push_back(0);
+    while (!dfs_.empty()) {
+      const std::uint32_t j = dfs_.back();
+      dfs_.pop_back();
+      const LinkEntry& e = ls.flows[j];
+      if (e.key < level) continue;  // and so is its whole subtree
+      if (2 * j + 1 < n) dfs_.push_back(2 * j + 1);
+      if (2 * j + 2 < n) dfs_.push_back(2 * j + 2);
+      comp_entries_.push_back(e.id);
+      Flow& f = flows_[e.id];
+      if (f.mark == stamp_) continue;
       f.mark = stamp_;
-      comp_flows_.push_back(id);
+      comp_flows_.push_back(e.id);
       for (LinkId m : f.path) {
         LinkState& ms = link_[m];
         if (ms.mark == stamp_) continue;
@@ -260,65 +351,86 @@ void FlowNetwork::solve() {
       }
     }
   }
-  // 2. Progressive filling on the component; flows below the level (not marked) keep
-  // their rates and reserve their capacity.
-  heap_.clear();
-  for (LinkId l : comp_links_) {
-    LinkState& ls = link_[l];
+  comp_begin_.push_back(static_cast<std::uint32_t>(comp_entries_.size()));
+  // 2. Progressive filling on the component; flows below the level (not re-filled)
+  // keep their rates and reserve their capacity: the link's load minus what the
+  // re-filled flows carried.
+  fill_heap_.clear();
+  for (std::size_t i = 0; i < comp_links_.size(); ++i) {
+    LinkState& ls = link_[comp_links_[i]];
     settle_link(ls);
-    ls.remaining = ls.capacity;
-    ls.unfixed = 0;
-    ls.load = 0;
-    for (FlowId id : ls.flows) {
-      const Flow& f = flows_[id];
-      if (f.mark == stamp_) {
-        ls.unfixed += f.weight;
-      } else {
-        const double kept = f.rate * f.weight;
-        ls.remaining -= kept;
-        ls.load += kept;
-      }
+    Load refilled = 0;
+    std::uint32_t unfixed = 0;
+    for (std::uint32_t k = comp_begin_[i]; k < comp_begin_[i + 1]; ++k) {
+      const Flow& f = flows_[comp_entries_[k]];
+      refilled += f.load_q;
+      unfixed += f.weight;
     }
-    if (ls.unfixed > 0) heap_.push_back({std::max(0.0, ls.remaining) / ls.unfixed, l, ++ls.version});
+    ls.remaining = ls.capacity - static_cast<double>(ls.load_q - refilled) / kLoadScale;
+    ls.unfixed = unfixed;
+    ls.hpos = kNotQueued;
+    if (unfixed > 0) fill_heap_.push_back({std::max(0.0, ls.remaining) / unfixed, comp_links_[i]});
   }
-  std::make_heap(heap_.begin(), heap_.end(), KeyGreater{});
+  for (std::uint32_t i = 0; i < fill_heap_.size(); ++i) link_[fill_heap_[i].link].hpos = i;
+  for (std::uint32_t i = static_cast<std::uint32_t>(fill_heap_.size() / 2); i-- > 0;) fill_sift_down(i);
   for (FlowId id : comp_flows_) {
     flows_[id].fixed = false;
     flows_[id].new_rate = 0;
   }
-  while (!heap_.empty()) {
-    std::pop_heap(heap_.begin(), heap_.end(), KeyGreater{});
-    const HeapEntry e = heap_.back();
-    heap_.pop_back();
-    LinkState& ls = link_[e.id];
-    if (e.version != ls.version || ls.unfixed == 0) continue;
+  // Each round saturates the link of the smallest share and fixes its unfixed flows
+  // at that share; every other link they cross is re-keyed once at the round's end.
+  while (!fill_heap_.empty()) {
+    const LinkId top = fill_heap_[0].link;
+    fill_remove(0);
+    LinkState& ls = link_[top];
+    if (ls.unfixed == 0) continue;
     const double share = std::max(0.0, ls.remaining) / ls.unfixed;
-    for (FlowId id : ls.flows) {
-      Flow& f = flows_[id];
-      if (f.mark != stamp_ || f.fixed) continue;
+    ++round_;
+    rekey_.clear();
+    for (std::uint32_t k = comp_begin_[ls.comp]; k < comp_begin_[ls.comp + 1]; ++k) {
+      Flow& f = flows_[comp_entries_[k]];
+      if (f.fixed) continue;
       f.fixed = true;
       f.new_rate = share;
       const double taken = share * f.weight;  // k shares for a k-flow entry
       for (LinkId m : f.path) {
         LinkState& ms = link_[m];
         ms.remaining -= taken;
-        ms.load += taken;
         ms.unfixed -= f.weight;
-        ++ms.version;
-        if (m != e.id && ms.unfixed > 0) {
-          heap_.push_back({std::max(0.0, ms.remaining) / ms.unfixed, m, ms.version});
-          std::push_heap(heap_.begin(), heap_.end(), KeyGreater{});
+        if (ms.hpos != kNotQueued && ms.round != round_) {
+          ms.round = round_;
+          rekey_.push_back(m);
         }
       }
     }
+    for (LinkId m : rekey_) {
+      LinkState& ms = link_[m];
+      if (ms.unfixed == 0) {
+        fill_remove(ms.hpos);
+        continue;
+      }
+      fill_heap_[ms.hpos].share = std::max(0.0, ms.remaining) / ms.unfixed;
+      fill_sift(ms.hpos);
+    }
   }
-  // 3. Flows whose rate changed: bring them up to now, re-key their completion.
+  // 3. Flows whose rate changed: bring them up to now, move their load and heap keys,
+  // re-key their completion. (Every link of a re-filled flow is a component link,
+  // settled in step 2.)
   for (FlowId id : comp_flows_) {
     Flow& f = flows_[id];
+    const bool was_solved = f.solved;
     f.solved = true;
-    if (f.new_rate == f.rate && f.finish_at != kNever) continue;
+    if (was_solved && f.new_rate == f.rate && f.finish_at != kNever) continue;
     settle_flow(f);
     f.rate = f.new_rate;
+    const Load q = to_load(f.rate * f.weight);
+    for (std::size_t i = 0; i < f.path.size(); ++i) {
+      LinkState& ls = link_[f.path[i]];
+      set_load(ls, ls.load_q + (q - f.load_q));
+      ls.flows[f.pos[i]].key = f.rate;
+      sift(ls, f.pos[i]);
+    }
+    f.load_q = q;
     schedule_finish(id);
   }
   if (finish_heap_.size() > 2 * active_.size() + 1024) compact_finish_heap();

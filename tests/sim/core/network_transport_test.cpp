@@ -10,6 +10,7 @@
 #include "sim/core/simulate.h"
 #include "sim/io/scenario_file.h"
 #include "sim/tools/zero_report.h"
+#include "tests/test_paths.h"
 
 namespace ptsim::sim {
 namespace {
@@ -182,6 +183,25 @@ TEST(NetworkScenario, OversubscribedFabricGivesALongerIterationAndNamesTheBottle
   Scenario full_ns = full, over_ns = over;
   full_ns.cluster.link_sharing = over_ns.cluster.link_sharing = false;
   EXPECT_GT(simulate(over_ns).result.iteration_time_s, simulate(full_ns).result.iteration_time_s);
+}
+
+TEST(NetworkScenario, MoeAllToAllOnA4to1FabricIsSlowerThan1to1AndNamesTheHotUplinks) {
+  // Issue 12's many-flows case (bench/scenarios: 64 experts, ep 64, 512 H100s, radix-16
+  // fat tree), cut to one layer: every all-to-all of the 8 EP groups puts 32,256 flows
+  // on the fabric. With link sharing the 4:1 leaves must make the iteration longer than
+  // 1:1, and the busiest fabric links must be leaf <-> spine uplinks.
+  const std::vector<std::string> one_layer = {"model.num_layers=1"};
+  const auto r1 = simulate(load_scenario(test::repo_path("bench/scenarios/moe-64e-512xh100-1to1.yaml"), one_layer));
+  const auto r4 = simulate(load_scenario(test::repo_path("bench/scenarios/moe-64e-512xh100-4to1.yaml"), one_layer));
+  EXPECT_GT(r4.result.iteration_time_s, 1.2 * r1.result.iteration_time_s);
+  std::string notes;
+  for (const auto& n : r4.result.notes) notes += n + "\n";
+  const std::string head = "busiest links: ";
+  const auto at = notes.find(head);
+  ASSERT_NE(at, std::string::npos) << notes;
+  const std::string hottest = notes.substr(at + head.size(), notes.find(' ', at + head.size()) - at - head.size());
+  EXPECT_NE(hottest.find("leaf"), std::string::npos) << notes;
+  EXPECT_NE(hottest.find("spine"), std::string::npos) << notes;
 }
 
 TEST(NetworkScenario, NewClusterKeysAreCheckedByName) {
