@@ -77,7 +77,7 @@ std::string default_reference_dir() {
 
 Command validate_command() {
   struct Opts {
-    std::string dir, json, efficiency;
+    std::string dir, json, efficiency, source;
     bool fit = false, full = false;
   };
   auto o = std::make_shared<Opts>();
@@ -93,6 +93,8 @@ Command validate_command() {
                   "(prints the values to put in hw/gpus.yaml)");
     sub->add_option("--efficiency", o->efficiency,
                     "override one GPU's efficiencies for this run: GPU=gemm,attention,memory");
+    sub->add_option("--source", o->source,
+                    "only the runs of this source_id of published.yaml (e.g. narayanan-sc21-t1)");
     sub->add_flag("--full", o->full, "simulate every rank (default: folded, one rank per stage)");
     return sub;
   };
@@ -100,6 +102,7 @@ Command validate_command() {
     if (o->dir.empty()) o->dir = default_reference_dir();
     sim::ValidateOptions opt;
     opt.fold = !o->full;
+    opt.source = o->source;
     if (!o->efficiency.empty()) parse_efficiency(o->efficiency, opt);
     const bool json_to_stdout = o->json == "-";
     if (o->fit) {
