@@ -133,6 +133,8 @@ ValidationRow evaluate(const Loaded& l, const ValidateOptions& opt) {
   row.iteration_time_s = res.iteration_time_s;
   row.source = l.ref.source;
   row.source_id = l.ref.source_id;
+  row.regime = regime_of(s);
+  row.feasible = res.feasible && res.iteration_time_s > 0;
   if (!res.feasible || !(res.iteration_time_s > 0)) {
     // An infeasible reference is a modelling error, not a number to compare: report
     // it as a 100 % miss so the bound fails loudly.
@@ -155,6 +157,10 @@ ValidationRow evaluate(const Loaded& l, const ValidateOptions& opt) {
     row.predicted = flops / (res.iteration_time_s * res.world_size) / 1e12;
   }
   row.error_pct = (row.predicted - row.published) / row.published * 100.0;
+  // Published throughput over predicted: for a time, predicted / published.
+  const double ratio = l.ref.metric == RefMetric::iteration_time_s ? row.predicted / row.published
+                                                                   : row.published / row.predicted;
+  row.deviation_pct = (ratio - 1.0) * 100.0;
   return row;
 }
 
@@ -317,6 +323,13 @@ FitResult fit_efficiency(const std::string& dir, const ValidateOptions& base) {
   return fr;
 }
 
+std::vector<PredictionBand> prediction_bands(const ValidationReport& r) {
+  std::vector<Residual> res;
+  for (const auto& row : r.rows)
+    if (row.feasible) res.push_back({row.regime, row.deviation_pct});
+  return bands_from_residuals(res);
+}
+
 std::string validation_text(const ValidationReport& r) {
   std::string out;
   if (r.efficiency_override) {
@@ -364,6 +377,9 @@ nlohmann::json validation_json(const ValidationReport& r) {
                     {"fitted", row.fitted},
                     {"iteration_time_s", row.iteration_time_s},
                     {"source_id", row.source_id},
+                    {"regime", row.regime},
+                    {"feasible", row.feasible},
+                    {"deviation_pct", row.deviation_pct},
                     {"source", row.source}});
   }
   nlohmann::json sources = nlohmann::json::array();

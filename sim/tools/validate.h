@@ -16,6 +16,7 @@
 
 #include "hw/gpu_catalog.h"
 #include "models/model_spec.h"
+#include "sim/core/prediction_band.h"
 
 namespace ptsim::sim {
 
@@ -65,6 +66,9 @@ struct ValidationRow {
   double iteration_time_s = 0;
   std::string source;
   std::string source_id;
+  std::string regime;          // sim/core/prediction_band.h regime_of
+  bool feasible = true;        // false: the prediction is out of memory (error −100 %)
+  double deviation_pct = 0;    // published throughput vs predicted, % (the band's residual)
 };
 
 struct ErrorStats {
@@ -118,6 +122,9 @@ struct FitResult {
   int evaluations = 0;
 };
 FitResult fit_efficiency(const std::string& dir, const ValidateOptions& base = {});
+
+// The prediction bands of the report's feasible runs (sim/core/prediction_band.h).
+std::vector<PredictionBand> prediction_bands(const ValidationReport& r);
 
 std::string validation_text(const ValidationReport& r);
 nlohmann::json validation_json(const ValidationReport& r);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 
@@ -142,6 +143,39 @@ TEST(Validate, BroadSetCoversTheRegimes) {
   EXPECT_TRUE(ds_3d);
   EXPECT_TRUE(gqa_swiglu);
   EXPECT_TRUE(h100_1k);
+}
+
+// The committed prediction-band table (scenarios/reference/prediction_bands.json, which
+// `ptsim run` reports from) is what `ptsim validate --write-bands` generates from the
+// current model: regenerate it when the model or the reference set moves.
+TEST(Validate, CommittedPredictionBandsAreInSync) {
+  const auto rep = run_validation(reference_dir());
+  std::ifstream in(reference_dir() + "/prediction_bands.json", std::ios::binary);
+  const std::string committed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(committed, bands_json_text(prediction_bands(rep)))
+      << "regenerate: ptsim validate --write-bands scenarios/reference/prediction_bands.json";
+  // Each band spans the deviations of its regime's feasible runs.
+  for (const auto& b : prediction_bands(rep)) {
+    int n = 0;
+    for (const auto& row : rep.rows) {
+      if (row.regime != b.regime || !row.feasible) continue;
+      ++n;
+      EXPECT_GE(row.deviation_pct, b.low - 0.05) << row.run;
+      EXPECT_LE(row.deviation_pct, b.high + 0.05) << row.run;
+    }
+    EXPECT_EQ(n, b.runs) << b.regime;
+  }
+}
+
+TEST(Validate, DeviationIsPublishedOverPredictedThroughput) {
+  // Throughput metric: published 137 vs predicted p → 137/p − 1; a time metric inverts.
+  ScratchDir d("deviation");
+  d.write_published(one_run(137));
+  const auto f = run_validation(d.dir()).rows[0];
+  EXPECT_NEAR(f.deviation_pct, (137.0 / f.predicted - 1) * 100, 1e-9);
+  d.write_published(one_run(4.0, "", "iteration_time_s"));
+  const auto t = run_validation(d.dir()).rows[0];
+  EXPECT_NEAR(t.deviation_pct, (t.predicted / 4.0 - 1) * 100, 1e-9);
 }
 
 TEST(Validate, PerSourceStatsAndHeldOutBound) {
