@@ -77,7 +77,7 @@ std::string default_reference_dir() {
 
 Command validate_command() {
   struct Opts {
-    std::string dir, json, efficiency;
+    std::string dir, json, efficiency, source, bands;
     bool fit = false, full = false;
   };
   auto o = std::make_shared<Opts>();
@@ -93,6 +93,11 @@ Command validate_command() {
                   "(prints the values to put in hw/gpus.yaml)");
     sub->add_option("--efficiency", o->efficiency,
                     "override one GPU's efficiencies for this run: GPU=gemm,attention,memory");
+    sub->add_option("--source", o->source,
+                    "only the runs of this source_id of published.yaml (e.g. narayanan-sc21-t1)");
+    sub->add_option("--write-bands", o->bands,
+                    "write the prediction bands of these runs (per regime) to FILE; the committed table is "
+                    "scenarios/reference/prediction_bands.json, which `ptsim run` reports from");
     sub->add_flag("--full", o->full, "simulate every rank (default: folded, one rank per stage)");
     return sub;
   };
@@ -100,6 +105,7 @@ Command validate_command() {
     if (o->dir.empty()) o->dir = default_reference_dir();
     sim::ValidateOptions opt;
     opt.fold = !o->full;
+    opt.source = o->source;
     if (!o->efficiency.empty()) parse_efficiency(o->efficiency, opt);
     const bool json_to_stdout = o->json == "-";
     if (o->fit) {
@@ -117,6 +123,7 @@ Command validate_command() {
     const auto rep = sim::run_validation(o->dir, opt);
     if (!json_to_stdout) std::cout << sim::validation_text(rep);
     if (!o->json.empty()) sim::write_output(o->json, sim::validation_json(rep).dump(2) + "\n");
+    if (!o->bands.empty()) sim::write_output(o->bands, sim::bands_json_text(sim::prediction_bands(rep)));
     return rep.bound_holds ? 0 : kExitBoundMissed;
   };
   return c;

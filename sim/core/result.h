@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/core/plan.h"
+#include "sim/core/prediction_band.h"
 #include "sim/core/program.h"
 #include "sim/core/reliability.h"
 #include "sim/core/straggler.h"
@@ -74,6 +75,10 @@ struct Result {
   std::optional<TimeToTrain> time_to_train;  // when the scenario gives a training goal
   std::optional<Goodput> goodput;            // when the scenario has a reliability section
   std::optional<StragglerReport> straggler;   // when cluster.slow slows some GPUs
+  // The validation band of the plan's regime (sim/core/prediction_band.h); none when
+  // no validated run shares the regime.
+  std::optional<PredictionBand> prediction_band;
+  std::string regime;
   std::vector<std::string> warnings;
   std::vector<std::string> notes;  // extra lines for the text summary (e.g. busiest links)
 };

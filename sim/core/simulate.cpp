@@ -1,5 +1,7 @@
 #include "sim/core/simulate.h"
 
+#include "sim/core/prediction_band.h"
+
 #include <fmt/format.h>
 #include <algorithm>
 #include <chrono>
@@ -94,6 +96,8 @@ void fill_headline(Result& r, const Scenario& s, const hw::ComputeCostModel& com
   r.world_size = s.plan.world_size();
   r.plan = s.plan;
   r.framework = std::string(to_string(s.framework.framework));
+  r.regime = regime_of(s);
+  r.prediction_band = find_band(s);
   r.cost_source = compute.source();
   if (const auto* t = dynamic_cast<const TableCollectiveCost*>(&coll); t && t->used_table())
     r.cost_source = t->table_name();

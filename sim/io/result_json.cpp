@@ -120,6 +120,12 @@ nlohmann::json to_json(const Result& r) {
                       {"cost_s", g->cost_s},
                       {"cost_fraction", g->cost_fraction}};
   j["framework"] = r.framework;
+  j["prediction_band"] = r.prediction_band ? nlohmann::json{{"low", r.prediction_band->low},
+                                                            {"high", r.prediction_band->high},
+                                                            {"regime", r.prediction_band->regime},
+                                                            {"runs", r.prediction_band->runs}}
+                                           : nlohmann::json(nullptr);
+  j["regime"] = r.regime;
   if (const auto& ft = r.plan.par.finetune; ft.active())
     j["finetune"] = {{"method", models::to_string(ft.method)},
                      {"rank", ft.rank},
@@ -190,6 +196,7 @@ std::string summary_text(const Result& r) {
          100 * g->cost_fraction, format_seconds(g->baseline_iteration_s));
   line("throughput      {:.0f} tokens/s, {:.1f} TFLOP/s per GPU", r.tokens_per_s, r.model_tflops_per_gpu);
   line("utilisation     MFU {:.1f} %, HFU {:.1f} %", 100 * r.mfu, 100 * r.hfu);
+  line("validated band  {}", band_text(r.prediction_band, r.regime));
   line("bubble          {} ({:.1f} % of the iteration)", format_seconds(r.bubble_time_s), 100 * r.bubble_fraction);
   std::string exposed, bytes;
   for (int d = 0; d < kNumDims; ++d) {

@@ -62,6 +62,8 @@ RankedPlan ranked_plan(const plan_search::SearchRun& run, const plan_search::Ran
   rp.iteration_time_s = f.o.iteration_time_s;
   rp.exposed_comm_s = f.o.exposed_comm_s;
   rp.bound_tokens_per_s = run.pre[static_cast<std::size_t>(f.cand)].bound_tokens_per_s;
+  rp.regime = regime_of(s);
+  rp.band = find_band(s);
   rp.time_to_train = time_to_train(s, f.o.iteration_time_s);
   if (f.o.iteration_time_s > 0) rp.goodput = goodput(s, f.o.iteration_time_s, f.o.tokens_per_s);
   return rp;

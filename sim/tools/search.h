@@ -109,6 +109,8 @@ struct RankedPlan {
   std::array<double, kNumDims> exposed_comm_s{};
   double bound_tokens_per_s = 0;             // the analytical upper bound it had
   int equivalents = 0;                       // other plans equivalent to this one (plans_equivalent), not listed
+  std::optional<PredictionBand> band;        // validation band of its regime (sim/core/prediction_band.h)
+  std::string regime;
   double scaling_efficiency = 0;             // best_per_size only: tokens/s per GPU over the smallest size's
   std::optional<TimeToTrain> time_to_train;  // when the scenario gives a training goal
   std::optional<Goodput> goodput;            // when the scenario has a reliability section

@@ -1,11 +1,13 @@
 // The verdicts on the families not in the top K, and the search result as JSON,
 // CSV and a text summary (search.h).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "sim/io/goodput_output.h"
 #include "sim/io/result_json.h"
@@ -181,6 +183,12 @@ nlohmann::json search_to_json(const SearchResult& r) {
     j["iteration_time_s"] = p.iteration_time_s;
     j["bound_tokens_per_s"] = p.bound_tokens_per_s;
     j["equivalent_plans"] = p.equivalents;
+    j["prediction_band"] = p.band ? nlohmann::json{{"low", p.band->low},
+                                                   {"high", p.band->high},
+                                                   {"regime", p.band->regime},
+                                                   {"runs", p.band->runs}}
+                                  : nlohmann::json(nullptr);
+    j["regime"] = p.regime;
     if (p.time_to_train) j["time_to_train"] = time_to_train_json(*p.time_to_train);
     if (p.goodput) j["goodput"] = goodput_json(*p.goodput);
     nlohmann::json ex;
@@ -318,6 +326,20 @@ std::string top_table(const SearchResult& r) {
                        plan_cells(p.num_gpus, p.plan.par, ep), p.tokens_per_s, 100 * p.mfu, 100 * p.bubble_fraction,
                        100 * comm, format_bytes(p.peak_bytes),
                        p.equivalents > 0 ? fmt::format("+{}", p.equivalents) : std::string("-"));
+  }
+  // The validation band of each regime among the listed plans (README "Prediction bands").
+  std::vector<std::string> regimes;
+  for (const auto& p : r.plans)
+    if (std::find(regimes.begin(), regimes.end(), p.regime) == regimes.end()) regimes.push_back(p.regime);
+  for (const auto& g : regimes) {
+    std::vector<int> ranks;
+    std::optional<PredictionBand> band;
+    for (const auto& p : r.plans)
+      if (p.regime == g) {
+        ranks.push_back(p.rank);
+        band = p.band;
+      }
+    out += wrapped(fmt::format("band of #{}: {}", fmt::join(ranks, ", #"), band_text(band, g)), 2);
   }
   out += wrapped(
       "comm: exposed communication, % of the iteration. peak: peak memory per GPU. +eq: +N equivalent plans not listed "

@@ -22,9 +22,18 @@ namespace ptsim::sim {
 namespace {
 
 const std::vector<std::string> kTopKeys = {"runs"};
-const std::vector<std::string> kRunKeys = {"scenario", "metric", "value", "flops_formula", "fitted", "source"};
+const std::vector<std::string> kRunKeys = {"scenario", "metric",    "value", "flops_formula",
+                                           "fitted",   "source_id", "quote", "source"};
 
-std::string metric_name(RefMetric m) { return m == RefMetric::tflops_per_gpu ? "tflops_per_gpu" : "iteration_time_s"; }
+std::string metric_name(RefMetric m) {
+  switch (m) {
+    case RefMetric::tflops_per_gpu: return "tflops_per_gpu";
+    case RefMetric::iteration_time_s: return "iteration_time_s";
+    case RefMetric::tokens_per_s: return "tokens_per_s";
+    case RefMetric::tokens_per_s_per_gpu: return "tokens_per_s_per_gpu";
+  }
+  return "";
+}
 
 void check_keys(const YAML::Node& n, const std::vector<std::string>& allowed, const std::string& file,
                 const std::string& prefix) {
@@ -48,9 +57,13 @@ ReferenceRun parse_run(const YAML::Node& n, const std::string& file, const std::
     r.metric = RefMetric::tflops_per_gpu;
   } else if (metric == "iteration_time_s") {
     r.metric = RefMetric::iteration_time_s;
+  } else if (metric == "tokens_per_s") {
+    r.metric = RefMetric::tokens_per_s;
+  } else if (metric == "tokens_per_s_per_gpu") {
+    r.metric = RefMetric::tokens_per_s_per_gpu;
   } else {
     throw ScenarioError(file, prefix + ".metric", fmt::format("'{}' is not a metric", metric),
-                        "use tflops_per_gpu or iteration_time_s");
+                        "use tflops_per_gpu, iteration_time_s, tokens_per_s or tokens_per_s_per_gpu");
   }
   r.value = reader.number(n["value"], prefix + ".value");
   if (!(r.value > 0) || !std::isfinite(r.value)) {
@@ -72,6 +85,9 @@ ReferenceRun parse_run(const YAML::Node& n, const std::string& file, const std::
   }
   r.fitted = reader.boolean(n["fitted"], prefix + ".fitted");
   r.source = reader.string(n["source"], prefix + ".source");
+  r.source_id = n["source_id"] ? reader.string(n["source_id"], prefix + ".source_id") : r.source;
+  if (r.source_id.empty()) throw ScenarioError(file, prefix + ".source_id", "must not be empty");
+  if (n["quote"]) r.quote = reader.string(n["quote"], prefix + ".quote");
   return r;
 }
 
@@ -80,9 +96,20 @@ struct Loaded {
   Scenario scenario;
 };
 
-std::vector<Loaded> load_all(const std::string& dir) {
+std::vector<Loaded> load_all(const std::string& dir, const std::string& source = "") {
   std::vector<Loaded> out;
-  for (const auto& ref : load_published(dir)) {
+  const auto refs = load_published(dir);
+  if (!source.empty() &&
+      std::none_of(refs.begin(), refs.end(), [&](const ReferenceRun& r) { return r.source_id == source; })) {
+    std::string ids;
+    std::set<std::string> seen;
+    for (const auto& r : refs)
+      if (seen.insert(r.source_id).second) ids += (ids.empty() ? "" : ", ") + r.source_id;
+    throw ScenarioError((std::filesystem::path(dir) / "published.yaml").string(), "runs[].source_id",
+                        fmt::format("no run has source_id '{}'", source), "one of: " + ids);
+  }
+  for (const auto& ref : refs) {
+    if (!source.empty() && ref.source_id != source) continue;
     const auto path = (std::filesystem::path(dir) / ref.scenario).string();
     out.push_back({ref, load_scenario(path)});
   }
@@ -105,6 +132,9 @@ ValidationRow evaluate(const Loaded& l, const ValidateOptions& opt) {
   row.fitted = l.ref.fitted;
   row.iteration_time_s = res.iteration_time_s;
   row.source = l.ref.source;
+  row.source_id = l.ref.source_id;
+  row.regime = regime_of(s);
+  row.feasible = res.feasible && res.iteration_time_s > 0;
   if (!res.feasible || !(res.iteration_time_s > 0)) {
     // An infeasible reference is a modelling error, not a number to compare: report
     // it as a 100 % miss so the bound fails loudly.
@@ -112,8 +142,13 @@ ValidationRow evaluate(const Loaded& l, const ValidateOptions& opt) {
     row.error_pct = -100.0;
     return row;
   }
+  const double tokens = static_cast<double>(s.plan.global_batch_size) * static_cast<double>(s.model.seq_length);
   if (l.ref.metric == RefMetric::iteration_time_s) {
     row.predicted = res.iteration_time_s;
+  } else if (l.ref.metric == RefMetric::tokens_per_s) {
+    row.predicted = tokens / res.iteration_time_s;
+  } else if (l.ref.metric == RefMetric::tokens_per_s_per_gpu) {
+    row.predicted = tokens / res.iteration_time_s / res.world_size;
   } else {
     const double flops = l.ref.flops_formula == FlopsFormula::megatron_eq3
                              ? megatron_eq3_flops(s.model, static_cast<double>(s.plan.global_batch_size))
@@ -122,6 +157,10 @@ ValidationRow evaluate(const Loaded& l, const ValidateOptions& opt) {
     row.predicted = flops / (res.iteration_time_s * res.world_size) / 1e12;
   }
   row.error_pct = (row.predicted - row.published) / row.published * 100.0;
+  // Published throughput over predicted: for a time, predicted / published.
+  const double ratio = l.ref.metric == RefMetric::iteration_time_s ? row.predicted / row.published
+                                                                   : row.published / row.predicted;
+  row.deviation_pct = (ratio - 1.0) * 100.0;
   return row;
 }
 
@@ -138,8 +177,18 @@ ValidationReport evaluate_all(const std::vector<Loaded>& all, const ValidateOpti
   rep.all = error_stats(rep.rows);
   rep.fitted = error_stats(fitted);
   rep.held_out = error_stats(held);
+  std::vector<std::string> order;
+  for (const auto& r : rep.rows)
+    if (std::find(order.begin(), order.end(), r.source_id) == order.end()) order.push_back(r.source_id);
+  for (const auto& id : order) {
+    std::vector<ValidationRow> mine;
+    for (const auto& r : rep.rows)
+      if (r.source_id == id) mine.push_back(r);
+    rep.per_source.push_back({id, error_stats(mine)});
+  }
+  const ErrorStats& judged = rep.held_out.count > 0 ? rep.held_out : rep.all;
   rep.bound_holds =
-      rep.all.count > 0 && rep.all.mae_pct <= rep.bound.mae_pct && rep.all.worst_pct <= rep.bound.worst_pct;
+      judged.count > 0 && judged.mae_pct <= rep.bound.mae_pct && judged.worst_pct <= rep.bound.worst_pct;
   return rep;
 }
 
@@ -203,12 +252,12 @@ ErrorStats error_stats(const std::vector<ValidationRow>& rows) {
 }
 
 ValidationReport run_validation(const std::string& dir, const ValidateOptions& opt) {
-  return evaluate_all(load_all(dir), opt);
+  return evaluate_all(load_all(dir, opt.source), opt);
 }
 
 FitResult fit_efficiency(const std::string& dir, const ValidateOptions& base) {
   std::vector<Loaded> fit_set;
-  for (auto& l : load_all(dir))
+  for (auto& l : load_all(dir, base.source))
     if (l.ref.fitted) fit_set.push_back(std::move(l));
   if (fit_set.empty()) {
     throw ScenarioError((std::filesystem::path(dir) / "published.yaml").string(), "runs",
@@ -274,17 +323,29 @@ FitResult fit_efficiency(const std::string& dir, const ValidateOptions& base) {
   return fr;
 }
 
+std::vector<PredictionBand> prediction_bands(const ValidationReport& r) {
+  std::vector<Residual> res;
+  for (const auto& row : r.rows)
+    if (row.feasible) res.push_back({row.regime, row.deviation_pct});
+  return bands_from_residuals(res);
+}
+
 std::string validation_text(const ValidationReport& r) {
   std::string out;
   if (r.efficiency_override) {
     out += fmt::format("efficiency override for {}: gemm {:.4f}, attention {:.4f}, memory {:.4f}\n", r.override_gpu,
                        r.efficiency_override->gemm, r.efficiency_override->attention, r.efficiency_override->memory);
   }
-  out += fmt::format("{:<22} {:<16} {:>10} {:>10} {:>8} {:>11}  {}\n", "run", "metric", "published", "predicted",
+  out += fmt::format("{:<30} {:<20} {:>10} {:>10} {:>8} {:>11}  {}\n", "run", "metric", "published", "predicted",
                      "error", "iteration", "fitted");
   for (const auto& row : r.rows) {
-    out += fmt::format("{:<22} {:<16} {:>10.2f} {:>10.2f} {:>+7.1f}% {:>10.2f}s  {}\n", row.run, row.metric,
+    out += fmt::format("{:<30} {:<20} {:>10.2f} {:>10.2f} {:>+7.1f}% {:>10.2f}s  {}\n", row.run, row.metric,
                        row.published, row.predicted, row.error_pct, row.iteration_time_s, row.fitted ? "yes" : "no");
+  }
+  out += fmt::format("{:<24} {:>4} {:>14} {:>9}  {}\n", "source", "runs", "mean |error|", "worst", "worst run");
+  for (const auto& ps : r.per_source) {
+    out += fmt::format("{:<24} {:>4} {:>12.2f} % {:>7.2f} %  {}\n", ps.source_id, ps.stats.count, ps.stats.mae_pct,
+                       ps.stats.worst_pct, ps.stats.worst_run);
   }
   auto line = [](const char* what, const ErrorStats& st) {
     if (st.count == 0) return fmt::format("{:<9} (none)\n", what);
@@ -294,7 +355,8 @@ std::string validation_text(const ValidationReport& r) {
   out += line("fitted", r.fitted);
   out += line("held-out", r.held_out);
   out += line("all", r.all);
-  out += fmt::format("bound     mean |error| <= {:.0f} %, worst <= {:.0f} %: {}\n", r.bound.mae_pct, r.bound.worst_pct,
+  out += fmt::format("bound     {} mean |error| <= {:.0f} %, worst <= {:.0f} %: {}\n",
+                     r.held_out.count > 0 ? "held-out" : "all-runs", r.bound.mae_pct, r.bound.worst_pct,
                      r.bound_holds ? "holds" : "MISSED");
   return out;
 }
@@ -314,12 +376,23 @@ nlohmann::json validation_json(const ValidationReport& r) {
                     {"error_pct", row.error_pct},
                     {"fitted", row.fitted},
                     {"iteration_time_s", row.iteration_time_s},
+                    {"source_id", row.source_id},
+                    {"regime", row.regime},
+                    {"feasible", row.feasible},
+                    {"deviation_pct", row.deviation_pct},
                     {"source", row.source}});
+  }
+  nlohmann::json sources = nlohmann::json::array();
+  for (const auto& ps : r.per_source) {
+    auto j = stats(ps.stats);
+    j["source_id"] = ps.source_id;
+    sources.push_back(j);
   }
   nlohmann::json j{{"runs", runs},
                    {"fitted", stats(r.fitted)},
                    {"held_out", stats(r.held_out)},
                    {"all", stats(r.all)},
+                   {"per_source", sources},
                    {"bound", {{"mae_pct", r.bound.mae_pct}, {"worst_pct", r.bound.worst_pct}}},
                    {"bound_holds", r.bound_holds}};
   if (r.efficiency_override) {

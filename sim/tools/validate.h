@@ -16,10 +16,13 @@
 
 #include "hw/gpu_catalog.h"
 #include "models/model_spec.h"
+#include "sim/core/prediction_band.h"
 
 namespace ptsim::sim {
 
-enum class RefMetric { tflops_per_gpu, iteration_time_s };
+// What the source states: TFLOP/s per GPU (converted with its FLOPs formula), the
+// iteration time, or the training throughput in tokens per second (whole job or per GPU).
+enum class RefMetric { tflops_per_gpu, iteration_time_s, tokens_per_s, tokens_per_s_per_gpu };
 enum class FlopsFormula {
   megatron_eq3,  // Narayanan et al. SC'21 Eq. 3 (counts the recomputed forward)
   model,         // the simulator's model_flops_per_iteration (CONTRACT §3)
@@ -32,6 +35,10 @@ struct ReferenceRun {
   FlopsFormula flops_formula = FlopsFormula::megatron_eq3;
   bool fitted = false;  // used to fit the GPU efficiency constants
   std::string source;
+  // The independent publication the run comes from (per-source error table); the
+  // whole `source` text when not given.
+  std::string source_id;
+  std::string quote;  // the exact figure as the source prints it (optional)
 };
 
 // The accuracy bound of issue 3: mean absolute error ≤ 5 %, worst ≤ 10 %.
@@ -58,6 +65,10 @@ struct ValidationRow {
   bool fitted = false;
   double iteration_time_s = 0;
   std::string source;
+  std::string source_id;
+  std::string regime;          // sim/core/prediction_band.h regime_of
+  bool feasible = true;        // false: the prediction is out of memory (error −100 %)
+  double deviation_pct = 0;    // published throughput vs predicted, % (the band's residual)
 };
 
 struct ErrorStats {
@@ -67,11 +78,19 @@ struct ErrorStats {
   std::string worst_run;
 };
 
+struct SourceStats {
+  std::string source_id;
+  ErrorStats stats;
+};
+
 struct ValidationReport {
   std::vector<ValidationRow> rows;
   ErrorStats all, fitted, held_out;
+  std::vector<SourceStats> per_source;  // in order of first appearance in published.yaml
   AccuracyBound bound;
-  bool bound_holds = false;  // over all runs
+  // Over the held-out runs (issue 9: only they test the model); over all runs when
+  // none is held out.
+  bool bound_holds = false;
   // Set when the run used efficiencies other than the catalog's (--fit / override).
   std::optional<hw::GpuSpec::Efficiency> efficiency_override;
   std::string override_gpu;
@@ -83,6 +102,8 @@ struct ValidateOptions {
   std::optional<hw::GpuSpec::Efficiency> efficiency;
   std::string override_gpu;
   AccuracyBound bound;
+  // Only the runs of this source_id (empty = all); an unknown id is a ScenarioError.
+  std::string source;
 };
 
 // Simulates every reference of `dir` and compares. Throws ScenarioError on bad input.
@@ -101,6 +122,9 @@ struct FitResult {
   int evaluations = 0;
 };
 FitResult fit_efficiency(const std::string& dir, const ValidateOptions& base = {});
+
+// The prediction bands of the report's feasible runs (sim/core/prediction_band.h).
+std::vector<PredictionBand> prediction_bands(const ValidationReport& r);
 
 std::string validation_text(const ValidationReport& r);
 nlohmann::json validation_json(const ValidationReport& r);

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <set>
 #include <string>
 
 #include "sim/core/errors.h"
@@ -82,13 +84,15 @@ TEST(Validate, ErrorStatsByHand) {
   EXPECT_EQ(st.worst_run, "b");
 }
 
-// The acceptance test of issue 3: every published reference run, folded simulation,
-// the catalog's efficiencies; mean |error| ≤ 5 %, worst ≤ 10 %.
+// The acceptance test of issue 3 on the set it was written for, the ten runs of Megatron
+// SC'21 Table 1 (folded simulation, the catalog's efficiencies): mean |error| ≤ 5 %,
+// worst ≤ 10 %. The broad set of issue 9 does not meet the held-out bound yet (README
+// "Validation against published runs"); BroadSetCoversTheRegimes checks its shape.
 TEST(Validate, ReferenceRunsMeetTheBound) {
-  const auto refs = load_published(reference_dir());
+  ValidateOptions opt;
+  opt.source = "narayanan-sc21-t1";
   // Megatron SC'21 Table 1 has 10 rows; alternate rows are fitted (1, 3, 5, 7, 9).
-  ASSERT_EQ(refs.size(), 10u);
-  const auto rep = run_validation(reference_dir());
+  const auto rep = run_validation(reference_dir(), opt);
   ASSERT_EQ(rep.rows.size(), 10u);
   EXPECT_EQ(rep.fitted.count, 5);
   EXPECT_EQ(rep.held_out.count, 5);
@@ -103,6 +107,118 @@ TEST(Validate, ReferenceRunsMeetTheBound) {
   // The held-out runs are the real test: they too must meet the bound on their own.
   EXPECT_LE(rep.held_out.mae_pct, 5.0);
   EXPECT_TRUE(rep.bound_holds);
+}
+
+// Issue 9 item 4: at least 30 runs beyond Table 1 from at least 6 independent sources,
+// each with its source and quoted figure, all held out (nothing was fitted on them).
+TEST(Validate, BroadSetCoversTheRegimes) {
+  const auto refs = load_published(reference_dir());
+  std::set<std::string> sources;
+  int beyond_table1 = 0;
+  for (const auto& r : refs) {
+    SCOPED_TRACE(r.scenario);
+    sources.insert(r.source_id);
+    if (r.source_id == "narayanan-sc21-t1") continue;
+    ++beyond_table1;
+    EXPECT_FALSE(r.fitted);
+    EXPECT_FALSE(r.quote.empty());
+    EXPECT_FALSE(r.source.empty());
+  }
+  EXPECT_GE(beyond_table1, 30);
+  // Table 1 and Table 2 of SC'21 are one publication.
+  sources.erase("narayanan-sc21-t2");
+  EXPECT_GE(sources.size(), 6u);
+  // Every scenario loads, and the regimes of issue 9 are there: ZeRO-3 at >= 256 GPUs,
+  // DeepSpeed with pipeline parallelism, GQA + SwiGLU, H100 at >= 1,000 GPUs.
+  bool zero3_256 = false, ds_3d = false, gqa_swiglu = false, h100_1k = false;
+  for (const auto& r : refs) {
+    const auto s = load_scenario(reference_dir() + "/" + r.scenario);
+    const auto n = s.cluster.num_gpus;
+    zero3_256 |= s.plan.par.zero_stage == 3 && n >= 256;
+    ds_3d |= s.framework.framework == Framework::deepspeed && s.plan.par.pp > 1;
+    gqa_swiglu |= s.model.num_query_groups < s.model.num_attention_heads && s.model.mlp == models::Mlp::swiglu;
+    h100_1k |= s.cluster.gpu.name == "h100-sxm" && n >= 1000;
+  }
+  EXPECT_TRUE(zero3_256);
+  EXPECT_TRUE(ds_3d);
+  EXPECT_TRUE(gqa_swiglu);
+  EXPECT_TRUE(h100_1k);
+}
+
+// The committed prediction-band table (scenarios/reference/prediction_bands.json, which
+// `ptsim run` reports from) is what `ptsim validate --write-bands` generates from the
+// current model: regenerate it when the model or the reference set moves.
+TEST(Validate, CommittedPredictionBandsAreInSync) {
+  const auto rep = run_validation(reference_dir());
+  std::ifstream in(reference_dir() + "/prediction_bands.json", std::ios::binary);
+  const std::string committed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(committed, bands_json_text(prediction_bands(rep)))
+      << "regenerate: ptsim validate --write-bands scenarios/reference/prediction_bands.json";
+  // Each band spans the deviations of its regime's feasible runs.
+  for (const auto& b : prediction_bands(rep)) {
+    int n = 0;
+    for (const auto& row : rep.rows) {
+      if (row.regime != b.regime || !row.feasible) continue;
+      ++n;
+      EXPECT_GE(row.deviation_pct, b.low - 0.05) << row.run;
+      EXPECT_LE(row.deviation_pct, b.high + 0.05) << row.run;
+    }
+    EXPECT_EQ(n, b.runs) << b.regime;
+  }
+}
+
+TEST(Validate, DeviationIsPublishedOverPredictedThroughput) {
+  // Throughput metric: published 137 vs predicted p → 137/p − 1; a time metric inverts.
+  ScratchDir d("deviation");
+  d.write_published(one_run(137));
+  const auto f = run_validation(d.dir()).rows[0];
+  EXPECT_NEAR(f.deviation_pct, (137.0 / f.predicted - 1) * 100, 1e-9);
+  d.write_published(one_run(4.0, "", "iteration_time_s"));
+  const auto t = run_validation(d.dir()).rows[0];
+  EXPECT_NEAR(t.deviation_pct, (t.predicted / 4.0 - 1) * 100, 1e-9);
+}
+
+TEST(Validate, PerSourceStatsAndHeldOutBound) {
+  // One fitted run far off and the same run held out on target: the bound judges the
+  // held-out runs only, and the per-source table splits by source_id.
+  ScratchDir d("persource");
+  fs::copy_file(fs::path(reference_dir()) / "gpt3-3.6b.yaml", fs::path(d.dir()) / "gpt3-3.6b.yaml");
+  d.write_published(one_run(2 * 137, "    source_id: a\n") +
+                    "  - scenario: gpt3-3.6b.yaml\n    metric: tflops_per_gpu\n    value: 138\n"
+                    "    flops_formula: megatron-eq3\n    fitted: false\n    source_id: b\n"
+                    "    quote: \"138\"\n    source: test\n");
+  const auto rep = run_validation(d.dir());
+  ASSERT_EQ(rep.per_source.size(), 2u);
+  EXPECT_EQ(rep.per_source[0].source_id, "a");
+  EXPECT_EQ(rep.per_source[1].source_id, "b");
+  EXPECT_GT(rep.per_source[0].stats.mae_pct, 40.0);
+  EXPECT_LT(rep.per_source[1].stats.mae_pct, 5.0);
+  EXPECT_EQ(rep.held_out.count, 1);
+  EXPECT_TRUE(rep.bound_holds);
+  EXPECT_NE(validation_text(rep).find("held-out mean"), std::string::npos);
+  // --source keeps one source; an unknown one names the ids there are.
+  ValidateOptions only_a;
+  only_a.source = "a";
+  EXPECT_EQ(run_validation(d.dir(), only_a).rows.size(), 1u);
+  only_a.source = "c";
+  try {
+    run_validation(d.dir(), only_a);
+    ADD_FAILURE() << "no error";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("no run has source_id 'c'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("a, b"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Validate, TokensMetricsConvertFromTheIterationTime) {
+  ScratchDir d("tokens");
+  d.write_published(one_run(3.5, "", "iteration_time_s"));
+  const double t = run_validation(d.dir()).rows[0].predicted;
+  // 1.7B row: batch 512 x 2048 tokens on 32 GPUs.
+  d.write_published(one_run(1e5, "", "tokens_per_s"));
+  EXPECT_NEAR(run_validation(d.dir()).rows[0].predicted, 512.0 * 2048 / t, 1e-6);
+  d.write_published(one_run(1e3, "", "tokens_per_s_per_gpu"));
+  EXPECT_NEAR(run_validation(d.dir()).rows[0].predicted, 512.0 * 2048 / t / 32, 1e-6);
 }
 
 TEST(Validate, TflopsConversionUsesTheSourcesFormula) {
@@ -144,6 +260,7 @@ TEST(Validate, PublishedFileErrorsNameTheKey) {
   expect_error(one_run(137, "    fited: true\n"), "runs[0].fited");
   expect_error(one_run(137, "    fited: true\n"), "did you mean 'fitted'");
   expect_error(one_run(137, "", "tflops"), "'tflops' is not a metric");
+  expect_error(one_run(137, "    source_id: \"\"\n"), "runs[0].source_id");
   expect_error(one_run(-1), "must be a positive number");
   expect_error("runs: []\n", "non-empty list");
   expect_error("run:\n  - scenario: x\n", "did you mean 'runs'");
