@@ -7,6 +7,7 @@
 #include "sim/cli/commands.h"
 #include "sim/core/schedule_memory.h"
 #include "sim/io/output_file.h"
+#include "sim/io/result_json.h"
 #include "sim/io/scenario_file.h"
 
 namespace ptsim::cli {
@@ -28,7 +29,7 @@ Command memory_command() {
   };
   c.execute = [o]() {
     const sim::Scenario s = sim::load_scenario(o->scenario, o->sets);
-    for (const auto& w : s.warnings) std::cerr << "warning: " << w << "\n";
+    std::cerr << sim::warnings_text(s.warnings);
     const auto stages = sim::schedule_memory(s.model, s.plan.par);
     const double cap = s.cluster.gpu.hbm;
     nlohmann::json j;
