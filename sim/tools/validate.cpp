@@ -21,7 +21,8 @@ namespace ptsim::sim {
 
 namespace {
 
-const std::vector<std::string> kTopKeys = {"runs"};
+const std::vector<std::string> kTopKeys = {"runs", "rankings"};
+const std::vector<std::string> kRankingKeys = {"a", "b", "what", "source"};
 const std::vector<std::string> kRunKeys = {"scenario", "metric",    "value", "flops_formula",
                                            "fitted",   "source_id", "quote", "source"};
 
@@ -161,6 +162,7 @@ ValidationRow evaluate(const Loaded& l, const ValidateOptions& opt) {
   const double ratio = l.ref.metric == RefMetric::iteration_time_s ? row.predicted / row.published
                                                                    : row.published / row.predicted;
   row.deviation_pct = (ratio - 1.0) * 100.0;
+  row.tokens_per_gpu_s = tokens / res.iteration_time_s / res.world_size;
   return row;
 }
 
@@ -194,8 +196,9 @@ ValidationReport evaluate_all(const std::vector<Loaded>& all, const ValidateOpti
 
 }  // namespace
 
-std::vector<ReferenceRun> load_published(const std::string& dir) {
-  const auto file = (std::filesystem::path(dir) / "published.yaml").string();
+namespace {
+
+YAML::Node load_published_doc(const std::string& file) {
   if (!std::filesystem::exists(file)) {
     throw ScenarioError(file, "", "no such file", "a reference folder needs published.yaml next to its scenarios");
   }
@@ -212,6 +215,14 @@ std::vector<ReferenceRun> load_published(const std::string& dir) {
     throw ScenarioError(file, d->path,
                         fmt::format("duplicate key at line {} (first at line {})", d->line, d->first_line));
   check_keys(doc, kTopKeys, file, "");
+  return doc;
+}
+
+}  // namespace
+
+std::vector<ReferenceRun> load_published(const std::string& dir) {
+  const auto file = (std::filesystem::path(dir) / "published.yaml").string();
+  const YAML::Node doc = load_published_doc(file);
   const auto runs = doc["runs"];
   if (!runs || !runs.IsSequence() || runs.size() == 0) throw ScenarioError(file, "runs", "expected a non-empty list");
   std::vector<ReferenceRun> out;
@@ -223,6 +234,40 @@ std::vector<ReferenceRun> load_published(const std::string& dir) {
       throw ScenarioError(file, prefix + ".scenario", fmt::format("'{}' is listed twice", r.scenario));
     }
     out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<RankingCheck> load_rankings(const std::string& dir) {
+  const auto file = (std::filesystem::path(dir) / "published.yaml").string();
+  const YAML::Node doc = load_published_doc(file);
+  std::vector<RankingCheck> out;
+  const auto list = doc["rankings"];
+  if (!list) return out;
+  if (!list.IsSequence()) throw ScenarioError(file, "rankings", "expected a list of {a, b, what, source}");
+  std::set<std::string> runs;
+  for (const auto& r : load_published(dir)) runs.insert(r.scenario);
+  const hw::StrictReader reader([&file](const std::string& key, const std::string& what, const std::string& hint) {
+    throw ScenarioError(file, key, what, hint);
+  });
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const auto prefix = fmt::format("rankings[{}]", i);
+    const auto n = list[i];
+    if (!n.IsMap()) throw ScenarioError(file, prefix, "expected a map with keys a, b, what, source");
+    check_keys(n, kRankingKeys, file, prefix + ".");
+    RankingCheck c;
+    for (const auto& k : {"a", "b", "what", "source"})
+      if (!n[k]) throw ScenarioError(file, prefix + "." + k, "missing");
+    c.a = reader.string(n["a"], prefix + ".a");
+    c.b = reader.string(n["b"], prefix + ".b");
+    c.what = reader.string(n["what"], prefix + ".what");
+    c.source = reader.string(n["source"], prefix + ".source");
+    for (const auto& [key, run] : {std::pair{"a", c.a}, std::pair{"b", c.b}})
+      if (!runs.count(run))
+        throw ScenarioError(file, prefix + "." + key, fmt::format("'{}' is not one of the runs", run),
+                            "list it under runs first");
+    if (c.a == c.b) throw ScenarioError(file, prefix + ".b", "compares a run with itself");
+    out.push_back(std::move(c));
   }
   return out;
 }
@@ -252,7 +297,25 @@ ErrorStats error_stats(const std::vector<ValidationRow>& rows) {
 }
 
 ValidationReport run_validation(const std::string& dir, const ValidateOptions& opt) {
-  return evaluate_all(load_all(dir, opt.source), opt);
+  auto rep = evaluate_all(load_all(dir, opt.source), opt);
+  for (const auto& c : load_rankings(dir)) {
+    const ValidationRow *a = nullptr, *b = nullptr;
+    for (const auto& row : rep.rows) {
+      if (row.run == c.a) a = &row;
+      if (row.run == c.b) b = &row;
+    }
+    if (!a || !b || !a->feasible || !b->feasible) continue;  // filtered out by --source, or out of memory
+    RankingRow rr;
+    rr.check = c;
+    const double pub_a = a->tokens_per_gpu_s * (1 + a->deviation_pct / 100);
+    const double pub_b = b->tokens_per_gpu_s * (1 + b->deviation_pct / 100);
+    rr.published_ratio = pub_a / pub_b;
+    rr.predicted_ratio = a->tokens_per_gpu_s / b->tokens_per_gpu_s;
+    rr.direction_ok = (rr.published_ratio - 1) * (rr.predicted_ratio - 1) > 0;
+    rr.ratio_error_pct = (rr.predicted_ratio / rr.published_ratio - 1) * 100;
+    rep.rankings.push_back(rr);
+  }
+  return rep;
 }
 
 FitResult fit_efficiency(const std::string& dir, const ValidateOptions& base) {
@@ -352,6 +415,14 @@ std::string validation_text(const ValidationReport& r) {
     return fmt::format("{:<9} {:>2} runs  mean |error| {:5.2f} %  worst {:5.2f} % ({})\n", what, st.count, st.mae_pct,
                        st.worst_pct, st.worst_run);
   };
+  if (!r.rankings.empty()) {
+    out += fmt::format("{:<56} {:>9} {:>9} {:>9} {:>7}\n", "published A/B (throughput per GPU, a / b)", "published",
+                       "predicted", "direction", "ratio");
+    for (const auto& k : r.rankings)
+      out += fmt::format("{:<56} {:>9.3f} {:>9.3f} {:>9} {:>+6.1f}%{}\n", k.check.what, k.published_ratio,
+                         k.predicted_ratio, k.direction_ok ? "ok" : "WRONG", k.ratio_error_pct,
+                         k.holds() ? "" : "  (misses)");
+  }
   out += line("fitted", r.fitted);
   out += line("held-out", r.held_out);
   out += line("all", r.all);
@@ -382,6 +453,17 @@ nlohmann::json validation_json(const ValidationReport& r) {
                     {"deviation_pct", row.deviation_pct},
                     {"source", row.source}});
   }
+  nlohmann::json rankings = nlohmann::json::array();
+  for (const auto& k : r.rankings)
+    rankings.push_back({{"a", k.check.a},
+                        {"b", k.check.b},
+                        {"what", k.check.what},
+                        {"source", k.check.source},
+                        {"published_ratio", k.published_ratio},
+                        {"predicted_ratio", k.predicted_ratio},
+                        {"direction_ok", k.direction_ok},
+                        {"ratio_error_pct", k.ratio_error_pct},
+                        {"holds", k.holds()}});
   nlohmann::json sources = nlohmann::json::array();
   for (const auto& ps : r.per_source) {
     auto j = stats(ps.stats);
@@ -393,6 +475,7 @@ nlohmann::json validation_json(const ValidationReport& r) {
                    {"held_out", stats(r.held_out)},
                    {"all", stats(r.all)},
                    {"per_source", sources},
+                   {"rankings", rankings},
                    {"bound", {{"mae_pct", r.bound.mae_pct}, {"worst_pct", r.bound.worst_pct}}},
                    {"bound_holds", r.bound_holds}};
   if (r.efficiency_override) {

@@ -8,6 +8,7 @@
 // source. Errors are reported separately for fitted and held-out runs: only the
 // held-out runs test the model.
 #pragma once
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,23 @@ struct ReferenceRun {
   std::string quote;  // the exact figure as the source prints it (optional)
 };
 
+// A published A/B comparison of two reference runs (published.yaml `rankings`): the
+// source measured `a` faster per GPU than `b` (or slower); the check is that ptsim
+// ranks them the same way, and by a ratio within 10 % of the published one.
+struct RankingCheck {
+  std::string a, b;  // scenario files, both listed in `runs`
+  std::string what, source;
+};
+
+struct RankingRow {
+  RankingCheck check;
+  double published_ratio = 0;  // throughput per GPU of a / of b, as published
+  double predicted_ratio = 0;  // the same, predicted
+  bool direction_ok = false;   // both ratios on the same side of 1
+  double ratio_error_pct = 0;  // predicted / published − 1, %
+  bool holds() const { return direction_ok && std::abs(ratio_error_pct) <= 10.0; }
+};
+
 // The accuracy bound of issue 3: mean absolute error ≤ 5 %, worst ≤ 10 %.
 struct AccuracyBound {
   double mae_pct = 5.0;
@@ -50,6 +68,7 @@ struct AccuracyBound {
 // Reads `<dir>/published.yaml`. Throws ScenarioError (file, key path, what) on a
 // missing file, an unknown key, a bad metric/formula name or a non-positive value.
 std::vector<ReferenceRun> load_published(const std::string& dir);
+std::vector<RankingCheck> load_rankings(const std::string& dir);
 
 // Narayanan et al. SC'21 Eq. 3: FLOPs of one iteration with full activation
 // recomputation, F = 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)).
@@ -69,6 +88,7 @@ struct ValidationRow {
   std::string regime;          // sim/core/prediction_band.h regime_of
   bool feasible = true;        // false: the prediction is out of memory (error −100 %)
   double deviation_pct = 0;    // published throughput vs predicted, % (the band's residual)
+  double tokens_per_gpu_s = 0;  // predicted tokens per second per GPU
 };
 
 struct ErrorStats {
@@ -87,6 +107,7 @@ struct ValidationReport {
   std::vector<ValidationRow> rows;
   ErrorStats all, fitted, held_out;
   std::vector<SourceStats> per_source;  // in order of first appearance in published.yaml
+  std::vector<RankingRow> rankings;     // the published A/B comparisons whose runs were validated
   AccuracyBound bound;
   // Over the held-out runs (issue 9: only they test the model); over all runs when
   // none is held out.

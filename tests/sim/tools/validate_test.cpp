@@ -210,6 +210,58 @@ TEST(Validate, PerSourceStatsAndHeldOutBound) {
   }
 }
 
+// Plan-ranking checks (issue 9 item 4): the published A/B comparisons of published.yaml
+// `rankings`, each reproduced in direction and within 10 % in ratio. The ones listed
+// here hold; the others (ZeRO-3 against PTD-P, ZeRO-3 strong scaling, Llama 3 dp 64 vs
+// 128, H100 vs A100 under FSDP) do not yet, README "Plan-ranking checks" gives their
+// figures, and a mechanism fix that makes one hold should add it here.
+TEST(Validate, PublishedRankingsThatHold) {
+  const auto rep = run_validation(reference_dir());
+  const auto checks = load_rankings(reference_dir());
+  ASSERT_GE(checks.size(), 13u);
+  EXPECT_EQ(rep.rankings.size(), checks.size());  // every pair's runs are feasible
+  const std::set<std::string> hold = {
+      "PTD-P 175B: 384 vs 1,536 GPUs (fixed batch)", "PTD-P 530B: 560 vs 2,240 GPUs (fixed batch)",
+      "MT-NLG 530B: 2,240 vs 3,360 GPUs (dp 8 vs 12)", "MPT-70B FSDP: 64 vs 32 A100 (micro-batch 8 vs 2)",
+      "FSDP on 128 A100-40GB: MPT-7B vs MPT-70B (tokens)"};
+  int seen = 0;
+  for (const auto& k : rep.rankings) {
+    SCOPED_TRACE(k.check.what);
+    // The published ratio is the sources' own figures over each other.
+    EXPECT_GT(k.published_ratio, 0);
+    EXPECT_NEAR(k.ratio_error_pct, (k.predicted_ratio / k.published_ratio - 1) * 100, 1e-9);
+    if (!hold.count(k.check.what)) continue;
+    ++seen;
+    EXPECT_TRUE(k.direction_ok);
+    EXPECT_LE(std::abs(k.ratio_error_pct), 10.0);
+  }
+  EXPECT_EQ(seen, static_cast<int>(hold.size()));
+  // The published ratio of one pair by hand: SC'21 Table 2, PTD-P 175B, 153 / 141.
+  for (const auto& k : rep.rankings)
+    if (k.check.a == "sc21-ptdp-175b-384.yaml" && k.check.b == "sc21-ptdp-175b-1536.yaml")
+      EXPECT_NEAR(k.published_ratio, 153.0 / 141.0, 1e-9);
+}
+
+TEST(Validate, RankingErrorsNameTheKey) {
+  ScratchDir d("rankings");
+  auto expect_error = [&](const std::string& rankings, const std::string& needle) {
+    d.write_published(one_run(137) + rankings);
+    try {
+      load_rankings(d.dir());
+      ADD_FAILURE() << "no error for: " << rankings;
+    } catch (const ScenarioError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error("rankings:\n  - {a: gpt3-1.7b.yaml, b: nope.yaml, what: x, source: y}\n",
+               "rankings[0].b: 'nope.yaml' is not one of the runs");
+  expect_error("rankings:\n  - {a: gpt3-1.7b.yaml, b: gpt3-1.7b.yaml, what: x, source: y}\n", "with itself");
+  expect_error("rankings:\n  - {a: gpt3-1.7b.yaml, b: gpt3-1.7b.yaml, wat: x, source: y}\n",
+               "did you mean 'what'");
+  expect_error("rankings:\n  - {a: gpt3-1.7b.yaml, what: x, source: y}\n", "rankings[0].b: missing");
+  expect_error("rankings: 3\n", "rankings: expected a list");
+}
+
 TEST(Validate, TokensMetricsConvertFromTheIterationTime) {
   ScratchDir d("tokens");
   d.write_published(one_run(3.5, "", "iteration_time_s"));
