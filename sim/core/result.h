@@ -74,6 +74,7 @@ struct Result {
   std::optional<TimeToTrain> time_to_train;  // when the scenario gives a training goal
   std::optional<Goodput> goodput;            // when the scenario has a reliability section
   std::optional<StragglerReport> straggler;   // when cluster.slow slows some GPUs
+  std::optional<MixedReport> mixed;           // on a cluster mixing GPU types (cluster.gpus)
   std::vector<std::string> warnings;
   std::vector<std::string> notes;  // extra lines for the text summary (e.g. busiest links)
 };
