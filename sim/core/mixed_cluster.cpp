@@ -60,6 +60,24 @@ double mean_peak(const ClusterConfig& c, const std::string& precision) {
   return nodes > 0 ? sum / nodes : 0;
 }
 
+std::string gpu_summary(const ClusterConfig& c) {
+  if (c.gpu_groups.empty()) return c.gpu.name;
+  std::string out;
+  for (const auto& g : c.gpu_groups)
+    out += fmt::format("{}{} × {}", out.empty() ? "" : " + ", g.gpu.name, g.nodes * c.gpus_per_node);
+  return out;
+}
+
+double mean_tdp(const ClusterConfig& c) {
+  if (c.gpu_groups.empty()) return c.gpu.tdp;
+  double sum = 0, nodes = 0;
+  for (const auto& g : c.gpu_groups) {
+    sum += g.gpu.tdp * g.nodes;
+    nodes += g.nodes;
+  }
+  return nodes > 0 ? sum / nodes : 0;
+}
+
 hw::ComputeCostModel group_compute(const Scenario& s, int group) {
   const auto& g = s.cluster.gpu_groups.at(static_cast<std::size_t>(group));
   const std::string key = fmt::format("cluster.gpus[{}]", group);

@@ -25,6 +25,12 @@ const hw::GpuSpec& stage_gpu(const ClusterConfig& c, int pp, int stage);
 // The mean dense peak over the cluster's GPUs for a precision name (MFU's denominator).
 double mean_peak(const ClusterConfig& c, const std::string& precision);
 
+// The cluster's GPUs for outputs: the GPU's name, or "a100-sxm-80gb × 16 + h100-sxm × 16".
+std::string gpu_summary(const ClusterConfig& c);
+
+// The mean TDP over the cluster's GPUs (the energy figure's default power).
+double mean_tdp(const ClusterConfig& c);
+
 // The compute cost model of one GPU group: its calibration table when it names one, the
 // datasheet roofline otherwise, with the scenario's attention kernel. Throws ScenarioError
 // naming cluster.gpus[i].calibration or training.attention.

@@ -80,6 +80,9 @@ TEST(MixedCluster, StagesMapOntoTheGpuTypesStageMajor) {
   // MFU's peak: the mean of the GPUs' peaks.
   const double a = hw::find_gpu("a100-sxm-80gb")->peak_bf16, h = hw::find_gpu("h100-sxm")->peak_bf16;
   EXPECT_DOUBLE_EQ(mean_peak(s.cluster, "bf16"), (a + h) / 2);
+  // The energy figure's default power: the mean TDP (A100 SXM 400 W, H100 SXM 700 W).
+  EXPECT_DOUBLE_EQ(mean_tdp(s.cluster), (hw::find_gpu("a100-sxm-80gb")->tdp + hw::find_gpu("h100-sxm")->tdp) / 2);
+  EXPECT_EQ(gpu_summary(s.cluster), "a100-sxm-80gb × 4 + h100-sxm × 4");
 }
 
 TEST(MixedCluster, BalancedLayersByHand) {
