@@ -1,39 +1,34 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets of tests/fuzz/ with clang (address + undefined sanitizers,
-# CUDA and MPI off) into build-fuzz/ and runs each on a copy of its seed corpus
+# Builds the libFuzzer targets of tests/fuzz/ in the sanitizer build build-asan/
+# (scripts/sanitized_build.sh: clang, address + undefined sanitizers, CUDA and MPI off) and runs each on a copy of its seed corpus
 # tests/fuzz/corpus/<target>/ for FUZZ_RUNS inputs (default 20000) from the fixed seed FUZZ_SEED
 # (default 1), so a run is reproducible and CI does not turn red by chance; FUZZ_SECONDS
 # (default 60) caps the time of each target. Explore with another seed, e.g. FUZZ_SEED=$RANDOM.
 # Fails on any crash, leak, timeout,
 # out-of-memory or undocumented exception; the input that did it is left in
-# build-fuzz/findings/<target>/ (after the fix, add it to the seed corpus).
+# build-asan/findings/<target>/ (after the fix, add it to the seed corpus).
 #   scripts/fuzz.sh [target...]      (targets: scenario set_override hf_config graph_yaml cost_table nccl_tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-60}
 runs=${FUZZ_RUNS:-20000}
 seed=${FUZZ_SEED:-1}
-cxx=${FUZZ_CXX:-$(command -v clang++-14 || command -v clang++)}
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(scenario set_override hf_config graph_yaml cost_table nccl_tests)
 
-flags="-O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
-cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_FLAGS="$flags" \
-  -DPTSIM_WITH_CUDA=OFF -DPTSIM_WITH_MPI=OFF -DPTSIM_BUILD_TESTS=OFF -DPTSIM_BUILD_BENCH=OFF \
-  -DPTSIM_BUILD_FUZZ=ON >/dev/null
-cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
+./scripts/sanitized_build.sh "${targets[@]/#/fuzz_}"
 
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 status=0
 for t in "${targets[@]}"; do
-  work=build-fuzz/corpus/$t findings=build-fuzz/findings/$t
+  work=build-asan/corpus/$t findings=build-asan/findings/$t
   rm -rf "$work" "$findings" && mkdir -p "$work" "$findings"
   cp tests/fuzz/corpus/"$t"/* "$work"/
-  log=build-fuzz/fuzz_$t.log
+  log=build-asan/fuzz_$t.log
   echo "fuzz_$t: $runs runs from seed $seed (at most ${seconds}s)"
   # New inputs go to $work (a scratch copy): the committed seeds stay as they are.
-  if ! (cd build-fuzz && TMPDIR=$PWD ./fuzz/fuzz_"$t" -seed="$seed" -runs="$runs" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  if ! (cd build-asan && TMPDIR=$PWD ./fuzz/fuzz_"$t" -seed="$seed" -runs="$runs" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
           -print_final_stats=1 -artifact_prefix="findings/$t/" "corpus/$t") >"$log" 2>&1; then
     echo "fuzz_$t FAILED (log: $log; input: $(ls "$findings" | head -1)):"
     grep -E "ERROR|SUMMARY|undocumented|==[0-9]+==|runtime error|#0 |#1 |#2 |#3 " "$log" | head -30

@@ -1,17 +1,13 @@
 #!/usr/bin/env bash
 # AddressSanitizer + UndefinedBehaviorSanitizer run (README "Reliability"): builds the tests
-# and ptsim into build-asan/ (Debug at -O1 with libstdc++ assertions, CUDA, MPI and the
-# benchmarks off; any UB report is fatal) and runs the test suite, then `ptsim run --fold`
+# and ptsim into build-asan/ (scripts/sanitized_build.sh: clang, -O1, libstdc++ assertions; any
+# UB report is fatal) and runs the test suite, then `ptsim run --fold`
 # on every scenario in scenarios/ and one small run that is not folded. Any sanitizer
 # report fails the script. Called by scripts/test.sh after the normal tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -D_GLIBCXX_ASSERTIONS"
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DCMAKE_CXX_FLAGS="$flags" \
-  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" \
-  -DPTSIM_WITH_CUDA=OFF -DPTSIM_WITH_MPI=OFF -DPTSIM_BUILD_BENCH=OFF -DPTSIM_BUILD_TESTS=ON >/dev/null
-cmake --build build-asan -j"$(nproc)"
+./scripts/sanitized_build.sh
 built=$(date +%s)
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:check_initialization_order=1:strict_init_order=1

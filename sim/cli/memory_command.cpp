@@ -8,6 +8,7 @@
 #include "sim/core/mixed_cluster.h"
 #include "sim/core/schedule_memory.h"
 #include "sim/io/output_file.h"
+#include "sim/io/result_json.h"
 #include "sim/io/scenario_file.h"
 
 namespace ptsim::cli {
@@ -29,7 +30,7 @@ Command memory_command() {
   };
   c.execute = [o]() {
     const sim::Scenario s = sim::load_scenario(o->scenario, o->sets);
-    for (const auto& w : s.warnings) std::cerr << "warning: " << w << "\n";
+    std::cerr << sim::warnings_text(s.warnings);
     const auto stages = sim::schedule_memory(s.model, s.plan.par);
     // A mixed cluster (cluster.gpus): each stage against its own GPU's HBM.
     auto cap_of = [&](int stage) { return sim::stage_gpu(s.cluster, s.plan.par.pp, stage).hbm; };

@@ -81,7 +81,7 @@ Command run_command() {
         throw InputError(o->scenario, "", e.what());
       }
     }();
-    std::cerr << sim::warnings_text(result.result);  // README "Warnings": stderr, also in the JSON
+    std::cerr << sim::warnings_text(result.result.warnings);  // README "Warnings": stderr, also in the JSON
     if (o->trials > 0 && result.result.goodput)
       result.result.goodput->trials = sim::goodput_trials(s, result.result.iteration_time_s, *result.result.goodput,
                                                           o->trials, o->seed);

@@ -17,6 +17,7 @@
 #include "sim/cli/commands.h"
 #include "sim/core/time_to_train.h"
 #include "sim/io/output_file.h"
+#include "sim/io/result_json.h"
 #include "sim/io/scenario_file.h"
 #include "sim/tools/search.h"
 
@@ -262,6 +263,10 @@ Command search_command() {
 #if PTSIM_HAVE_MPI
     MpiSession mpi;
     rank = mpi.rank();
+#endif
+    // README "Warnings": what the scenario left to a default, once on stderr and in the JSON.
+    if (rank == 0) std::cerr << sim::warnings_text(base.warnings);
+#if PTSIM_HAVE_MPI
     if (mpi.size() > 1) {
       so.shard_rank = mpi.rank();
       so.shard_count = mpi.size();
@@ -293,7 +298,11 @@ Command search_command() {
                                                             o->scenario, o->sets, p));
       if (!o->quiet && !to_stdout) std::cout << fmt::format("plan #{} written to {}\n", p.rank, o->emit[1]);
     }
-    if (!o->json.empty()) sim::write_output(o->json, sim::search_to_json(r).dump(2) + "\n");
+    if (!o->json.empty()) {
+      nlohmann::json j = sim::search_to_json(r);
+      j["warnings"] = base.warnings;
+      sim::write_output(o->json, j.dump(2) + "\n");
+    }
     if (!o->csv.empty()) sim::write_output(o->csv, sim::search_to_csv(r));
     if (!o->report.empty()) sim::write_output(o->report, sim::search_report_html(base, o->scenario, r, o->full));
     return 0;

@@ -166,7 +166,7 @@ std::string report_html(const Scenario& s, const Simulation& sim, const Layout& 
   html += timeline.svg;
   html += "<h2>Memory per stage</h2><p>Dashed line: the GPU's HBM.</p>" + memory_svg(r);
   html += "<h2>Bytes sent per GPU per iteration</h2>" + comm_svg(r);
-  html += "<h2>Summary</h2><pre>" + escape(summary_text(r) + warnings_text(r)) + "</pre></body></html>\n";
+  html += "<h2>Summary</h2><pre>" + escape(summary_text(r) + warnings_text(r.warnings)) + "</pre></body></html>\n";
   return html;
 }
 

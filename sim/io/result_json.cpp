@@ -228,9 +228,9 @@ std::string summary_text(const Result& r) {
   return out;
 }
 
-std::string warnings_text(const Result& r) {
+std::string warnings_text(const std::vector<std::string>& warnings) {
   std::string out;
-  for (const auto& w : r.warnings) out += "warning: " + w + "\n";
+  for (const auto& w : warnings) out += "warning: " + w + "\n";
   return out;
 }
 

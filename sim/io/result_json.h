@@ -24,8 +24,9 @@ nlohmann::json to_json(const Result& r);
 std::string to_json_text(const Result& r);
 // The summary printed by `ptsim run` (stdout); warnings are not in it.
 std::string summary_text(const Result& r);
-// One "warning: ..." line per Result::warnings entry (`ptsim run` prints them on stderr).
-std::string warnings_text(const Result& r);
+// One "warning: ..." line per entry (Result::warnings, Scenario::warnings): what `ptsim run`,
+// `memory` and `search` print on stderr.
+std::string warnings_text(const std::vector<std::string>& warnings);
 // "70.55 B parameters, sequence 8192 (preset llama3-70b)": the resolved model in one line.
 std::string model_text(const ResolvedModel& m);
 

@@ -12,13 +12,12 @@
 #include "models/flops.h"
 #include "models/memory.h"
 #include "models/model_spec.h"
+#include "tests/models/presets.h"
 #include "models/ops.h"
 #include "models/params.h"
 
 namespace ptsim::models {
 namespace {
-
-ModelSpec preset(const char* name) { return *find_preset(name); }
 
 FinetuneSpec lora(int rank, std::uint8_t targets, FinetuneMethod method = FinetuneMethod::lora) {
   FinetuneSpec ft;

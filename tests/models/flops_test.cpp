@@ -3,11 +3,10 @@
 
 #include "models/flops.h"
 #include "models/model_spec.h"
+#include "tests/models/presets.h"
 
 namespace ptsim::models {
 namespace {
-
-ModelSpec preset(const char* name) { return *find_preset(name); }
 
 constexpr const char* kGpt[] = {"gpt3-1.7b",   "gpt3-3.6b",   "gpt3-7.5b",   "gpt3-18.4b", "gpt3-39.1b", "gpt3-76.1b",
                                 "gpt3-145.6b", "gpt3-310.1b", "gpt3-529.6b", "gpt3-1t",    "gpt3-175b"};

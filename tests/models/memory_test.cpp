@@ -3,12 +3,11 @@
 
 #include "models/memory.h"
 #include "models/model_spec.h"
+#include "tests/models/presets.h"
 #include "models/params.h"
 
 namespace ptsim::models {
 namespace {
-
-ModelSpec preset(const char* name) { return *find_preset(name); }
 
 TEST(Zero, PaperExample) {
   // DeepSpeed's layout is the ZeRO paper's.

@@ -6,12 +6,11 @@
 
 #include "models/flops.h"
 #include "models/model_spec.h"
+#include "tests/models/presets.h"
 #include "models/ops.h"
 
 namespace ptsim::models {
 namespace {
-
-ModelSpec preset(const char* name) { return *find_preset(name); }
 
 const Op& find(const std::vector<Op>& ops, const std::string& name) {
   for (const auto& op : ops) {

@@ -4,12 +4,11 @@
 #include <utility>
 
 #include "models/model_spec.h"
+#include "tests/models/presets.h"
 #include "models/params.h"
 
 namespace ptsim::models {
 namespace {
-
-ModelSpec preset(const char* name) { return *find_preset(name); }
 
 TEST(Params, Llama2_7b) {
   // h = 4096, ffn = 11008, V = 32000, 32 layers, MHA, no biases, RMSNorm, untied.

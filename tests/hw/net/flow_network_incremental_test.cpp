@@ -8,11 +8,11 @@
 #include <string>
 
 #include "hw/net/flow_network.h"
+#include "hw/units.h"
 
 namespace ptsim::hw::net {
 namespace {
 
-constexpr double kGB = 1e9;
 
 TEST(FlowNetworkIncremental, UntouchedComponentKeepsItsRateAndFinishTime) {
   // Links a (10 GB/s) and b (10 GB/s) share no flow: f1 alone on a, f2 and f3 on b.

@@ -4,13 +4,13 @@
 #include "hw/errors.h"
 #include "hw/net/cluster.h"
 #include "hw/net/flow_network.h"
+#include "hw/units.h"
 #include "hw/net/layout.h"
 #include "hw/net/routing.h"
 
 namespace ptsim::hw::net {
 namespace {
 
-constexpr double kGB = 1e9;
 
 TEST(FlowNetwork, TwoFlowsOnOneLinkGetHalfEach) {
   Topology t;

@@ -10,11 +10,11 @@
 #include <string>
 
 #include "hw/net/flow_network.h"
+#include "hw/units.h"
 
 namespace ptsim::hw::net {
 namespace {
 
-constexpr double kGB = 1e9;
 
 TEST(FlowNetworkWeighted, KFlowClassTakesKShares) {
   // One link of 4 GB/s: a weight-3 entry and a single flow get 1 GB/s each, as four
@@ -106,7 +106,8 @@ void compare_weighted_with_per_flow(unsigned seed) {
     std::map<int, int> finished;
     for (FlowId f : done_agg) finished[agg_class.at(f)] += 0;
     for (FlowId f : done_per) ++finished[per_class.at(f)];
-    for (const auto& [c, n] : finished) {
+    for (const auto& entry : finished) {
+      const int c = entry.first, n = entry.second;  // not a structured binding: clang 14 cannot capture one
       ASSERT_EQ(n, static_cast<int>(classes[c].k)) << "seed " << seed << " class " << c;
       ASSERT_TRUE(std::find_if(done_agg.begin(), done_agg.end(), [&](FlowId f) { return agg_class.at(f) == c; }) !=
                   done_agg.end())
