@@ -359,6 +359,12 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt_in) {
 
   Result& r = sim.result;
   fill_headline(r, s, *compute, *coll, replay, opt.fold);
+  if (s.cluster.mixed()) {  // the stages' own models: a group's table once it answered, else "datasheet"
+    std::vector<std::string> sources;
+    for (const auto* g : sc.groups)
+      if (std::find(sources.begin(), sources.end(), g->source()) == sources.end()) sources.push_back(g->source());
+    r.cost_source = fmt::format("{}", fmt::join(sources, " + "));
+  }
   fill_stages(r, s, replay);
   add_verdicts(r, s);
   if (slow) {
