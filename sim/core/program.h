@@ -71,8 +71,20 @@ struct ChunkProgram {
   std::vector<Instr> forward;
   std::vector<Instr> backward;  // the input-gradient half (B) when the schedule splits it
   std::vector<Instr> weight;    // the weight-gradient half (W); empty otherwise
+  // DualPipe's overlapped F&B pair (DeepSeek-V3 §3.2.1, Fig. 4) of a MoE model with
+  // expert parallelism: the forward and the input-gradient backward with their EP
+  // all-to-alls launched on the async EP stream, so each chunk's dispatch and combine
+  // run under the other chunk's compute; the backward of the pair waits for all of
+  // them at its end. Empty when the schedule has no pairs or there is no EP traffic.
+  std::vector<Instr> forward_overlap, backward_overlap;
   const std::vector<Instr>& of(Phase p) const {
     return p == Phase::forward ? forward : p == Phase::backward ? backward : weight;
+  }
+  // The list a step runs: `in_pair` for both steps of an F&B pair.
+  const std::vector<Instr>& of(Phase p, bool in_pair) const {
+    if (in_pair && p == Phase::forward && !forward_overlap.empty()) return forward_overlap;
+    if (in_pair && p == Phase::backward && !backward_overlap.empty()) return backward_overlap;
+    return of(p);
   }
 };
 

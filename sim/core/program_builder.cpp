@@ -40,7 +40,7 @@ std::string gemm_dtype(models::Precision p) {
 class Builder {
  public:
   Builder(const Scenario& s, const hw::ComputeCostModel& compute, BuildOptions opt)
-      : s_(s), par_(s.plan.par), fw_(s.framework), compute_(compute), opt_(opt) {
+      : s_(s), par_(s.plan.par), fw_(s.framework), compute_(&compute), default_compute_(&compute), opt_(opt) {
     const auto& m = s.model;
     // Activations on the wire and in memory: 4 bytes in fp32, else 2 (fp8 training
     // keeps activations in bf16, as Transformer Engine does).
@@ -59,6 +59,11 @@ class Builder {
     const int p = par_.pp, v = par_.vpp;
     prog_.schedule = par_.schedule;
     for (int stage = 0; stage < p; ++stage) {
+      // A mixed cluster costs each stage on its own GPU (sim/core/mixed_cluster.h).
+      const auto& own = opt_.stage_compute;
+      compute_ = static_cast<std::size_t>(stage) < own.size() && own[static_cast<std::size_t>(stage)]
+                     ? own[static_cast<std::size_t>(stage)]
+                     : default_compute_;
       StageProgram sp;
       sp.stage = stage;
       sp.states = models::model_states(s_.model, par_, stage);
@@ -72,9 +77,36 @@ class Builder {
       build_epilogue(sp);
       prog_.stages.push_back(std::move(sp));
     }
+    compute_ = default_compute_;
     const auto steps = build_schedules(par_.schedule, p, par_.num_microbatches, v, {}, pass_times());
     for (int stage = 0; stage < p; ++stage) prog_.stages[static_cast<std::size_t>(stage)].steps = steps[stage];
     return std::move(prog_);
+  }
+
+  // One pass (forward, recompute, backward) of each kind of block, in seconds.
+  BlockSeconds block_seconds() const {
+    const auto& m = s_.model;
+    auto layer = [&](bool moe) {
+      Tick t = 0;
+      for (const Op& op : models::layer_ops(m, par_, moe)) {
+        t += time_of(op, false) + time_of(op, true);
+        const bool again = par_.recompute == models::Recompute::full ||
+                           (par_.recompute == models::Recompute::selective && op.recomputed_selective);
+        if (again) t += time_of(op, false);
+      }
+      return to_seconds(t);
+    };
+    auto pass = [&](const std::vector<Op>& ops) {
+      Tick t = 0;
+      for (const Op& op : ops) t += time_of(op, false) + time_of(op, true);
+      return to_seconds(t);
+    };
+    BlockSeconds b;
+    b.dense_layer = layer(false);
+    b.moe_layer = m.moe ? layer(true) : b.dense_layer;
+    b.embedding = pass(models::embedding_ops(m, par_));
+    b.head = pass(models::head_ops(m, par_));
+    return b;
   }
 
   // The compute time of each (stage, chunk)'s forward, backward (B) and W: what
@@ -139,7 +171,7 @@ class Builder {
       k.m = op.gemm.m, k.n = op.gemm.k, k.k = op.gemm.n;
     k.flops = op.bwd_flops / 2;
     k.bytes = op.bwd_bytes / 2;
-    return to_ticks(compute_.seconds(k));
+    return to_ticks(compute_->seconds(k));
   }
 
   Tick time_of(const Op& op, bool backward) const {
@@ -153,14 +185,14 @@ class Builder {
         k.m = op.gemm.m, k.n = op.gemm.n, k.k = op.gemm.k, k.count = op.gemm.count;
         if (!backward) {
           k.flops = op.fwd_flops, k.bytes = op.fwd_bytes;
-          return to_ticks(compute_.seconds(k));
+          return to_ticks(compute_->seconds(k));
         }
         if (op.frozen) {
           // Frozen weight (LoRA base): the input gradient only, no wgrad GEMM.
           hw::KernelDesc dgrad = k;
           dgrad.m = op.gemm.m, dgrad.n = op.gemm.k, dgrad.k = op.gemm.n;
           dgrad.flops = op.bwd_flops, dgrad.bytes = op.bwd_bytes;
-          return to_ticks(compute_.seconds(dgrad));
+          return to_ticks(compute_->seconds(dgrad));
         }
         // Backward = dgrad (m×k = m×n · n×k) + wgrad (k×n = k×m · m×n), half each.
         hw::KernelDesc dgrad = k, wgrad = k;
@@ -168,7 +200,7 @@ class Builder {
         wgrad.m = op.gemm.k, wgrad.n = op.gemm.n, wgrad.k = op.gemm.m;
         dgrad.flops = wgrad.flops = op.bwd_flops / 2;
         dgrad.bytes = wgrad.bytes = op.bwd_bytes / 2;
-        return to_ticks(compute_.seconds(dgrad) + compute_.seconds(wgrad));
+        return to_ticks(compute_->seconds(dgrad) + compute_->seconds(wgrad));
       }
       case OpClass::attention:
         k.cls = hw::KernelClass::attention;
@@ -177,12 +209,12 @@ class Builder {
         k.head_dim = op.attn.head_dim, k.causal = op.attn.causal;
         k.flops = backward ? op.bwd_flops : op.fwd_flops;
         k.bytes = backward ? op.bwd_bytes : op.fwd_bytes;
-        return to_ticks(compute_.seconds(k));
+        return to_ticks(compute_->seconds(k));
       default:
         k.cls = hw::KernelClass::memory;
         k.flops = backward ? op.bwd_flops : op.fwd_flops;
         k.bytes = backward ? op.bwd_bytes : op.fwd_bytes;
-        return to_ticks(compute_.seconds(k));
+        return to_ticks(compute_->seconds(k));
     }
   }
 
@@ -326,8 +358,11 @@ class Builder {
     const double cf = par_.moe_capacity_factor > 0 ? par_.moe_capacity_factor : 1.0;
     const double routed = tokens_ * s_.model.moe->top_k * cf;
     const double tp_share = par_.sequence_parallel ? 1.0 / par_.tp : 1.0;
-    push_coll(out, Dim::ep, CollectiveKind::all_to_all,
-              routed * tp_share * static_cast<double>(s_.model.hidden_size) * act_bytes_, name, flags);
+    const double bytes = routed * tp_share * static_cast<double>(s_.model.hidden_size) * act_bytes_;
+    if (overlap_ep_)
+      launch(out, Dim::ep, static_cast<int>(Dim::ep), CollectiveKind::all_to_all, bytes, name, flags);
+    else
+      push_coll(out, Dim::ep, CollectiveKind::all_to_all, bytes, name, flags);
   }
 
   // Gradient buckets: reduced on the DP stream as soon as the backward has
@@ -450,7 +485,7 @@ class Builder {
     if (par_.offload_params) {
       // ZeRO-Infinity: the shard comes from host memory over PCIe first.
       const double shard = f.units[u].bytes / group_size(Dim::dp);
-      push_compute(out, "param h2d", to_ticks(shard / s_.cluster.gpu.pcie_bandwidth));
+      push_compute(out, "param h2d", to_ticks(shard / compute_->gpu().pcie_bandwidth));
     }
   }
   // Bytes of a block that its gathers bring in (persistent submodules excluded).
@@ -514,6 +549,23 @@ class Builder {
     cp.forward = chunk_forward(stage, chunk, blocks, range.first);
     cp.backward = chunk_backward(stage, chunk, blocks);
     if (split()) cp.weight = chunk_weight(chunk, blocks);
+    if (par_.schedule == models::Schedule::dualpipe && m.moe && par_.ep > 1) {
+      // DualPipe's F&B pairs: the same passes with the EP all-to-alls on the async
+      // EP stream (ChunkProgram::forward_overlap), waited for at the pair's end.
+      overlap_ep_ = true;
+      cp.forward_overlap = chunk_forward(stage, chunk, blocks, range.first);
+      cp.backward_overlap = chunk_backward(stage, chunk, blocks);
+      overlap_ep_ = false;
+      const auto send = std::find_if(cp.backward_overlap.begin(), cp.backward_overlap.end(),
+                                     [](const Instr& in) { return in.kind == InstrKind::send; });
+      Instr w;
+      w.kind = InstrKind::wait;
+      w.dim = Dim::ep;
+      w.channel = static_cast<std::uint8_t>(Dim::ep);
+      w.count = 0;
+      w.label = prog_.label("wait ep (F&B pair)");
+      cp.backward_overlap.insert(send, w);  // before the gradient leaves: it needs the combine's backward
+    }
     return cp;
   }
 
@@ -767,14 +819,14 @@ class Builder {
     if (par_.offload_optimizer) {
       // ZeRO-Offload (Ren et al. 2021): gradients down and weights up over PCIe,
       // the Adam step at the host's rate.
-      const auto& g = s_.cluster.gpu;
+      const auto& g = compute_->gpu();
       const Seconds t = shard / g.host_adam_params_per_s + 2 * shard * grad_elem_bytes_ / g.pcie_bandwidth;
       push_compute(e, "optimizer (host)", to_ticks(t));
     } else {
       hw::KernelDesc k;
       k.cls = hw::KernelClass::memory;
       k.bytes = shard * 28.0;
-      push_compute(e, "optimizer", to_ticks(compute_.seconds(k)));
+      push_compute(e, "optimizer", to_ticks(compute_->seconds(k)));
     }
     if (dp_active && (par_.zero_stage == 1 || par_.zero_stage == 2) && !overlapped_param_gather()) {
       // Distributed optimizer: all-gather the updated 16-bit weights, exposed; in
@@ -794,19 +846,25 @@ class Builder {
   const Scenario& s_;
   const models::Parallelism& par_;
   const FrameworkProfile& fw_;
-  const hw::ComputeCostModel& compute_;
+  const hw::ComputeCostModel* compute_;          // the stage being built's
+  const hw::ComputeCostModel* default_compute_;  // every stage's unless BuildOptions::stage_compute names one
   BuildOptions opt_;
   Program prog_;
   double act_bytes_ = 2, tokens_ = 0, hidden_msg_ = 0, grad_elem_bytes_ = 2;
   double dense_layer_local_ = 0, moe_layer_local_ = 0;
   double pending_bucket_ = 0;
   int cur_stage_ = 0, cur_chunk_ = 0;  // the chunk being built (its head's parameters)
+  bool overlap_ep_ = false;            // building a DualPipe F&B pair's passes (EP all-to-alls async)
 };
 
 }  // namespace
 
 Program build_program(const Scenario& s, const hw::ComputeCostModel& compute, BuildOptions opt) {
   return Builder(s, compute, opt).build();
+}
+
+BlockSeconds block_seconds(const Scenario& s, const hw::ComputeCostModel& compute) {
+  return Builder(s, compute, {}).block_seconds();
 }
 
 }  // namespace ptsim::sim

@@ -13,6 +13,8 @@
 //   Optimizer: gradient-norm all-reduce over the model-parallel group, then the
 //     Adam step (memory-bound), on the GPU or on the host when offloaded.
 #pragma once
+#include <vector>
+
 #include "hw/compute_cost.h"
 #include "sim/core/program.h"
 #include "sim/core/scenario.h"
@@ -23,8 +25,19 @@ struct BuildOptions {
   // Merge consecutive compute ops into one instruction (faster replay); the trace
   // then shows fused blocks instead of kernels.
   bool fuse_compute = true;
+  // A mixed-GPU cluster (sim/core/mixed_cluster.h): stage i's compute costs from
+  // stage_compute[i] when it is given and not null, from `compute` otherwise.
+  std::vector<const hw::ComputeCostModel*> stage_compute;
 };
 
 Program build_program(const Scenario& s, const hw::ComputeCostModel& compute, BuildOptions opt = {});
+
+// Compute seconds of one pass (forward, the recompute the plan asks for, backward) of a
+// dense transformer layer, a MoE layer, the embedding and the head on `compute`'s GPU: what
+// the balanced pipeline split of a mixed cluster weighs the stages by.
+struct BlockSeconds {
+  double dense_layer = 0, moe_layer = 0, embedding = 0, head = 0;
+};
+BlockSeconds block_seconds(const Scenario& s, const hw::ComputeCostModel& compute);
 
 }  // namespace ptsim::sim

@@ -102,7 +102,10 @@ const std::vector<Instr>& Replay::current_list(const RankState& r) const {
   if (r.step < 0) return p.prologue;
   if (r.step >= static_cast<int>(p.steps.size())) return p.epilogue;
   const auto& s = p.steps[static_cast<std::size_t>(r.step)];
-  return p.chunks[static_cast<std::size_t>(s.chunk)].of(s.phase);
+  // An F&B pair: a paired forward and the backward right after it (schedule.h).
+  const bool in_pair = s.paired || (s.phase == Phase::backward && r.step > 0 &&
+                                    p.steps[static_cast<std::size_t>(r.step - 1)].paired);
+  return p.chunks[static_cast<std::size_t>(s.chunk)].of(s.phase, in_pair);
 }
 
 int Replay::current_microbatch(const RankState& r) const {

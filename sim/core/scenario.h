@@ -16,7 +16,18 @@
 
 namespace ptsim::sim {
 
+// One GPU type of a mixed cluster (cluster.gpus, sim/core/mixed_cluster.h): `nodes`
+// nodes from `first_node` on hold this GPU.
+struct GpuGroup {
+  hw::GpuSpec gpu;
+  int first_node = 0;
+  int nodes = 0;
+  std::string calibration;  // cluster.gpus[i].calibration: a cost table measured on this type
+};
+
 struct ClusterConfig {
+  // The GPU; of a mixed cluster (cluster.gpus) the first group's: network defaults and
+  // NCCL's architecture row come from it, costs and capacity per stage from gpu_groups.
   hw::GpuSpec gpu;
   int num_gpus = 0;
   int gpus_per_node = 8;
@@ -48,6 +59,10 @@ struct ClusterConfig {
   // cluster.slow (sim/core/straggler.h): compute slowdown factor of every rank, >= 1;
   // empty when the cluster has no slow GPUs.
   std::vector<double> slow_factor;
+  // cluster.gpus: a cluster mixing GPU types, node ranges in order (empty: every GPU
+  // is `gpu`). Each pipeline stage lies on one type (sim/core/mixed_cluster.h).
+  std::vector<GpuGroup> gpu_groups;
+  bool mixed() const { return gpu_groups.size() > 1; }
 
   int num_nodes() const { return num_gpus / gpus_per_node; }
 };
@@ -77,6 +92,9 @@ struct Scenario {
   std::vector<std::string> warnings;
   void warn(const std::string& key, const std::string& what) { warnings.push_back(file + ": " + key + ": " + what); }
   std::optional<ReliabilityConfig> reliability;  // the `reliability:` section (sim/core/goodput.h)
+  // A mixed cluster's parallel.pipeline_layers were chosen to balance its GPU types
+  // (sim/core/mixed_cluster.h), not given.
+  bool pipeline_balanced = false;
 };
 
 }  // namespace ptsim::sim

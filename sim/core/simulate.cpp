@@ -3,6 +3,7 @@
 #include "sim/core/prediction_band.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
@@ -12,6 +13,7 @@
 #include "models/params.h"
 #include "sim/core/errors.h"
 #include "sim/core/input_warnings.h"
+#include "sim/core/mixed_cluster.h"
 #include "sim/core/network_cost.h"
 #include "sim/core/network_transport.h"
 #include "sim/core/program_builder.h"
@@ -109,7 +111,7 @@ void fill_headline(Result& r, const Scenario& s, const hw::ComputeCostModel& com
   r.model_flops_per_iteration = models::model_flops_per_iteration(s.model, s.plan.global_batch_size, par.finetune);
   r.hardware_flops_per_iteration =
       models::hardware_flops_per_iteration(s.model, s.plan.global_batch_size, par.recompute, par.finetune);
-  const double peak = s.cluster.gpu.peak(precision_name(par.precision));
+  const double peak = mean_peak(s.cluster, precision_name(par.precision));
   const double denom = r.iteration_time_s * r.world_size;
   if (denom > 0) {
     r.model_tflops_per_gpu = r.model_flops_per_iteration / denom / 1e12;
@@ -167,7 +169,19 @@ void fill_stages(Result& r, const Scenario& s, const Replay& replay) {
 // Out of memory is an answer (feasible = false), plus warnings about the inputs.
 void add_verdicts(Result& r, const Scenario& s) {
   r.capacity_bytes = s.cluster.gpu.hbm;
-  if (r.peak_bytes > r.capacity_bytes) {
+  if (s.cluster.mixed()) {
+    // Each stage against its own GPU's HBM; the capacity shown is the tightest stage's.
+    double tightest = -1;
+    for (const auto& m : r.per_stage) {
+      const auto& g = stage_gpu(s.cluster, s.plan.par.pp, m.stage);
+      if (m.peak / g.hbm > tightest) tightest = m.peak / g.hbm, r.capacity_bytes = g.hbm;
+      if (m.peak > g.hbm) {
+        r.feasible = false;
+        r.infeasible_reasons.push_back(fmt::format("out of memory: stage {} ({}) needs {} but the GPU has {}",
+                                                   m.stage, g.name, format_bytes(m.peak), format_bytes(g.hbm)));
+      }
+    }
+  } else if (r.peak_bytes > r.capacity_bytes) {
     r.feasible = false;
     int worst = 0;
     for (const auto& m : r.per_stage)
@@ -203,15 +217,10 @@ void run_bounded(Replay& replay, const Scenario& s) {
 // cluster.slow: the slowest GPU and what the slowdown costs, from a second replay of
 // the same program at nominal speed (folded when its network allows: the ranks are
 // then identical again).
-StragglerReport straggler_report(const Scenario& s, const SimulateOptions& opt, const CollectiveCost& coll,
-                                 const Program& program, const Layout& layout, const ReplayOptions& ro,
-                                 bool shared, Tick slow_ticks) {
-  StragglerReport sr;
-  const auto& f = s.cluster.slow_factor;
-  for (std::size_t i = 0; i < f.size(); ++i) {
-    if (f[i] > 1.0) ++sr.slow_ranks;
-    if (f[i] > sr.critical_factor) sr.critical_factor = f[i], sr.critical_rank = static_cast<int>(i);
-  }
+// The iteration of a second replay of `program` at datasheet speed (no compute_scale),
+// on the same network as the first (folded when its network allows).
+Tick baseline_ticks(const Scenario& s, const SimulateOptions& opt, const CollectiveCost& coll, const Program& program,
+                    const Layout& layout, const ReplayOptions& ro, bool shared) {
   ReplayOptions bo = ro;
   bo.compute_scale.clear();
   bo.trace = false;
@@ -224,10 +233,85 @@ StragglerReport straggler_report(const Scenario& s, const SimulateOptions& opt, 
   bo.fold = !net && !opt.transport;
   Replay base(program, layout, s.plan.par.num_microbatches, *transport, bo);
   run_bounded(base, s);
-  sr.baseline_iteration_s = to_seconds(base.iteration_ticks());
+  return base.iteration_ticks();
+}
+
+StragglerReport straggler_report(const Scenario& s, const SimulateOptions& opt, const CollectiveCost& coll,
+                                 const Program& program, const Layout& layout, const ReplayOptions& ro,
+                                 bool shared, Tick slow_ticks) {
+  StragglerReport sr;
+  const auto& f = s.cluster.slow_factor;
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    if (f[i] > 1.0) ++sr.slow_ranks;
+    if (f[i] > sr.critical_factor) sr.critical_factor = f[i], sr.critical_rank = static_cast<int>(i);
+  }
+  sr.baseline_iteration_s = to_seconds(baseline_ticks(s, opt, coll, program, layout, ro, shared));
   sr.cost_s = to_seconds(slow_ticks) - sr.baseline_iteration_s;
   sr.cost_fraction = sr.baseline_iteration_s > 0 ? sr.cost_s / sr.baseline_iteration_s : 0;
   return sr;
+}
+
+// Each stage's compute model on a mixed cluster (one per GPU group), or none.
+struct StageCompute {
+  std::vector<hw::ComputeCostModel> own;
+  std::vector<const hw::ComputeCostModel*> groups;
+  std::vector<int> stage_group;
+  std::vector<const hw::ComputeCostModel*> of_stage() const {
+    std::vector<const hw::ComputeCostModel*> out;
+    for (int g : stage_group) out.push_back(groups[static_cast<std::size_t>(g)]);
+    return out;
+  }
+};
+
+StageCompute stage_compute(const Scenario& s, const SimulateOptions& opt) {
+  StageCompute sc;
+  if (!s.cluster.mixed()) return sc;
+  try {
+    sc.stage_group = stage_groups(s.cluster, s.plan.par.pp);
+  } catch (const std::invalid_argument& e) {
+    throw ScenarioError(s.file, "cluster.gpus", e.what());
+  }
+  const std::size_t n = s.cluster.gpu_groups.size();
+  if (!opt.group_compute.empty()) {
+    if (opt.group_compute.size() != n)
+      throw std::logic_error("SimulateOptions::group_compute needs one model per cluster.gpus group");
+    sc.groups = opt.group_compute;
+    return sc;
+  }
+  sc.own.reserve(n);
+  for (std::size_t g = 0; g < n; ++g) sc.own.push_back(group_compute(s, static_cast<int>(g)));
+  for (const auto& m : sc.own) sc.groups.push_back(&m);
+  return sc;
+}
+
+// cluster.gpus: the critical stage and what the slower types cost, against the same plan
+// on the fastest type (the least time per transformer layer) from a second replay.
+MixedReport mixed_report(const Scenario& s, const SimulateOptions& opt, const CollectiveCost& coll,
+                         const StageCompute& sc, const Layout& layout, const ReplayOptions& ro, bool shared,
+                         const Result& r, Tick ticks) {
+  MixedReport mr;
+  const int p = s.plan.par.pp;
+  for (int st = 0; st < p; ++st) {
+    mr.stage_gpus.push_back(stage_gpu(s.cluster, p, st).name);
+    const double busy = r.stage_timing[static_cast<std::size_t>(st)].busy_s;
+    if (st == 0 || busy > mr.critical_busy_s) mr.critical_stage = st, mr.critical_busy_s = busy;
+  }
+  mr.critical_rank = mr.critical_stage * (s.plan.world_size() / p);
+  mr.critical_gpu = mr.stage_gpus[static_cast<std::size_t>(mr.critical_stage)];
+  std::size_t fastest = 0;
+  double best = 0;
+  for (std::size_t g = 0; g < sc.groups.size(); ++g) {
+    const double t = block_seconds(s, *sc.groups[g]).dense_layer;
+    if (g == 0 || t < best) fastest = g, best = t;
+  }
+  mr.fastest_gpu = s.cluster.gpu_groups[fastest].gpu.name;
+  SimulateOptions o = opt;
+  o.build.stage_compute.assign(static_cast<std::size_t>(p), sc.groups[fastest]);
+  const Program program = build_program(s, *sc.groups[fastest], o.build);
+  mr.baseline_iteration_s = to_seconds(baseline_ticks(s, opt, coll, program, layout, ro, shared));
+  mr.cost_s = to_seconds(ticks) - mr.baseline_iteration_s;
+  mr.cost_fraction = mr.baseline_iteration_s > 0 ? mr.cost_s / mr.baseline_iteration_s : 0;
+  return mr;
 }
 
 }  // namespace
@@ -256,7 +340,12 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt_in) {
     coll = own_coll.get();
   }
 
-  sim.program = build_program(s, *compute, opt.build);
+  // A mixed cluster costs each stage on its own GPU type; opt.compute, one model for
+  // every GPU, does not apply there.
+  const StageCompute sc = stage_compute(s, opt);
+  BuildOptions build = opt.build;
+  if (s.cluster.mixed()) build.stage_compute = sc.of_stage();
+  sim.program = build_program(s, *compute, build);
   Layout layout(par.tp, par.cp, par.dp, par.pp, par.ep, s.cluster.gpus_per_node);
   ReplayOptions ro;
   ro.fold = opt.fold;
@@ -274,12 +363,24 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt_in) {
 
   Result& r = sim.result;
   fill_headline(r, s, *compute, *coll, replay, opt.fold);
+  if (s.cluster.mixed()) {  // the stages' own models: a group's table once it answered, else "datasheet"
+    std::vector<std::string> sources;
+    for (const auto* g : sc.groups)
+      if (std::find(sources.begin(), sources.end(), g->source()) == sources.end()) sources.push_back(g->source());
+    r.cost_source = fmt::format("{}", fmt::join(sources, " + "));
+  }
   fill_stages(r, s, replay);
   add_verdicts(r, s);
   if (slow) {
     if (opt_in.fold) r.warnings.push_back("--fold ignored: cluster.slow makes the ranks differ, every rank simulated");
     r.straggler = straggler_report(s, opt, *coll, sim.program, layout, ro, shared_net != nullptr,
                                    replay.iteration_ticks());
+  }
+  if (s.cluster.mixed()) {
+    r.mixed = mixed_report(s, opt, *coll, sc, layout, ro, shared_net != nullptr, r, replay.iteration_ticks());
+    if (s.pipeline_balanced)
+      r.notes.push_back(fmt::format("pipeline_layers [{}] balanced for the stages' GPU types (cluster.gpus)",
+                                    fmt::join(s.plan.par.pipeline_layers, ", ")));
   }
   r.time_to_train = time_to_train(s, r);
   if (r.iteration_time_s > 0) r.goodput = goodput(s, r.iteration_time_s, r.tokens_per_s);

@@ -2,6 +2,7 @@
 // the replay, runs one iteration and derives the metrics of CONTRACT §3.
 #pragma once
 #include <memory>
+#include <vector>
 
 #include "hw/compute_cost.h"
 #include "sim/core/collective_cost.h"
@@ -21,6 +22,9 @@ struct SimulateOptions {
   // Optional overrides (tests inject synthetic cost models); null = from the scenario.
   const hw::ComputeCostModel* compute = nullptr;
   const CollectiveCost* collectives = nullptr;
+  // A mixed cluster (cluster.gpus): one model per GPU group, in the groups' order; empty
+  // = from the scenario (`compute` does not apply to mixed clusters).
+  std::vector<const hw::ComputeCostModel*> group_compute;
   Transport* transport = nullptr;  // e.g. a link-sharing network; null = analytic
 };
 

@@ -38,4 +38,20 @@ struct StragglerReport {
   double cost_fraction = 0;         // cost_s / baseline_iteration_s
 };
 
+// The summary of a run on a mixed-GPU cluster (cluster.gpus, sim/core/mixed_cluster.h):
+// the critical stage (the most compute per iteration) and what the slower GPU types
+// cost against the same plan (same layer split) with every GPU of the fastest type,
+// from a second replay as for stragglers.
+struct MixedReport {
+  std::vector<std::string> stage_gpus;  // each pipeline stage's GPU type
+  int critical_stage = 0;               // the stage with the most compute time (lowest among equals)
+  int critical_rank = 0;                // its first global rank
+  std::string critical_gpu;             // its GPU type
+  double critical_busy_s = 0;           // its compute time per iteration
+  std::string fastest_gpu;              // the type of the baseline (the least time per layer)
+  double baseline_iteration_s = 0;      // the same plan with every GPU of the fastest type
+  double cost_s = 0;                    // iteration_time_s − baseline_iteration_s
+  double cost_fraction = 0;             // cost_s / baseline_iteration_s
+};
+
 }  // namespace ptsim::sim

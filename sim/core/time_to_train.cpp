@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "hw/errors.h"
+#include "sim/core/mixed_cluster.h"
 
 namespace ptsim::sim {
 
@@ -28,7 +29,7 @@ std::optional<TimeToTrain> time_to_train(const Scenario& s, Seconds iteration_ti
   t.gpu_hours = t.seconds * gpus / 3600.0;
   t.price_per_gpu_hour = s.cluster.price_per_gpu_hour;
   if (t.price_per_gpu_hour) t.cost = t.gpu_hours * *t.price_per_gpu_hour;
-  t.gpu_power_w = s.cluster.gpu_power > 0 ? s.cluster.gpu_power : s.cluster.gpu.tdp;
+  t.gpu_power_w = s.cluster.gpu_power > 0 ? s.cluster.gpu_power : mean_tdp(s.cluster);
   t.energy_kwh = t.gpu_power_w * gpus * t.seconds / 3.6e6;  // J -> kWh
   return t;
 }

@@ -10,6 +10,7 @@
 
 #include "hw/units.h"
 #include "models/params.h"
+#include "sim/core/mixed_cluster.h"
 #include "sim/io/svg_time_bars.h"
 #include "sim/io/svg_timeline.h"
 
@@ -113,7 +114,7 @@ std::string inputs_panel(const Scenario& s, const Result& r) {
       {"batch", fmt::format("global {} = micro {} × {} micro-batches × dp {}", r.plan.global_batch_size,
                             q.micro_batch_size, q.num_microbatches, q.dp)},
       {"precision", std::string(models::to_string(q.precision))},
-      {"GPU", c.gpu.name},
+      {"GPU", gpu_summary(c)},
       {"GPUs", fmt::format("{} ({} per node)", r.world_size, c.gpus_per_node)},
       {"intra-node", fmt::format("{}, {} per GPU", c.intra_fabric, format_bandwidth(c.intra_bandwidth))},
       {"NIC", fmt::format("{} × {} ({:.0f} Gb/s) per node", c.nics_per_node, format_bandwidth(c.nic_bandwidth),
@@ -146,7 +147,8 @@ std::string report_html(const Scenario& s, const Simulation& sim, const Layout& 
   html += fmt::format(
       "<p>{} on {} × {}. Iteration {}, {:.0f} tokens/s, {:.1f} TFLOP/s per GPU, MFU {:.1f} %, bubble {:.1f} %, "
       "peak memory {} of {} — {}.</p>",
-      escape(s.model.name), r.world_size, escape(s.cluster.gpu.name), escape(format_seconds(r.iteration_time_s)),
+      escape(s.model.name), r.world_size, escape(s.cluster.mixed() ? "(" + gpu_summary(s.cluster) + ")" : s.cluster.gpu.name),
+      escape(format_seconds(r.iteration_time_s)),
       r.tokens_per_s, r.model_tflops_per_gpu, 100 * r.mfu, 100 * r.bubble_fraction, escape(format_bytes(r.peak_bytes)),
       escape(format_bytes(r.capacity_bytes)), r.feasible ? "fits" : "does NOT fit");
   html += "<h2>Inputs</h2>" + inputs_panel(s, r);

@@ -119,6 +119,16 @@ nlohmann::json to_json(const Result& r) {
                       {"baseline_iteration_s", g->baseline_iteration_s},
                       {"cost_s", g->cost_s},
                       {"cost_fraction", g->cost_fraction}};
+  if (const auto& x = r.mixed)
+    j["mixed"] = {{"stage_gpus", x->stage_gpus},
+                  {"critical_stage", x->critical_stage},
+                  {"critical_rank", x->critical_rank},
+                  {"critical_gpu", x->critical_gpu},
+                  {"critical_busy_s", x->critical_busy_s},
+                  {"fastest_gpu", x->fastest_gpu},
+                  {"baseline_iteration_s", x->baseline_iteration_s},
+                  {"cost_s", x->cost_s},
+                  {"cost_fraction", x->cost_fraction}};
   j["framework"] = r.framework;
   j["prediction_band"] = r.prediction_band ? nlohmann::json{{"low", r.prediction_band->low},
                                                             {"high", r.prediction_band->high},
@@ -194,6 +204,10 @@ std::string summary_text(const Result& r) {
     line("stragglers      {} slow GPU{}, critical rank {} (×{:.3f}); costs {} (+{:.1f} %) against {} without", g->slow_ranks,
          g->slow_ranks == 1 ? "" : "s", g->critical_rank, g->critical_factor, format_seconds(g->cost_s),
          100 * g->cost_fraction, format_seconds(g->baseline_iteration_s));
+  if (const auto& x = r.mixed)
+    line("mixed GPUs      critical stage {} (rank {}, {}: {} compute); costs {} (+{:.1f} %) against {} all {}",
+         x->critical_stage, x->critical_rank, x->critical_gpu, format_seconds(x->critical_busy_s),
+         format_seconds(x->cost_s), 100 * x->cost_fraction, format_seconds(x->baseline_iteration_s), x->fastest_gpu);
   line("throughput      {:.0f} tokens/s, {:.1f} TFLOP/s per GPU", r.tokens_per_s, r.model_tflops_per_gpu);
   line("utilisation     MFU {:.1f} %, HFU {:.1f} %", 100 * r.mfu, 100 * r.hfu);
   line("validated band  {}", band_text(r.prediction_band, r.regime));

@@ -14,8 +14,10 @@
 #include "hw/strict_yaml.h"
 #include "hw/yaml_limits.h"
 #include "sim/core/errors.h"
+#include "sim/core/mixed_cluster.h"
 #include "sim/io/finetune_section.h"
 #include "sim/io/framework_section.h"
+#include "sim/io/gpus_section.h"
 #include "sim/io/import_args.h"
 #include "sim/io/scenario_keys.h"
 #include "sim/io/reliability_section.h"
@@ -71,6 +73,19 @@ void resolve_relative_paths(YAML::Node& root, const std::string& file) {
     if (path.is_absolute()) continue;
     // Absolute, so that a scenario written elsewhere (search --emit-scenario) still finds it.
     node[keys.back()] = fs::absolute(folder / path).lexically_normal().string();
+  }
+  // cluster.gpus[i].calibration: each GPU type's cost table.
+  YAML::Node cluster = root["cluster"];
+  if (!cluster.IsDefined() || !cluster.IsMap()) return;
+  YAML::Node gpus = cluster["gpus"];
+  if (!gpus.IsDefined() || !gpus.IsSequence()) return;
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    YAML::Node e = gpus[i];
+    if (!e.IsMap()) continue;
+    YAML::Node value = e["calibration"];
+    if (!value.IsDefined() || !value.IsScalar() || value.Scalar().empty()) continue;
+    const fs::path path(value.Scalar());
+    if (!path.is_absolute()) e["calibration"] = fs::absolute(folder / path).lexically_normal().string();
   }
 }
 
@@ -242,25 +257,40 @@ const ReferenceNic* reference_nic(const std::string& gpu) {
 ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c, Scenario& s) {
   r.check_keys(c, "cluster", kClusterKeys);
   ClusterConfig cc;
-  if (!c["gpu"]) r.fail("cluster.gpu", "missing", "`ptsim list gpus` lists the catalog");
-  const std::string gpu = r.string(c["gpu"], "cluster.gpu");
-  auto g = hw::find_gpu(gpu);
-  if (!g) {
-    std::vector<std::string> names;
-    for (const auto& x : hw::gpu_catalog()) names.push_back(x.name);
-    r.fail("cluster.gpu", fmt::format("unknown GPU '{}'", gpu),
-           fmt::format("did you mean '{}'? `ptsim list gpus` lists them", closest_match(gpu, names)));
+  if (c["gpus"]) {
+    read_gpus(r, c, cc);  // a cluster mixing GPU types (sim/core/mixed_cluster.h)
+  } else {
+    if (!c["gpu"]) r.fail("cluster.gpu", "missing", "`ptsim list gpus` lists the catalog; or cluster.gpus");
+    const std::string gpu = r.string(c["gpu"], "cluster.gpu");
+    auto g = hw::find_gpu(gpu);
+    if (!g) {
+      std::vector<std::string> names;
+      for (const auto& x : hw::gpu_catalog()) names.push_back(x.name);
+      r.fail("cluster.gpu", fmt::format("unknown GPU '{}'", gpu),
+             fmt::format("did you mean '{}'? `ptsim list gpus` lists them", closest_match(gpu, names)));
+    }
+    cc.gpu = *g;
+    if (!c["num_gpus"]) r.fail("cluster.num_gpus", "missing");
+    cc.num_gpus = static_cast<int>(r.int64(c["num_gpus"], "cluster.num_gpus", 1, kMaxGpus));
+    // Default: DGX-style 8-GPU nodes, or one node holding every GPU when fewer.
+    cc.gpus_per_node = std::min(8, cc.num_gpus);
+    if (c["gpus_per_node"])
+      cc.gpus_per_node = static_cast<int>(r.int64(c["gpus_per_node"], "cluster.gpus_per_node", 1, kMaxGpus));
   }
-  cc.gpu = *g;
-  if (!c["num_gpus"]) r.fail("cluster.num_gpus", "missing");
-  cc.num_gpus = static_cast<int>(r.int64(c["num_gpus"], "cluster.num_gpus", 1, kMaxGpus));
-  // Default: DGX-style 8-GPU nodes, or one node holding every GPU when fewer.
-  cc.gpus_per_node = std::min(8, cc.num_gpus);
-  if (c["gpus_per_node"])
-    cc.gpus_per_node = static_cast<int>(r.int64(c["gpus_per_node"], "cluster.gpus_per_node", 1, kMaxGpus));
   // Defaults below are the GPU's own NVLink figure and a DGX-style node
-  // (documented in the README, section "Scenario defaults").
+  // (documented in the README, section "Scenario defaults"). A mixed cluster's nodes
+  // share one intra-node figure: the slowest type's NVLink.
   cc.intra_bandwidth = cc.gpu.nvlink_bandwidth;
+  for (const auto& grp : cc.gpu_groups) cc.intra_bandwidth = std::min(cc.intra_bandwidth, grp.gpu.nvlink_bandwidth);
+  if (cc.mixed() && !(c["intra_node"] && c["intra_node"]["bandwidth"]))
+    for (const auto& grp : cc.gpu_groups)
+      if (grp.gpu.nvlink_bandwidth != cc.intra_bandwidth) {
+        s.warn("cluster.intra_node.bandwidth",
+               fmt::format("not given: every node's NVLink at {} per GPU, the slowest GPU type's (intra-node "
+                           "bandwidth per GPU type is not modelled)",
+                           format_bandwidth(cc.intra_bandwidth)));
+        break;
+      }
   if (const auto in = c["intra_node"]) {
     r.check_keys(in, "cluster.intra_node", kIntraKeys);
     if (in["fabric"])
@@ -270,7 +300,13 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c, Scena
     if (in["nvls"]) cc.nvls = r.boolean(in["nvls"], "cluster.intra_node.nvls");
   }
   if (!(c["inter_node"] && c["inter_node"]["nic_bandwidth"])) {
+    // A mixed cluster: the slowest reference NIC of its GPU types.
     const ReferenceNic* nic = reference_nic(cc.gpu.name);
+    for (const auto& grp : cc.gpu_groups) {
+      const ReferenceNic* other = reference_nic(grp.gpu.name);
+      if (!other || (nic && other->gbit_per_s < nic->gbit_per_s)) nic = other;
+      if (!nic) break;
+    }
     if (!nic)
       r.fail("cluster.inter_node.nic_bandwidth", fmt::format("missing: no reference NIC is known for {}", cc.gpu.name),
              "give your cluster's NIC, e.g. \"400 Gb/s\"");
@@ -469,6 +505,10 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
 
 }  // namespace
 
+namespace {
+void validate_layout(const hw::StrictReader& r, const Scenario& s);
+}  // namespace
+
 YAML::Node scenario_yaml(const std::string& yaml_text, const std::string& file,
                          const std::vector<std::string>& overrides) {
   hw::check_yaml_depth(yaml_text, file, "scenario file");
@@ -505,6 +545,10 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& file,
   if (root["reliability"]) read_reliability(r, root["reliability"], s);
 
   derive_microbatches(s);
+  if (s.cluster.mixed()) {
+    validate_layout(r, s);  // the stage sizes the balanced split needs
+    balance_mixed_pipeline(s);
+  }
   validate(s);
   return s;
 }

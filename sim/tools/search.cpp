@@ -12,6 +12,7 @@
 #include <tuple>
 #include <utility>
 
+#include "sim/core/errors.h"
 #include "sim/core/simulate.h"
 #include "sim/core/goodput.h"
 #include "sim/core/time_to_train.h"
@@ -21,6 +22,13 @@ namespace ptsim::sim {
 namespace {
 
 void check_options(const Scenario& base, const SearchOptions& opt) {
+  // Each candidate's pipeline would need its own stage-to-GPU-type mapping and balanced
+  // split (sim/core/mixed_cluster.h); the search plans clusters of one GPU type.
+  if (base.cluster.mixed())
+    throw ScenarioError(base.file, "cluster.gpus",
+                        "ptsim search plans clusters of one GPU type, not a mix",
+                        "search each type's nodes as a cluster.gpu scenario, or compare plans of the mixed cluster "
+                        "with `ptsim run` / `ptsim compare`");
   if (opt.top_k < 1) throw std::invalid_argument(fmt::format("--top {}: must be at least 1", opt.top_k));
   if (!(opt.min_headroom >= 0 && opt.min_headroom < 1))
     throw std::invalid_argument(
