@@ -75,14 +75,11 @@ struct Result {
   std::optional<TimeToTrain> time_to_train;  // when the scenario gives a training goal
   std::optional<Goodput> goodput;            // when the scenario has a reliability section
   std::optional<StragglerReport> straggler;   // when cluster.slow slows some GPUs
-<<<<<<< HEAD
   // The validation band of the plan's regime (sim/core/prediction_band.h); none when
   // no validated run shares the regime.
   std::optional<PredictionBand> prediction_band;
   std::string regime;
-=======
   std::optional<MixedReport> mixed;           // on a cluster mixing GPU types (cluster.gpus)
->>>>>>> h-mixed
   std::vector<std::string> warnings;
   std::vector<std::string> notes;  // extra lines for the text summary (e.g. busiest links)
 };
