@@ -43,6 +43,9 @@ Router::Router(const Topology& topo, std::size_t cached_destinations, Contractio
   link_scratch_.assign(topo.num_links(), 0);
   dst_info_.resize(topo.num_vertices());
   dst_info_ready_.assign(topo.num_vertices(), 0);
+  vertex_route_.resize(topo.num_vertices());
+  for (VertexId v = 0; v < topo.num_vertices(); ++v)
+    vertex_route_[v] = {fidx_[v], region_[v], local_index_[v], exit_begin_[v], exit_count_[v]};
 }
 
 void Router::build_csr() {
@@ -57,13 +60,13 @@ void Router::build_csr() {
     out_begin_[v + 1] += out_begin_[v];
     in_begin_[v + 1] += in_begin_[v];
   }
-  out_links_.resize(topo_.num_links());
+  out_arcs_.resize(topo_.num_links());
   in_links_.resize(topo_.num_links());
   std::vector<std::uint32_t> out_fill(out_begin_.begin(), out_begin_.end() - 1);
   std::vector<std::uint32_t> in_fill(in_begin_.begin(), in_begin_.end() - 1);
   for (LinkId id = 0; id < topo_.num_links(); ++id) {
     const Link& l = topo_.link(id);
-    out_links_[out_fill[l.src]++] = id;
+    out_arcs_[out_fill[l.src]++] = {id, l.dst, l.cost};
     in_links_[in_fill[l.dst]++] = id;
   }
 }
@@ -151,7 +154,7 @@ void Router::build_node_classes() {
     for (std::uint32_t i = 0; i < k; ++i) {
       const VertexId v = node_vertices_[b + i];
       for (std::uint32_t e = out_begin_[v]; e < out_begin_[v + 1]; ++e) {
-        const Link& l = topo_.link(out_links_[e]);
+        const Link& l = topo_.link(out_arcs_[e].link);
         if (node_of_[l.dst] != static_cast<std::int32_t>(node)) continue;
         sig.insert(sig.end(), {i, local_index_[l.dst], l.cost});
       }
@@ -190,7 +193,7 @@ void Router::build_exits() {
       const VertexId q = node_vertices_[b + i];
       const std::uint32_t* d = in_column(q);
       for (std::uint32_t e = out_begin_[q]; e < out_begin_[q + 1]; ++e) {
-        const Link& l = topo_.link(out_links_[e]);
+        const Link& l = topo_.link(out_arcs_[e].link);
         if (region_[l.dst] >= 0) continue;  // stays inside (a closed node only borders F)
         for (std::uint32_t w = 0; w < k; ++w) {
           if (d[w] == kInf) continue;
@@ -280,9 +283,10 @@ std::uint32_t Router::fabric_dist(std::uint32_t f, const DstInfo& info,
 }
 
 std::uint32_t Router::dist_via(VertexId w, const DstInfo& info, const std::vector<const std::uint32_t*>& tables) const {
-  if (fidx_[w] != kInf) return fabric_dist(fidx_[w], info, tables);
-  std::uint32_t d = region_[w] == info.node ? info.in_dist[local_index_[w]] : kInf;
-  for (std::uint32_t e = exit_begin_[w]; e < exit_begin_[w] + exit_count_[w]; ++e) {
+  const VertexRoute& x = vertex_route_[w];
+  if (x.fidx != kInf) return fabric_dist(x.fidx, info, tables);
+  std::uint32_t d = x.region == info.node ? info.in_dist[x.local_index] : kInf;
+  for (std::uint32_t e = x.exit_begin; e < x.exit_begin + x.exit_count; ++e) {
     const std::uint32_t t = fabric_dist(exits_[e].f, info, tables);
     if (t != kInf) d = std::min(d, t + exits_[e].extra);
   }
@@ -456,9 +460,9 @@ void Router::walk(VertexId src, VertexId dst, std::uint64_t flow, std::uint64_t 
   while (v != dst) {
     cand.clear();
     for (std::uint32_t k = out_begin_[v]; k < out_begin_[v + 1]; ++k) {
-      const Link& l = topo_.link(out_links_[k]);
-      const std::uint32_t dl = dist_via(l.dst, info, tables);
-      if (dl != kInf && dl + l.cost == dv) cand.push_back(out_links_[k]);
+      const Arc& a = out_arcs_[k];
+      const std::uint32_t dl = dist_via(a.dst, info, tables);
+      if (dl != kInf && dl + a.cost == dv) cand.push_back(a.link);
     }
     const auto count = static_cast<std::uint32_t>(cand.size());
     std::uint32_t pick = 0;
@@ -515,7 +519,7 @@ std::uint64_t Router::count_paths(VertexId src, VertexId dst) {
     if (v == dst) continue;
     std::uint64_t sum = 0;
     for (std::uint32_t k = out_begin_[v]; k < out_begin_[v + 1]; ++k) {
-      const Link& l = topo_.link(out_links_[k]);
+      const Link& l = topo_.link(out_arcs_[k].link);
       if (dist[l.dst] != kInf && dist[l.dst] + l.cost == dist[v])
         sum = std::min<std::uint64_t>(sum + paths[l.dst], 1ULL << 32);
     }

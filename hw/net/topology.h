@@ -59,6 +59,8 @@ class Topology {
 
   std::size_t num_vertices() const { return kind_.size(); }
   std::size_t num_links() const { return links_.size(); }
+  // Room in the link array (reserve()): a builder that sized it right has no more.
+  std::size_t link_capacity() const { return links_.capacity(); }
   const Link& link(LinkId id) const { return links_[id]; }
   std::span<const Link> links() const { return links_; }
   VertexKind kind(VertexId v) const { return kind_[v]; }

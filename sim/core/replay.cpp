@@ -420,8 +420,21 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
   g.arrived = 0;
   g.start = 0;
   const int di = static_cast<int>(d);
+  // The members' states are scattered over 16k-65k ranks: fetch the next member's while
+  // this one runs on (its cache misses were a fifth of a 16k every-rank run).
+  const std::size_t n = g.resuming.size();
+  auto prefetch = [self, &g, n](std::size_t i) {
+    if (i >= n) return;
+    const auto slot = static_cast<std::size_t>(g.resuming[i]);
+    __builtin_prefetch(&self->ranks_[slot]);
+    __builtin_prefetch(&self->stats_[slot]);
+    __builtin_prefetch(reinterpret_cast<const char*>(&self->stats_[slot]) + 64);
+  };
+  prefetch(0);
   if (!async) {
-    for (std::int32_t slot : g.resuming) {
+    for (std::size_t i = 0; i < n; ++i) {
+      prefetch(i + 1);
+      const std::int32_t slot = g.resuming[i];
       RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
       auto& st = self->stats_[static_cast<std::size_t>(slot)];
       st.wire[di] += wire;
@@ -443,7 +456,9 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
   }
   // Async stream: finish the op on every member, start its next queued op, then
   // wake ranks whose compute stream waits on this stream.
-  for (std::int32_t slot : g.resuming) {
+  for (std::size_t i = 0; i < n; ++i) {
+    prefetch(i + 1);
+    const std::int32_t slot = g.resuming[i];
     RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
     auto& st = self->stats_[static_cast<std::size_t>(slot)];
     auto& ch = r.channels[channel];

@@ -97,6 +97,35 @@ TEST(Builders, FatTreeThreeTier) {
   EXPECT_EQ(t.num_links(), 768u);
 }
 
+// The builders reserve their arrays from the shape (Topology::reserve), so a 65k-GPU
+// graph is filled without regrowing its link vector: exactly the room needed where
+// every pod is full, never less.
+TEST(Builders, ReserveTheLinksTheyMake) {
+  NodeParams node;
+  FabricParams f;
+  f.switch_radix = 8;
+  for (int nodes : {1, 2, 8}) {  // 2-tier (1 leaf, 4 leaves) and 3-tier with full pods
+    const Topology t = build_fat_tree(nodes, node, f);
+    EXPECT_EQ(t.link_capacity(), t.num_links()) << nodes << " nodes";
+  }
+  f.oversubscription = 2;
+  const Topology thin = build_fat_tree(8, node, f);
+  EXPECT_EQ(thin.link_capacity(), thin.num_links());
+  FabricParams rail;
+  rail.switch_radix = 16;
+  const Topology r = build_rail_optimized(4, node, rail);
+  EXPECT_EQ(r.link_capacity(), r.num_links());
+  NodeParams one;
+  one.gpus_per_node = 1;
+  one.nics_per_node = 1;
+  one.gpus_per_pcie_switch = 1;
+  TorusParams tp;
+  tp.dims = {4, 3, 2};  // a size-2 dimension has one cable per pair: the reserve is an upper bound
+  const Topology torus = build_torus(one, tp);
+  EXPECT_GE(torus.link_capacity(), torus.num_links());
+  EXPECT_LE(torus.link_capacity(), torus.num_links() + 2 * 12);
+}
+
 TEST(Builders, RailOptimized) {
   NodeParams node;
   node.gpus_per_pcie_switch = 1;  // a NIC per GPU
