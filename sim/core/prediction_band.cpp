@@ -41,8 +41,14 @@ std::string regime_of(const Scenario& s) {
   }
   const bool zero3 = s.plan.par.zero_stage == 3;
   const bool large = s.plan.world_size() >= 256;
+  // A mixed cluster (cluster.gpus) is its own regime, e.g. "A100+H100": no validated run mixes types.
+  std::string generation = gpu_generation(s.cluster.gpu.name);
+  for (const auto& g : s.cluster.gpu_groups) {
+    const std::string gen = gpu_generation(g.gpu.name);
+    if (generation.find(gen) == std::string::npos) generation += "+" + gen;
+  }
   return fmt::format("{}, {}, {}, {}", family, zero3 ? "ZeRO-3" : "ZeRO-0..2", large ? ">=256 GPUs" : "<256 GPUs",
-                     gpu_generation(s.cluster.gpu.name));
+                     generation);
 }
 
 std::vector<PredictionBand> bands_from_residuals(const std::vector<Residual>& residuals) {

@@ -27,6 +27,13 @@ TEST(PredictionBand, RegimeNamesFrameworkShardingScaleAndGpu) {
   EXPECT_EQ(regime_of(s), "megatron, ZeRO-0..2, >=256 GPUs, A100");
 }
 
+TEST(PredictionBand, MixedClusterIsARegimeOfItsOwnWithNoBand) {
+  const Scenario s = load_scenario(test::repo_path("scenarios/mixed-a100-h100-llama2-13b.yaml"));
+  ASSERT_TRUE(s.cluster.mixed());
+  EXPECT_EQ(regime_of(s), "megatron, ZeRO-0..2, <256 GPUs, A100+H100");
+  EXPECT_FALSE(find_band(s).has_value());
+}
+
 TEST(PredictionBand, BandsFromResidualsByHand) {
   // Two regimes; low/high are the extremes, rounded to 0.1 %; sorted by regime name.
   const auto b = bands_from_residuals({{"b", 3.04}, {"a", -1.0}, {"b", -7.26}, {"b", 0.5}, {"a", -0.04}});
