@@ -35,6 +35,11 @@ nlohmann::json plan_to_json(const Plan& p) {
 
 nlohmann::json json_or_null(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
+nlohmann::json prediction_band_json(const std::optional<PredictionBand>& b) {
+  if (!b) return nullptr;
+  return {{"low", b->low}, {"high", b->high}, {"regime", b->regime}, {"runs", b->runs}};
+}
+
 nlohmann::json time_to_train_json(const TimeToTrain& t) {
   nlohmann::json j;
   j["iterations"] = t.iterations;
@@ -130,11 +135,7 @@ nlohmann::json to_json(const Result& r) {
                   {"cost_s", x->cost_s},
                   {"cost_fraction", x->cost_fraction}};
   j["framework"] = r.framework;
-  j["prediction_band"] = r.prediction_band ? nlohmann::json{{"low", r.prediction_band->low},
-                                                            {"high", r.prediction_band->high},
-                                                            {"regime", r.prediction_band->regime},
-                                                            {"runs", r.prediction_band->runs}}
-                                           : nlohmann::json(nullptr);
+  j["prediction_band"] = prediction_band_json(r.prediction_band);
   j["regime"] = r.regime;
   if (const auto& ft = r.plan.par.finetune; ft.active())
     j["finetune"] = {{"method", models::to_string(ft.method)},

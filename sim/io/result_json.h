@@ -15,6 +15,9 @@ nlohmann::json json_or_null(const std::optional<double>& v);
 
 nlohmann::json plan_to_json(const Plan& p);
 
+// The "prediction_band" object of the result and of each searched plan: {low, high, regime, runs}, or null.
+nlohmann::json prediction_band_json(const std::optional<PredictionBand>& b);
+
 // The "time_to_train" object of the result (and of `ptsim compare`); its summary lines.
 nlohmann::json time_to_train_json(const TimeToTrain& t);
 std::string time_to_train_text(const TimeToTrain& t);

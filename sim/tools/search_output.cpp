@@ -183,11 +183,7 @@ nlohmann::json search_to_json(const SearchResult& r) {
     j["iteration_time_s"] = p.iteration_time_s;
     j["bound_tokens_per_s"] = p.bound_tokens_per_s;
     j["equivalent_plans"] = p.equivalents;
-    j["prediction_band"] = p.band ? nlohmann::json{{"low", p.band->low},
-                                                   {"high", p.band->high},
-                                                   {"regime", p.band->regime},
-                                                   {"runs", p.band->runs}}
-                                  : nlohmann::json(nullptr);
+    j["prediction_band"] = prediction_band_json(p.band);
     j["regime"] = p.regime;
     if (p.time_to_train) j["time_to_train"] = time_to_train_json(*p.time_to_train);
     if (p.goodput) j["goodput"] = goodput_json(*p.goodput);
