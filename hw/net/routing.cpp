@@ -414,9 +414,10 @@ void Router::route(VertexId src, VertexId dst, std::uint64_t flow, std::vector<L
   const std::uint64_t key = mix(mix(mix(src) ^ dst) ^ flow);
   if (route_slots_.empty()) {
     route_slots_.resize(1 << 12);
-    // Address space only (pages are touched as routes are stored): the cache never
-    // copies itself while it grows to its bound.
-    route_links_.reserve(route_cache_links_);
+    // Address space only (pages are touched as routes are stored): on a large fabric the
+    // cache never copies itself while it grows to its bound. A small fabric's routes fit in
+    // far less, and a router made per call (tests, small plans) should not map 32 MiB.
+    route_links_.reserve(std::min(route_cache_links_, std::size_t{64} * topo_.num_links()));
   }
   std::size_t mask = route_slots_.size() - 1, i = key & mask;
   for (; route_slots_[i].src != kNoVertex; i = (i + 1) & mask) {
