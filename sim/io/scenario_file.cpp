@@ -299,7 +299,8 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c, Scena
     if (in["latency"]) cc.intra_latency = r.seconds(in["latency"], "cluster.intra_node.latency");
     if (in["nvls"]) cc.nvls = r.boolean(in["nvls"], "cluster.intra_node.nvls");
   }
-  if (!(c["inter_node"] && c["inter_node"]["nic_bandwidth"])) {
+  // Not yet checked to be a mapping (that is below): a scalar `inter_node` must not be indexed.
+  if (const auto ex = c["inter_node"]; !(ex && ex.IsMap() && ex["nic_bandwidth"])) {
     // A mixed cluster: the slowest reference NIC of its GPU types.
     const ReferenceNic* nic = reference_nic(cc.gpu.name);
     for (const auto& grp : cc.gpu_groups) {
