@@ -13,6 +13,8 @@ namespace {
 
 const std::vector<std::string> kGpusKeys = keys_of("cluster.gpus");
 
+}  // namespace
+
 hw::GpuSpec catalog_gpu(const hw::StrictReader& r, const YAML::Node& n, const std::string& key) {
   const std::string name = r.string(n, key);
   auto g = hw::find_gpu(name);
@@ -24,8 +26,6 @@ hw::GpuSpec catalog_gpu(const hw::StrictReader& r, const YAML::Node& n, const st
   }
   return *g;
 }
-
-}  // namespace
 
 void read_gpus(const hw::StrictReader& r, const YAML::Node& c, ClusterConfig& cc) {
   const YAML::Node list = c["gpus"];

@@ -261,15 +261,7 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c, Scena
     read_gpus(r, c, cc);  // a cluster mixing GPU types (sim/core/mixed_cluster.h)
   } else {
     if (!c["gpu"]) r.fail("cluster.gpu", "missing", "`ptsim list gpus` lists the catalog; or cluster.gpus");
-    const std::string gpu = r.string(c["gpu"], "cluster.gpu");
-    auto g = hw::find_gpu(gpu);
-    if (!g) {
-      std::vector<std::string> names;
-      for (const auto& x : hw::gpu_catalog()) names.push_back(x.name);
-      r.fail("cluster.gpu", fmt::format("unknown GPU '{}'", gpu),
-             fmt::format("did you mean '{}'? `ptsim list gpus` lists them", closest_match(gpu, names)));
-    }
-    cc.gpu = *g;
+    cc.gpu = catalog_gpu(r, c["gpu"], "cluster.gpu");
     if (!c["num_gpus"]) r.fail("cluster.num_gpus", "missing");
     cc.num_gpus = static_cast<int>(r.int64(c["num_gpus"], "cluster.num_gpus", 1, kMaxGpus));
     // Default: DGX-style 8-GPU nodes, or one node holding every GPU when fewer.
