@@ -372,11 +372,17 @@ class Builder {
   // micro-batch's backward (DeepSpeed stage 2/3 with gradient accumulation).
   // The framework's gradient bucket, in parameters (framework_profile.h).
   double bucket_params() const { return fw_.grad_bucket_params.value_or(dp_bucket_params(par_.dp)); }
+  // Sharded gradients are reduce-scattered; DeepSpeed before 0.6 without
+  // contiguous_gradients all-reduces them and keeps its partition.
+  CollectiveKind grad_collective() const {
+    const bool scatter = par_.zero_stage >= 1 && !(par_.zero_stage == 3 && fw_.grads_all_reduced);
+    return scatter ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
+  }
   void dp_launch(std::vector<Instr>& out, double params, bool force) {
     pending_bucket_ += params;
     if (!s_.plan.overlap_grad_reduce || group_size(Dim::dp) <= 1) return;
     if (pending_bucket_ <= 0 || (!force && pending_bucket_ < bucket_params())) return;
-    const CollectiveKind c = par_.zero_stage >= 1 ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
+    const CollectiveKind c = grad_collective();
     launch(out, Dim::dp, static_cast<int>(Dim::dp), c, pending_bucket_ * grad_elem_bytes_,
            fmt::format("dp grad {}", to_string(c)), par_.zero_stage >= 2 ? kNoFlags : kLastMicrobatch);
     pending_bucket_ = 0;
@@ -432,7 +438,7 @@ class Builder {
   Fetch plan_fetch(const ChunkBlocks& blocks, const std::vector<int>& order, bool backward) const {
     Fetch f;
     if (!zero3() || (backward && !fw_.reshard_after_forward)) return f;
-    f.prefetch = s_.plan.overlap_param_gather && (!backward || fw_.backward_prefetch);
+    f.prefetch = s_.plan.overlap_param_gather && (!backward || fw_.backward_prefetch) && !fw_.gather_blocks_host;
     for (int l : order) {
       if (l < 0 || fw_.gather_unit == sim::GatherUnit::layer) {
         // A block without parameters here (the embedding of a single stage) has no gather.
@@ -482,11 +488,25 @@ class Builder {
       }
     }
     wait(out, Dim::dp, kGatherChannel, static_cast<int>(f.launched - u - 1));
+    if (fw_.gather_per_rank_ops) push_compute(out, "zero3 gather per-rank views/copies", list_gather_ticks(f.units[u].bytes));
     if (par_.offload_params) {
       // ZeRO-Infinity: the shard comes from host memory over PCIe first.
       const double shard = f.units[u].bytes / group_size(Dim::dp);
       push_compute(out, "param h2d", to_ticks(shard / compute_->gpu().pcie_bandwidth));
     }
+  }
+  // What a list-form gather (DeepSpeed before 0.5.5, framework_profile.cpp) adds to
+  // its collective, with the host blocked throughout: the gathered buffer zeroed
+  // (torch.zeros), one narrow() view per rank on the host, then PyTorch's copy of the
+  // flat result into each view, the host issuing one copy per rank while the GPU
+  // moves the bytes (read and write).
+  Tick list_gather_ticks(Bytes bytes) const {
+    const double per_rank = group_size(Dim::dp) * kEagerOpHostSeconds;
+    hw::KernelDesc zero, copy;
+    zero.cls = copy.cls = hw::KernelClass::memory;
+    zero.bytes = bytes;
+    copy.bytes = 2 * bytes;
+    return to_ticks(compute_->seconds(zero) + per_rank + std::max(per_rank, compute_->seconds(copy)));
   }
   // Bytes of a block that its gathers bring in (persistent submodules excluded).
   Bytes gathered_bytes(const ChunkBlocks& blocks, int block) const {
@@ -802,7 +822,7 @@ class Builder {
     const bool dp_active = group_size(Dim::dp) > 1;
     if (dp_active && !s_.plan.overlap_grad_reduce) {
       // All gradient buckets reduced after the backward pass, nothing overlapped.
-      const CollectiveKind c = par_.zero_stage >= 1 ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
+      const CollectiveKind c = grad_collective();
       for (double left = local_params; left > 0; left -= bucket_params())
         launch(e, Dim::dp, static_cast<int>(Dim::dp), c, std::min(left, bucket_params()) * grad_elem_bytes_,
                fmt::format("dp grad {}", to_string(c)));
