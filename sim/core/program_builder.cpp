@@ -149,6 +149,7 @@ class Builder {
   };
   struct Fetch {
     std::vector<GatherUnit> units;  // in order of first use
+    std::vector<bool> freed;        // released right after its use (submodule units)
     std::size_t launched = 0, next_use = 0;
     bool prefetch = false;
   };
@@ -323,6 +324,7 @@ class Builder {
       if (op.role == OpRole::moe_combine) ep_all_to_all(out, "ep combine", flags);
       if (op.cls == OpClass::attention) cp_launch(out, false, flags);
       push_compute(out, op.name, time_of(op, false), flags);
+      if (fetch) fetch_done(out, *fetch, block, static_cast<int>(j), bwd_pass);
       if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, flags);
       if (op.role == OpRole::moe_dispatch) ep_all_to_all(out, "ep dispatch", flags);
     }
@@ -340,6 +342,7 @@ class Builder {
       }
       if (op.cls == OpClass::attention) cp_launch(out, true, kNoFlags);
       push_compute(out, op.name, backward_time(op));
+      fetch_done(out, fetch, block, static_cast<int>(j), false);
       if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0);
       if (op.role == OpRole::moe_combine) ep_all_to_all(out, "ep combine bwd", kNoFlags);
       if (op.role == OpRole::attn_leave) tp_boundary(out, false, true, "attn", kNoFlags);
@@ -458,7 +461,26 @@ class Builder {
       if (!recompute || (fw_.max_reuse_distance > 0 && block_params(l) > fw_.max_reuse_distance))
         f.units.insert(f.units.end(), pieces.rbegin(), pieces.rend());
     }
+    f.freed.assign(f.units.size(), false);
     return f;
+  }
+
+  // After computing `op` of `block`: DeepSpeed releases a submodule's gathered
+  // parameters as soon as its hook has run (partitioned_param_coordinator
+  // release_sub_module), unless this pass uses them again: a recomputed forward
+  // whose backward reuses the gathered copy (within stage3_max_reuse_distance).
+  void fetch_done(std::vector<Instr>& out, Fetch& f, int block, int op, bool recompute_pass) {
+    if (f.next_use == 0) return;
+    const std::size_t u = f.next_use - 1;
+    if (f.units[u].block != block || f.units[u].op != op || op < 0 || f.freed[u]) return;
+    if (recompute_pass) {
+      bool again = false;
+      for (std::size_t k = u + 1; k < f.units.size() && !again; ++k)
+        again = f.units[k].block == block && f.units[k].op == op;
+      if (!again) return;  // the backward uses this copy; freed with the block
+    }
+    f.freed[u] = true;
+    out.push_back(mem(InstrKind::release, MemCat::buffers, f.units[u].bytes, "gathered params"));
   }
 
   void launch_unit(std::vector<Instr>& out, const GatherUnit& u, bool backward) {
@@ -520,8 +542,8 @@ class Builder {
   void zero3_after(std::vector<Instr>& out, const Fetch& f, const ChunkBlocks& blocks, int block, bool backward) {
     if (!zero3() || (!backward && !fw_.reshard_after_forward)) return;
     Bytes bytes = 0;
-    for (const auto& u : f.units)
-      if (u.block == block) bytes += u.bytes;
+    for (std::size_t k = 0; k < f.units.size(); ++k)
+      if (f.units[k].block == block && !f.freed[k]) bytes += f.units[k].bytes;
     if (f.units.empty()) bytes = gathered_bytes(blocks, block);
     out.push_back(mem(InstrKind::release, MemCat::buffers, bytes, "gathered params"));
   }

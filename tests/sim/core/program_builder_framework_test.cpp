@@ -169,6 +169,40 @@ TEST(ProgramBuilderFramework, DeepSpeedReleasesBefore06GatherWithTheHostBlocked)
   }
 }
 
+// The most gathered-parameter bytes live at once along `v` (allocs and releases).
+double peak_gathered(const std::vector<Instr>& v, const Program& p) {
+  double live = 0, peak = 0;
+  for (const Instr& in : v) {
+    if (in.mem != MemCat::buffers || p.labels[in.label] != "gathered params") continue;
+    if (in.kind == InstrKind::alloc) live += in.bytes;
+    if (in.kind == InstrKind::release) live -= in.bytes;
+    peak = std::max(peak, live);
+  }
+  EXPECT_NEAR(live, 0, 1e-6);  // everything gathered is released
+  return peak;
+}
+
+TEST(ProgramBuilderFramework, DeepSpeedReleasesEachSubmoduleAfterUse) {
+  // DeepSpeed frees a submodule's gathered weights once its hook has run: with
+  // nothing prefetched (0.3.14) one submodule is live at a time, the largest
+  // (mlp_up / mlp_down, kMlp of the layer's kLinear weights), not the layer; in the
+  // backward under full recomputation too, where a layer beyond the reuse distance
+  // is gathered twice and each copy is freed after its use.
+  const double mlp = layer_bytes() * kMlp / kLinear;
+  for (const std::string extra : {"", ", stage3_max_reuse_distance: 1e6"}) {
+    SCOPED_TRACE(extra);
+    const Built b = build(yaml(2, 4, 4, "  zero_stage: 3\n  recompute: full",
+                               "  framework: deepspeed\n  deepspeed: {version: \"0.3.14\"" + extra + "}"));
+    EXPECT_NEAR(peak_gathered(phase(b.p.stages[0], false), b.p), mlp, 1e-6 * mlp);
+    const double bwd = peak_gathered(phase(b.p.stages[0], true), b.p);
+    // Reused copies stay to the layer's backward; re-gathered ones go one by one.
+    if (extra.empty())
+      EXPECT_NEAR(bwd, layer_bytes(), 1e-6 * layer_bytes());
+    else
+      EXPECT_NEAR(bwd, mlp, 1e-6 * mlp);
+  }
+}
+
 TEST(ProgramBuilderFramework, DeepSpeedRegathersBeyondTheReuseDistance) {
   // Full recomputation: the recomputed forward gathers a layer's 4 submodules; the
   // backward reuses them while the layer (12.6M elements) is within
