@@ -28,6 +28,17 @@ Router::Router(const Topology& topo, std::size_t cached_destinations, Contractio
   build_node_classes();
   build_exits();
   build_fabric_graph();
+  for (Arc& a : out_arcs_) {
+    const VertexRoute x{fidx_[a.dst], region_[a.dst], 0, exit_begin_[a.dst], exit_count_[a.dst]};
+    if (x.fidx != kInf) {
+      a.via = x.fidx;
+    } else if (x.exit_count == 1) {
+      a.via = exits_[x.exit_begin].f;
+      a.step += exits_[x.exit_begin].extra;
+    } else {
+      a.via = kInf;
+    }
+  }
   const std::size_t per_table = std::max<std::size_t>(1, fabric_.size()) * sizeof(std::uint32_t);
   capacity_ =
       cached_destinations > 0 ? cached_destinations : std::clamp<std::size_t>((256u << 20) / per_table, 4, 8192);
@@ -41,8 +52,8 @@ Router::Router(const Topology& topo, std::size_t cached_destinations, Contractio
     }
   }
   link_scratch_.assign(topo.num_links(), 0);
-  dst_info_.resize(topo.num_vertices());
-  dst_info_ready_.assign(topo.num_vertices(), 0);
+  dst_slot_.assign(topo.num_vertices(), -1);
+  tables_per_chunk_ = std::clamp<std::size_t>((std::size_t{4} << 20) / per_table, 1, capacity_);
   vertex_route_.resize(topo.num_vertices());
   for (VertexId v = 0; v < topo.num_vertices(); ++v)
     vertex_route_[v] = {fidx_[v], region_[v], local_index_[v], exit_begin_[v], exit_count_[v]};
@@ -66,7 +77,7 @@ void Router::build_csr() {
   std::vector<std::uint32_t> in_fill(in_begin_.begin(), in_begin_.end() - 1);
   for (LinkId id = 0; id < topo_.num_links(); ++id) {
     const Link& l = topo_.link(id);
-    out_arcs_[out_fill[l.src]++] = {id, l.dst, l.cost};
+    out_arcs_[out_fill[l.src]++] = {id, l.dst, kInf, l.cost};
     in_links_[in_fill[l.dst]++] = id;
   }
 }
@@ -240,9 +251,9 @@ void Router::build_fabric_graph() {
 }
 
 const Router::DstInfo& Router::dst_info(VertexId dst) {
-  DstInfo& info = dst_info_[dst];
-  if (dst_info_ready_[dst]) return info;
-  dst_info_ready_[dst] = 1;
+  if (dst_slot_[dst] >= 0) return dst_info_[dst_slot_[dst]];
+  dst_slot_[dst] = static_cast<std::int32_t>(dst_info_.size());
+  DstInfo& info = dst_info_.emplace_back();
   info.node = region_[dst];
   if (info.node < 0) {  // a fabric vertex: its own full table
     info.entries.push_back({fidx_[dst], 0});
@@ -252,6 +263,7 @@ const Router::DstInfo& Router::dst_info(VertexId dst) {
   // Entries: min over the ports from each outside vertex u.
   for (std::uint32_t e = port_begin_[info.node]; e < port_begin_[info.node + 1]; ++e) {
     const Link& l = topo_.link(port_links_[e]);
+    if (std::find(info.border.begin(), info.border.end(), l.src) == info.border.end()) info.border.push_back(l.src);
     const std::uint32_t dp = info.in_dist[local_index_[l.dst]];
     if (dp == kInf) continue;
     const std::uint32_t u = fidx_[l.src];
@@ -269,7 +281,7 @@ void Router::load_tables(const DstInfo& info, std::vector<const std::uint32_t*>&
   capacity_ = std::max(capacity_, info.entries.size() + 1);
   tables.clear();
   for (const Entry& e : info.entries)
-    tables.push_back(distances_to(e.u).data());  // buffers never move (same-size assign)
+    tables.push_back(distances_to(e.u));  // tables never move (table_chunks_)
 }
 
 std::uint32_t Router::fabric_dist(std::uint32_t f, const DstInfo& info,
@@ -293,10 +305,17 @@ std::uint32_t Router::dist_via(VertexId w, const DstInfo& info, const std::vecto
   return d;
 }
 
-std::vector<std::uint32_t>& Router::claim_table(std::uint32_t u) {
+std::uint32_t* Router::claim_table(std::uint32_t u) {
   Table* slot = nullptr;
+  const std::size_t nf = fabric_.size();
   if (tables_.size() < capacity_) {
+    const std::size_t i = tables_.size(), chunk = i / tables_per_chunk_;
+    if (chunk == table_chunks_.size()) {
+      const std::size_t bytes = tables_per_chunk_ * nf * sizeof(std::uint32_t);
+      table_chunks_.emplace_back(static_cast<std::uint32_t*>(huge_alloc(bytes)), ChunkFree{bytes});
+    }
     slot = &tables_.emplace_back();
+    slot->dist = table_chunks_[chunk].get() + (i % tables_per_chunk_) * nf;
   } else {
     slot = &*std::min_element(tables_.begin(), tables_.end(),
                               [](const Table& a, const Table& b) { return a.last_use < b.last_use; });
@@ -305,12 +324,12 @@ std::vector<std::uint32_t>& Router::claim_table(std::uint32_t u) {
   slot_of_[u] = static_cast<std::int32_t>(slot - tables_.data());
   slot->u = u;
   slot->last_use = clock_;
-  slot->dist.assign(fabric_.size(), kInf);
+  std::fill(slot->dist, slot->dist + nf, kInf);
   ++tables_computed_;
   return slot->dist;
 }
 
-const std::vector<std::uint32_t>& Router::distances_to(std::uint32_t u) {
+const std::uint32_t* Router::distances_to(std::uint32_t u) {
   ++clock_;
   if (const std::int32_t i = slot_of_[u]; i >= 0) {
     tables_[i].last_use = clock_;
@@ -329,12 +348,12 @@ const std::vector<std::uint32_t>& Router::distances_to(std::uint32_t u) {
     search_batch(batch);
     return tables_[slot_of_[u]].dist;
   }
-  auto& dist = claim_table(u);
+  std::uint32_t* dist = claim_table(u);
   search_one(u, dist);
   return dist;
 }
 
-void Router::search_one(std::uint32_t u, std::vector<std::uint32_t>& dist) {
+void Router::search_one(std::uint32_t u, std::uint32_t* dist) {
   // Dial's algorithm (Dijkstra with a circular bucket queue; integer weights < buckets),
   // run backwards over H's incoming edges so dist[f] = least cost f -> u.
   dist[u] = 0;
@@ -366,7 +385,7 @@ void Router::search_one(std::uint32_t u, std::vector<std::uint32_t>& dist) {
 void Router::search_batch(const std::vector<std::uint32_t>& targets) {
   const std::size_t nb = buckets_.size(), nf = fabric_.size();
   std::vector<std::uint32_t*> out;
-  for (std::uint32_t t : targets) out.push_back(claim_table(t).data());
+  for (std::uint32_t t : targets) out.push_back(claim_table(t));
   // pend[level % nb][v]: targets that v reaches at that level, not yet settled. Every
   // entry set is pushed onto its bucket and zeroed when that bucket is scanned, so the
   // array is all zero again after a search and is kept (nb × |F| × 8 bytes: 0.8 MB at
@@ -412,6 +431,11 @@ void Router::route(VertexId src, VertexId dst, std::uint64_t flow, std::vector<L
     throw std::invalid_argument(fmt::format("route: unknown vertex {} or {}", src, dst));
   if (src == dst) return;
   const std::uint64_t key = mix(mix(mix(src) ^ dst) ^ flow);
+  if (flow > std::numeric_limits<std::uint32_t>::max()) {  // not a slot's: walk it
+    walk(src, dst, flow, key, out);
+    return;
+  }
+  const auto flow32 = static_cast<std::uint32_t>(flow);
   if (route_slots_.empty()) {
     route_slots_.resize(1 << 12);
     // Address space only (pages are touched as routes are stored): on a large fabric the
@@ -422,22 +446,25 @@ void Router::route(VertexId src, VertexId dst, std::uint64_t flow, std::vector<L
   std::size_t mask = route_slots_.size() - 1, i = key & mask;
   for (; route_slots_[i].src != kNoVertex; i = (i + 1) & mask) {
     const RouteSlot& r = route_slots_[i];
-    if (r.src == src && r.dst == dst && r.flow == flow) {
-      out.assign(route_links_.begin() + r.begin, route_links_.begin() + r.begin + r.len);
+    if (r.src == src && r.dst == dst && r.flow == flow32) {
+      const LinkId* p = route_links_.data() + r.begin;
+      out.assign(p + 1, p + 1 + p[0]);
       return;
     }
   }
   walk(src, dst, flow, key, out);
-  if (route_links_.size() + out.size() > route_cache_links_) {  // full: start over
+  if (route_links_.size() + 1 + out.size() > route_cache_links_) {  // full: start over
     std::fill(route_slots_.begin(), route_slots_.end(), RouteSlot{});
     route_links_.clear();
     route_count_ = 0;
     for (i = key & mask; route_slots_[i].src != kNoVertex;) i = (i + 1) & mask;
+    if (1 + out.size() > route_cache_links_) return;  // longer than the whole cache
   }
-  route_slots_[i] = RouteSlot{flow, route_links_.size(), src, dst, static_cast<std::uint32_t>(out.size())};
+  route_slots_[i] = RouteSlot{src, dst, flow32, static_cast<std::uint32_t>(route_links_.size())};
+  route_links_.push_back(static_cast<LinkId>(out.size()));
   route_links_.insert(route_links_.end(), out.begin(), out.end());
   if (++route_count_ * 2 > route_slots_.size()) {  // keep the table at most half full
-    std::vector<RouteSlot> old(route_slots_.size() * 2);
+    HugeVector<RouteSlot> old(route_slots_.size() * 2);
     old.swap(route_slots_);
     mask = route_slots_.size() - 1;
     for (const RouteSlot& r : old) {
@@ -445,6 +472,37 @@ void Router::route(VertexId src, VertexId dst, std::uint64_t flow, std::vector<L
       std::size_t j = mix(mix(mix(r.src) ^ r.dst) ^ r.flow) & mask;
       while (route_slots_[j].src != kNoVertex) j = (j + 1) & mask;
       route_slots_[j] = r;
+    }
+  }
+}
+
+void Router::next_hops(VertexId v, std::uint32_t dv, const DstInfo& info,
+                       const std::vector<const std::uint32_t*>& tables) {
+  const std::uint32_t b = out_begin_[v], e = out_begin_[v + 1];
+  // A head can be in dst's node only when v is in it or borders it: there every head
+  // goes through dist_via, which sees dst's in-node distances.
+  const bool outside = info.node < 0 || (region_[v] != info.node && std::find(info.border.begin(), info.border.end(),
+                                                                             v) == info.border.end());
+  if (outside && info.entries.size() == 1) {  // one entry table (a fat tree's leaf)
+    const std::uint32_t* t = tables[0];
+    const std::uint32_t want = dv - info.entries[0].extra;  // dv >= extra: dv is that table's + extra
+    for (std::uint32_t k = b; k < e; ++k) {
+      const Arc& a = out_arcs_[k];
+      if (a.via != kInf) {
+        if (t[a.via] != kInf && t[a.via] + a.step == want) cand_.push_back(k);
+      } else if (const std::uint32_t dl = dist_via(a.dst, info, tables); dl != kInf && dl + a.step == dv) {
+        cand_.push_back(k);
+      }
+    }
+    return;
+  }
+  for (std::uint32_t k = b; k < e; ++k) {
+    const Arc& a = out_arcs_[k];
+    if (outside && a.via != kInf) {
+      if (const std::uint32_t t = fabric_dist(a.via, info, tables); t != kInf && t + a.step == dv) cand_.push_back(k);
+    } else {
+      const std::uint32_t cost = topo_.link(a.link).cost;
+      if (const std::uint32_t dl = dist_via(a.dst, info, tables); dl != kInf && dl + cost == dv) cand_.push_back(k);
     }
   }
 }
@@ -457,22 +515,18 @@ void Router::walk(VertexId src, VertexId dst, std::uint64_t flow, std::uint64_t 
   if (dv == kInf)
     throw std::invalid_argument(fmt::format("route: no path from '{}' to '{}'", topo_.name(src), topo_.name(dst)));
   VertexId v = src;
-  auto& cand = cand_;
   while (v != dst) {
-    cand.clear();
-    for (std::uint32_t k = out_begin_[v]; k < out_begin_[v + 1]; ++k) {
-      const Arc& a = out_arcs_[k];
-      const std::uint32_t dl = dist_via(a.dst, info, tables);
-      if (dl != kInf && dl + a.cost == dv) cand.push_back(a.link);
-    }
-    const auto count = static_cast<std::uint32_t>(cand.size());
+    cand_.clear();
+    next_hops(v, dv, info, tables);
+    const auto count = static_cast<std::uint32_t>(cand_.size());
     std::uint32_t pick = 0;
     if (count > 1) {
-      const int a = nic_affinity_pick(src, dst, v, count, topo_.link(cand[0]).dst);
+      const int a = nic_affinity_pick(src, dst, v, count, out_arcs_[cand_[0]].dst);
       pick = a >= 0 ? static_cast<std::uint32_t>(a) : static_cast<std::uint32_t>(mix(key ^ v) % count);
     }
-    const Link& l = topo_.link(cand[pick]);
-    out.push_back(cand[pick]);
+    const Arc& a = out_arcs_[cand_[pick]];
+    const Link& l = topo_.link(a.link);
+    out.push_back(a.link);
     dv -= l.cost;
     v = l.dst;
   }

@@ -46,9 +46,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <span>
 #include <vector>
 
+#include "hw/net/huge_pages.h"
 #include "hw/net/topology.h"
 
 namespace ptsim::hw::net {
@@ -89,17 +92,19 @@ class Router {
   std::size_t fabric_vertices() const { return fabric_.size(); }
   // The route cache: routes held now, and its bound in links (default 8 Mi, 32 MiB).
   std::size_t routes_cached() const { return route_count_; }
-  void set_route_cache_links(std::size_t links) { route_cache_links_ = std::max<std::size_t>(1, links); }
+  void set_route_cache_links(std::size_t links) {
+    route_cache_links_ = std::clamp<std::size_t>(links, 1, std::size_t{1} << 31);
+  }
 
  private:
   // Distances to fabric vertex number `u` (index into fabric_) from every fabric vertex.
-  const std::vector<std::uint32_t>& distances_to(std::uint32_t u);
-  // An LRU slot for u's table (evicting the least recently used when full).
-  std::vector<std::uint32_t>& claim_table(std::uint32_t u);
+  const std::uint32_t* distances_to(std::uint32_t u);
+  // An LRU slot for u's table (evicting the least recently used when full), all kInf.
+  std::uint32_t* claim_table(std::uint32_t u);
   // Dial's search to one fabric vertex; the same for up to 64 at once (one bit per
   // target in a 64-bit mask per vertex, so a vertex is scanned once per distinct
   // distance instead of once per target).
-  void search_one(std::uint32_t u, std::vector<std::uint32_t>& dist);
+  void search_one(std::uint32_t u, std::uint32_t* dist);
   void search_batch(const std::vector<std::uint32_t>& targets);
   struct Entry {
     std::uint32_t u;      // fabric index of a vertex outside the node
@@ -109,6 +114,7 @@ class Router {
     int node = -1;                       // closed node of dst; -1: dst is fabric (one full table)
     const std::uint32_t* in_dist = nullptr;  // by local index of the node's vertices (in_column)
     std::vector<Entry> entries;
+    std::vector<VertexId> border;  // vertices outside the node with a link into it
   };
   struct Exit {
     std::uint32_t f;      // fabric index of b
@@ -118,6 +124,9 @@ class Router {
     std::uint32_t src;  // fabric index
     std::uint32_t cost;
   };
+  // Appends to cand_ the least-cost next hops of v towards dst (indices into out_arcs_,
+  // in arc order), given dv = dist(v, dst).
+  void next_hops(VertexId v, std::uint32_t dv, const DstInfo& info, const std::vector<const std::uint32_t*>& tables);
   // The least-cost walk behind route() (key: the ECMP hash of src, dst, flow).
   void walk(VertexId src, VertexId dst, std::uint64_t flow, std::uint64_t key, std::vector<LinkId>& out);
   void build_csr();
@@ -142,20 +151,35 @@ class Router {
   // CSR of outgoing links, each with its head and cost: the walk scans every out-link of
   // every vertex on a path (64 at a fabric switch), and reading them from the topology's
   // 32-byte links, scattered by creation order, missed the cache once per link.
+  // Seen from outside dst's node and its border, the head's distance to dst is that of
+  // fabric vertex `via` plus `step` - cost (via: the head itself, or a node vertex's only
+  // exit), so the walk reads one table entry per arc and nothing of the head; kNone:
+  // a head with several exits (dist_via).
   struct Arc {
     LinkId link;
     VertexId dst;
-    std::uint32_t cost;
+    std::uint32_t via;
+    std::uint32_t step;  // cost of the link, plus the exit's extra when via is an exit
   };
   std::vector<std::uint32_t> out_begin_;
-  std::vector<Arc> out_arcs_;
-  std::vector<std::uint32_t> in_begin_, in_links_;  // CSR of incoming links
+  HugeVector<Arc> out_arcs_;
+  std::vector<std::uint32_t> in_begin_;
+  HugeVector<std::uint32_t> in_links_;  // CSR of incoming links
   struct Table {
     std::uint32_t u = 0;
     std::uint64_t last_use = 0;
-    std::vector<std::uint32_t> dist;  // by fabric index
+    std::uint32_t* dist = nullptr;  // by fabric index, in table_chunks_
   };
   std::vector<Table> tables_;
+  // The tables' storage: chunks of tables_per_chunk_ tables each, never moved (a route's
+  // entry tables stay where they are while it is walked), on huge pages: at 65,536 GPUs
+  // 2,048 tables of 20 kB, 40 MB touched once.
+  struct ChunkFree {
+    std::size_t bytes;
+    void operator()(std::uint32_t* p) const noexcept { huge_free(p, bytes); }
+  };
+  std::vector<std::unique_ptr<std::uint32_t[], ChunkFree>> table_chunks_;
+  std::size_t tables_per_chunk_ = 1;
   std::vector<std::int32_t> slot_of_;  // by fabric index: index in tables_, -1 if not cached
   std::size_t capacity_;
   std::uint64_t clock_ = 0;
@@ -184,22 +208,21 @@ class Router {
     std::int32_t region;
     std::uint32_t local_index, exit_begin, exit_count;
   };
-  std::vector<VertexRoute> vertex_route_;
+  HugeVector<VertexRoute> vertex_route_;
   std::vector<std::uint32_t> h_in_begin_;  // H: incoming edges by fabric index
   std::vector<HEdge> h_in_;
-  std::vector<DstInfo> dst_info_;  // by vertex, built lazily
-  std::vector<char> dst_info_ready_;
+  std::vector<std::int32_t> dst_slot_;  // by vertex: index in dst_info_, -1 until first asked
+  std::deque<DstInfo> dst_info_;        // built lazily (references stay valid)
   std::vector<const std::uint32_t*> scratch_tables_;
-  std::vector<LinkId> cand_;
+  std::vector<std::uint32_t> cand_;
   std::vector<std::uint32_t> link_scratch_;
-  struct RouteSlot {  // open addressing on the ECMP hash, linear probing
-    std::uint64_t flow = 0;
-    std::uint64_t begin = 0;  // in route_links_
+  struct RouteSlot {  // open addressing on the ECMP hash, linear probing; 16 bytes
     VertexId src = kNoVertex, dst = kNoVertex;
-    std::uint32_t len = 0;
+    std::uint32_t flow = 0;   // flows >= 2^32 are walked every time
+    std::uint32_t begin = 0;  // in route_links_: the route's length, then its links
   };
-  std::vector<RouteSlot> route_slots_;
-  std::vector<LinkId> route_links_;
+  HugeVector<RouteSlot> route_slots_;
+  HugeVector<LinkId> route_links_;
   std::size_t route_count_ = 0;
   std::size_t route_cache_links_ = std::size_t{8} << 20;  // 32 MiB of link ids
 };

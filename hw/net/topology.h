@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hw/net/huge_pages.h"
 #include "hw/units.h"
 
 namespace ptsim::hw::net {
@@ -95,7 +96,7 @@ class Topology {
   std::vector<std::int32_t> node_;  // by vertex
   std::string names_;               // every vertex name, back to back
   std::vector<std::size_t> name_end_;  // by vertex: end of its name in names_
-  std::vector<Link> links_;
+  HugeVector<Link> links_;  // 25 MB at 65,536 GPUs (huge_pages.h)
   std::vector<VertexId> gpus_;
   std::vector<int> rank_of_vertex_;  // indexed by vertex
   std::vector<VertexId> nvswitch_of_node_;
