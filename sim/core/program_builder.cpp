@@ -510,7 +510,8 @@ class Builder {
       }
     }
     wait(out, Dim::dp, kGatherChannel, static_cast<int>(f.launched - u - 1));
-    if (fw_.gather_per_rank_ops) push_compute(out, "zero3 gather per-rank views/copies", list_gather_ticks(f.units[u].bytes));
+    if (fw_.gather_per_rank_ops)
+      push_compute(out, "zero3 gather per-rank views/copies", list_gather_ticks(f.units[u].bytes));
     if (par_.offload_params) {
       // ZeRO-Infinity: the shard comes from host memory over PCIe first.
       const double shard = f.units[u].bytes / group_size(Dim::dp);

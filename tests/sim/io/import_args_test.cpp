@@ -126,7 +126,8 @@ TEST(ImportDeepSpeed, Zero3Config) {
   EXPECT_EQ(k.keys["training"]["precision"].as<std::string>(), "bf16");
   EXPECT_EQ(k.keys["training"]["optimizer"].as<std::string>(), "adamw");
   const std::string w = joined(k.warnings);
-  for (const char* ignored : {"zero_optimization.stage3_max_live_parameters", "gradient_clipping", "optimizer.params.lr", "wall_clock_breakdown"})
+  for (const char* ignored : {"zero_optimization.stage3_max_live_parameters", "gradient_clipping",
+                              "optimizer.params.lr", "wall_clock_breakdown"})
     EXPECT_NE(w.find(ignored), std::string::npos) << ignored << " not named in:\n" << w;
   EXPECT_EQ(w.find("zero_optimization.stage,"), std::string::npos) << w;
 }
