@@ -45,6 +45,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -99,11 +100,14 @@ class Router {
  private:
   // Distances to fabric vertex number `u` (index into fabric_) from every fabric vertex.
   const std::uint32_t* distances_to(std::uint32_t u);
-  // An LRU slot for u's table (evicting the least recently used when full), all kInf.
-  std::uint32_t* claim_table(std::uint32_t u);
-  // Dial's search to one fabric vertex; the same for up to 64 at once (one bit per
-  // target in a 64-bit mask per vertex, so a vertex is scanned once per distinct
-  // distance instead of once per target).
+  // An LRU slot for u's table (evicting the least recently used when full), all kInf
+  // when `fill` (search_batch writes every entry itself).
+  std::uint32_t* claim_table(std::uint32_t u, bool fill = true);
+  // Dial's search to one fabric vertex; the same for up to kBatch at once (one bit per
+  // target in a kBatch-bit mask per vertex, so a vertex is scanned once per distinct
+  // distance instead of once per target, and an edge is read once for all of them).
+  static constexpr std::size_t kBatchWords = 4, kBatch = 64 * kBatchWords;
+  using Mask = std::array<std::uint64_t, kBatchWords>;
   void search_one(std::uint32_t u, std::uint32_t* dist);
   void search_batch(const std::vector<std::uint32_t>& targets);
   struct Entry {
@@ -159,7 +163,9 @@ class Router {
     LinkId link;
     VertexId dst;
     std::uint32_t via;
-    std::uint32_t step;  // cost of the link, plus the exit's extra when via is an exit
+    std::uint32_t step : 23;   // cost of the link, plus the exit's extra when via is an exit
+    std::uint32_t closed : 1;  // the head is in a closed node
+    std::uint32_t cost : 8;    // of the link
   };
   std::vector<std::uint32_t> out_begin_;
   HugeVector<Arc> out_arcs_;
@@ -185,7 +191,9 @@ class Router {
   std::uint64_t clock_ = 0;
   std::size_t tables_computed_ = 0;
   std::vector<std::vector<std::uint32_t>> buckets_;  // Dial's circular buckets, reused
-  std::vector<std::uint64_t> pend_, settled_;        // search_batch's bit sets, reused (pend_ all zero between)
+  std::vector<Mask> pend_, settled_;                 // search_batch's bit sets, reused (pend_ all zero between)
+  HugeVector<std::uint32_t> stage_;                  // search_batch's distances by (vertex, target)
+  std::size_t batch_limit_ = kBatch;                 // targets per search_batch
   // Compute-node structure for the contraction.
   std::vector<std::int32_t> node_of_;                      // by vertex (topology's node)
   std::vector<std::int32_t> region_;                       // by vertex: its closed node, -1 for fabric
