@@ -253,43 +253,50 @@ void Router::build_fabric_graph() {
 const Router::DstInfo& Router::dst_info(VertexId dst) {
   if (dst_slot_[dst] >= 0) return dst_info_[dst_slot_[dst]];
   dst_slot_[dst] = static_cast<std::int32_t>(dst_info_.size());
-  DstInfo& info = dst_info_.emplace_back();
+  DstInfo info;
   info.node = region_[dst];
+  info.entry_begin = static_cast<std::uint32_t>(entry_pool_.size());
+  info.border_begin = static_cast<std::uint32_t>(border_pool_.size());
   if (info.node < 0) {  // a fabric vertex: its own full table
-    info.entries.push_back({fidx_[dst], 0});
-    return info;
+    entry_pool_.push_back({fidx_[dst], 0});
+  } else {
+    info.in_dist = in_column(dst);
+    // Entries: min over the ports from each outside vertex u.
+    for (std::uint32_t e = port_begin_[info.node]; e < port_begin_[info.node + 1]; ++e) {
+      const Link& l = topo_.link(port_links_[e]);
+      if (std::find(border_pool_.begin() + info.border_begin, border_pool_.end(), l.src) == border_pool_.end())
+        border_pool_.push_back(l.src);
+      const std::uint32_t dp = info.in_dist[local_index_[l.dst]];
+      if (dp == kInf) continue;
+      const std::uint32_t u = fidx_[l.src];
+      auto it = std::find_if(entry_pool_.begin() + info.entry_begin, entry_pool_.end(),
+                             [&](const Entry& x) { return x.u == u; });
+      if (it == entry_pool_.end())
+        entry_pool_.push_back({u, dp + l.cost});
+      else
+        it->extra = std::min(it->extra, dp + l.cost);
+    }
   }
-  info.in_dist = in_column(dst);
-  // Entries: min over the ports from each outside vertex u.
-  for (std::uint32_t e = port_begin_[info.node]; e < port_begin_[info.node + 1]; ++e) {
-    const Link& l = topo_.link(port_links_[e]);
-    if (std::find(info.border.begin(), info.border.end(), l.src) == info.border.end()) info.border.push_back(l.src);
-    const std::uint32_t dp = info.in_dist[local_index_[l.dst]];
-    if (dp == kInf) continue;
-    const std::uint32_t u = fidx_[l.src];
-    auto it = std::find_if(info.entries.begin(), info.entries.end(), [&](const Entry& x) { return x.u == u; });
-    if (it == info.entries.end())
-      info.entries.push_back({u, dp + l.cost});
-    else
-      it->extra = std::min(it->extra, dp + l.cost);
-  }
-  return info;
+  info.entry_count = static_cast<std::uint32_t>(entry_pool_.size() - info.entry_begin);
+  info.border_count = static_cast<std::uint32_t>(border_pool_.size() - info.border_begin);
+  return dst_info_.emplace_back(info);
 }
 
 void Router::load_tables(const DstInfo& info, std::vector<const std::uint32_t*>& tables) {
   // Every entry table must stay cached while this route is walked.
-  capacity_ = std::max(capacity_, info.entries.size() + 1);
+  capacity_ = std::max<std::size_t>(capacity_, info.entry_count + 1);
   tables.clear();
-  for (const Entry& e : info.entries)
+  for (const Entry& e : entries(info))
     tables.push_back(distances_to(e.u));  // tables never move (table_chunks_)
 }
 
 std::uint32_t Router::fabric_dist(std::uint32_t f, const DstInfo& info,
                                   const std::vector<const std::uint32_t*>& tables) const {
   std::uint32_t d = kInf;
-  for (std::size_t i = 0; i < info.entries.size(); ++i) {
+  const Entry* e = entry_pool_.data() + info.entry_begin;
+  for (std::size_t i = 0; i < info.entry_count; ++i) {
     const std::uint32_t t = tables[i][f];
-    if (t != kInf) d = std::min(d, t + info.entries[i].extra);
+    if (t != kInf) d = std::min(d, t + e[i].extra);
   }
   return d;
 }
@@ -508,14 +515,14 @@ void Router::next_hops(VertexId v, std::uint32_t dv, const DstInfo& info,
   const std::uint32_t b = out_begin_[v], e = out_begin_[v + 1];
   // A head in dst's node sees dst's in-node distances (dist_via); every other head is
   // seen through its `via`. v has heads in dst's node only when v is in it or borders it.
-  const bool near = info.node >= 0 && (region_[v] == info.node || std::find(info.border.begin(), info.border.end(),
-                                                                            v) != info.border.end());
+  const auto bv = border(info);
+  const bool near = info.node >= 0 && (region_[v] == info.node || std::find(bv.begin(), bv.end(), v) != bv.end());
   auto generic = [&](const Arc& a) {
     return a.via == kInf || (near && a.closed && region_[a.dst] == info.node);
   };
-  if (info.entries.size() == 1) {  // one entry table (a fat tree's leaf): read it directly
+  if (info.entry_count == 1) {  // one entry table (a fat tree's leaf): read it directly
     const std::uint32_t* t = tables[0];
-    const std::uint32_t x = info.entries[0].extra;
+    const std::uint32_t x = entry_pool_[info.entry_begin].extra;
     // Through a via, a head's distance is t[via] + x; none fits when dv < x (v inside dst's node).
     const std::uint32_t want = dv >= x ? dv - x : kInf;
     for (std::uint32_t k = b; k < e; ++k) {

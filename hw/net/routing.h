@@ -47,7 +47,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <span>
 #include <vector>
@@ -114,12 +113,18 @@ class Router {
     std::uint32_t u;      // fabric index of a vertex outside the node
     std::uint32_t extra;  // min over ports from u: cost(u->p) + dist_in(p, dst)
   };
+  // What routing to dst needs (built once per destination; 65,536 of them at 65,536 GPUs,
+  // so the lists are ranges of two shared pools rather than two allocations each).
   struct DstInfo {
     int node = -1;                       // closed node of dst; -1: dst is fabric (one full table)
     const std::uint32_t* in_dist = nullptr;  // by local index of the node's vertices (in_column)
-    std::vector<Entry> entries;
-    std::vector<VertexId> border;  // vertices outside the node with a link into it
+    std::uint32_t entry_begin = 0, entry_count = 0;    // its entries, in entry_pool_
+    std::uint32_t border_begin = 0, border_count = 0;  // vertices outside the node with a link into it
   };
+  std::span<const Entry> entries(const DstInfo& i) const { return {entry_pool_.data() + i.entry_begin, i.entry_count}; }
+  std::span<const VertexId> border(const DstInfo& i) const {
+    return {border_pool_.data() + i.border_begin, i.border_count};
+  }
   struct Exit {
     std::uint32_t f;      // fabric index of b
     std::uint32_t extra;  // min over exits q -> b: dist_in(w, q) + cost(q->b)
@@ -142,6 +147,7 @@ class Router {
   void in_node_distances(int node, VertexId target, std::vector<std::uint32_t>& out) const;
   // The same from the node's class matrix: k entries, by local index (target in a closed node).
   const std::uint32_t* in_column(VertexId target) const;
+  // Valid until the next call (dst_info_ may grow).
   const DstInfo& dst_info(VertexId dst);
   // Distance w -> dst using `info` and the entry tables in `tables` (parallel to info.entries).
   std::uint32_t dist_via(VertexId w, const DstInfo& info, const std::vector<const std::uint32_t*>& tables) const;
@@ -220,7 +226,9 @@ class Router {
   std::vector<std::uint32_t> h_in_begin_;  // H: incoming edges by fabric index
   std::vector<HEdge> h_in_;
   std::vector<std::int32_t> dst_slot_;  // by vertex: index in dst_info_, -1 until first asked
-  std::deque<DstInfo> dst_info_;        // built lazily (references stay valid)
+  std::vector<DstInfo> dst_info_;       // built lazily
+  std::vector<Entry> entry_pool_;
+  std::vector<VertexId> border_pool_;
   std::vector<const std::uint32_t*> scratch_tables_;
   std::vector<std::uint32_t> cand_;
   std::vector<std::uint32_t> link_scratch_;
