@@ -29,14 +29,12 @@ Router::Router(const Topology& topo, std::size_t cached_destinations, Contractio
   build_exits();
   build_fabric_graph();
   for (Arc& a : out_arcs_) {
-    const VertexRoute x{fidx_[a.dst], region_[a.dst], 0, exit_begin_[a.dst], exit_count_[a.dst]};
-    if (x.fidx != kInf) {
-      a.via = x.fidx;
-    } else if (x.exit_count == 1) {
-      a.via = exits_[x.exit_begin].f;
-      a.step += exits_[x.exit_begin].extra;
-    } else {
-      a.via = kInf;
+    a.closed = fidx_[a.dst] == kInf;
+    if (!a.closed) {
+      a.via = fidx_[a.dst];
+    } else if (exit_count_[a.dst] == 1 && exits_[exit_begin_[a.dst]].extra < (1u << 22)) {  // fits `step`
+      a.via = exits_[exit_begin_[a.dst]].f;
+      a.step = a.cost + exits_[exit_begin_[a.dst]].extra;
     }
   }
   const std::size_t per_table = std::max<std::size_t>(1, fabric_.size()) * sizeof(std::uint32_t);
@@ -53,6 +51,8 @@ Router::Router(const Topology& topo, std::size_t cached_destinations, Contractio
   }
   link_scratch_.assign(topo.num_links(), 0);
   dst_slot_.assign(topo.num_vertices(), -1);
+  // A batch's stage (search_batch) at most 8 MiB (a large open user graph has ~|V| fabric vertices).
+  batch_limit_ = std::clamp<std::size_t>((std::size_t{8} << 20) / (per_table * 64) * 64, 64, kBatch);
   tables_per_chunk_ = std::clamp<std::size_t>((std::size_t{4} << 20) / per_table, 1, capacity_);
   vertex_route_.resize(topo.num_vertices());
   for (VertexId v = 0; v < topo.num_vertices(); ++v)
@@ -77,7 +77,7 @@ void Router::build_csr() {
   std::vector<std::uint32_t> in_fill(in_begin_.begin(), in_begin_.end() - 1);
   for (LinkId id = 0; id < topo_.num_links(); ++id) {
     const Link& l = topo_.link(id);
-    out_arcs_[out_fill[l.src]++] = {id, l.dst, kInf, l.cost};
+    out_arcs_[out_fill[l.src]++] = {id, l.dst, kInf, l.cost, 0, l.cost};
     in_links_[in_fill[l.dst]++] = id;
   }
 }
@@ -253,43 +253,50 @@ void Router::build_fabric_graph() {
 const Router::DstInfo& Router::dst_info(VertexId dst) {
   if (dst_slot_[dst] >= 0) return dst_info_[dst_slot_[dst]];
   dst_slot_[dst] = static_cast<std::int32_t>(dst_info_.size());
-  DstInfo& info = dst_info_.emplace_back();
+  DstInfo info;
   info.node = region_[dst];
+  info.entry_begin = static_cast<std::uint32_t>(entry_pool_.size());
+  info.border_begin = static_cast<std::uint32_t>(border_pool_.size());
   if (info.node < 0) {  // a fabric vertex: its own full table
-    info.entries.push_back({fidx_[dst], 0});
-    return info;
+    entry_pool_.push_back({fidx_[dst], 0});
+  } else {
+    info.in_dist = in_column(dst);
+    // Entries: min over the ports from each outside vertex u.
+    for (std::uint32_t e = port_begin_[info.node]; e < port_begin_[info.node + 1]; ++e) {
+      const Link& l = topo_.link(port_links_[e]);
+      if (std::find(border_pool_.begin() + info.border_begin, border_pool_.end(), l.src) == border_pool_.end())
+        border_pool_.push_back(l.src);
+      const std::uint32_t dp = info.in_dist[local_index_[l.dst]];
+      if (dp == kInf) continue;
+      const std::uint32_t u = fidx_[l.src];
+      auto it = std::find_if(entry_pool_.begin() + info.entry_begin, entry_pool_.end(),
+                             [&](const Entry& x) { return x.u == u; });
+      if (it == entry_pool_.end())
+        entry_pool_.push_back({u, dp + l.cost});
+      else
+        it->extra = std::min(it->extra, dp + l.cost);
+    }
   }
-  info.in_dist = in_column(dst);
-  // Entries: min over the ports from each outside vertex u.
-  for (std::uint32_t e = port_begin_[info.node]; e < port_begin_[info.node + 1]; ++e) {
-    const Link& l = topo_.link(port_links_[e]);
-    if (std::find(info.border.begin(), info.border.end(), l.src) == info.border.end()) info.border.push_back(l.src);
-    const std::uint32_t dp = info.in_dist[local_index_[l.dst]];
-    if (dp == kInf) continue;
-    const std::uint32_t u = fidx_[l.src];
-    auto it = std::find_if(info.entries.begin(), info.entries.end(), [&](const Entry& x) { return x.u == u; });
-    if (it == info.entries.end())
-      info.entries.push_back({u, dp + l.cost});
-    else
-      it->extra = std::min(it->extra, dp + l.cost);
-  }
-  return info;
+  info.entry_count = static_cast<std::uint32_t>(entry_pool_.size() - info.entry_begin);
+  info.border_count = static_cast<std::uint32_t>(border_pool_.size() - info.border_begin);
+  return dst_info_.emplace_back(info);
 }
 
 void Router::load_tables(const DstInfo& info, std::vector<const std::uint32_t*>& tables) {
   // Every entry table must stay cached while this route is walked.
-  capacity_ = std::max(capacity_, info.entries.size() + 1);
+  capacity_ = std::max<std::size_t>(capacity_, info.entry_count + 1);
   tables.clear();
-  for (const Entry& e : info.entries)
+  for (const Entry& e : entries(info))
     tables.push_back(distances_to(e.u));  // tables never move (table_chunks_)
 }
 
 std::uint32_t Router::fabric_dist(std::uint32_t f, const DstInfo& info,
                                   const std::vector<const std::uint32_t*>& tables) const {
   std::uint32_t d = kInf;
-  for (std::size_t i = 0; i < info.entries.size(); ++i) {
+  const Entry* e = entry_pool_.data() + info.entry_begin;
+  for (std::size_t i = 0; i < info.entry_count; ++i) {
     const std::uint32_t t = tables[i][f];
-    if (t != kInf) d = std::min(d, t + info.entries[i].extra);
+    if (t != kInf) d = std::min(d, t + e[i].extra);
   }
   return d;
 }
@@ -305,7 +312,7 @@ std::uint32_t Router::dist_via(VertexId w, const DstInfo& info, const std::vecto
   return d;
 }
 
-std::uint32_t* Router::claim_table(std::uint32_t u) {
+std::uint32_t* Router::claim_table(std::uint32_t u, bool fill) {
   Table* slot = nullptr;
   const std::size_t nf = fabric_.size();
   if (tables_.size() < capacity_) {
@@ -324,7 +331,7 @@ std::uint32_t* Router::claim_table(std::uint32_t u) {
   slot_of_[u] = static_cast<std::int32_t>(slot - tables_.data());
   slot->u = u;
   slot->last_use = clock_;
-  std::fill(slot->dist, slot->dist + nf, kInf);
+  if (fill) std::fill(slot->dist, slot->dist + nf, kInf);
   ++tables_computed_;
   return slot->dist;
 }
@@ -335,13 +342,13 @@ const std::uint32_t* Router::distances_to(std::uint32_t u) {
     tables_[i].last_use = clock_;
     return tables_[i].dist;
   }
-  // With room for 64 more tables (nothing evicted, so no table of the route being
-  // walked moves), compute u's with the next 63 uncached entry switches: a collective
-  // needs the tables of most of them anyway.
-  if (entry_pos_[u] != kInf && tables_.size() + 64 <= capacity_) {
+  // With room for kBatch more tables (nothing evicted, so no table of the route being
+  // walked moves), compute u's with the next kBatch - 1 uncached entry switches: a
+  // collective needs the tables of most of them anyway.
+  if (entry_pos_[u] != kInf && tables_.size() + batch_limit_ <= capacity_) {
     std::vector<std::uint32_t> batch{u};
     const std::size_t n = entry_fabric_.size();
-    for (std::size_t k = 1; k < n && batch.size() < 64; ++k) {
+    for (std::size_t k = 1; k < n && batch.size() < batch_limit_; ++k) {
       const std::uint32_t f = entry_fabric_[(entry_pos_[u] + k) % n];
       if (slot_of_[f] < 0) batch.push_back(f);
     }
@@ -385,43 +392,70 @@ void Router::search_one(std::uint32_t u, std::uint32_t* dist) {
 void Router::search_batch(const std::vector<std::uint32_t>& targets) {
   const std::size_t nb = buckets_.size(), nf = fabric_.size();
   std::vector<std::uint32_t*> out;
-  for (std::uint32_t t : targets) out.push_back(claim_table(t));
+  for (std::uint32_t t : targets) out.push_back(claim_table(t, false));
   // pend[level % nb][v]: targets that v reaches at that level, not yet settled. Every
   // entry set is pushed onto its bucket and zeroed when that bucket is scanned, so the
-  // array is all zero again after a search and is kept (nb × |F| × 8 bytes: 0.8 MB at
-  // 65,536 GPUs, allocated and cleared per batch before).
-  if (pend_.size() != nb * nf) pend_.assign(nb * nf, 0);
-  settled_.assign(nf, 0);
-  std::vector<std::uint64_t>& pend = pend_;
-  std::vector<std::uint64_t>& settled = settled_;
+  // array is all zero again after a search and is kept (nb × |F| × 32 bytes: 0.8 MB at
+  // 65,536 GPUs).
+  if (pend_.size() != nb * nf) pend_.assign(nb * nf, Mask{});
+  settled_.assign(nf, Mask{});
+  std::vector<Mask>& pend = pend_;
+  std::vector<Mask>& settled = settled_;
   std::size_t pending = 0;
+  // Distances by (vertex, target) first: the search settles a vertex for many targets at
+  // once, and writing each straight into its table missed the cache once per entry.
+  const std::size_t width = targets.size();
+  if (stage_.size() < nf * width) stage_.resize(nf * width);
+  std::uint32_t* stage = stage_.data();
   for (std::size_t k = 0; k < targets.size(); ++k) {
-    pend[targets[k]] |= std::uint64_t{1} << k;
+    pend[targets[k]][k / 64] |= std::uint64_t{1} << (k % 64);
     buckets_[0].push_back(targets[k]);
     ++pending;
   }
   for (std::uint32_t d = 0; pending > 0; ++d) {
     auto& bucket = buckets_[d % nb];
-    std::uint64_t* level = &pend[(d % nb) * nf];
+    Mask* level = &pend[(d % nb) * nf];
     for (std::size_t i = 0; i < bucket.size(); ++i) {
       const std::uint32_t v = bucket[i];
-      const std::uint64_t m = level[v] & ~settled[v];
-      level[v] = 0;
-      if (m == 0) continue;
-      settled[v] |= m;
-      for (std::uint64_t bits = m; bits; bits &= bits - 1) out[__builtin_ctzll(bits)][v] = d;
+      Mask m;
+      std::uint64_t any = 0;
+      for (std::size_t w = 0; w < kBatchWords; ++w) {
+        m[w] = level[v][w] & ~settled[v][w];
+        any |= m[w];
+        settled[v][w] |= m[w];
+      }
+      level[v] = Mask{};
+      if (any == 0) continue;
+      std::uint32_t* row = &stage[v * width];
+      for (std::size_t w = 0; w < kBatchWords; ++w)
+        for (std::uint64_t bits = m[w]; bits; bits &= bits - 1) row[w * 64 + __builtin_ctzll(bits)] = d;
       for (std::uint32_t k = h_in_begin_[v]; k < h_in_begin_[v + 1]; ++k) {
         const HEdge& e = h_in_[k];
-        std::uint64_t& p = pend[((d + e.cost) % nb) * nf + e.src];
-        if (p == 0) {
+        Mask& p = pend[((d + e.cost) % nb) * nf + e.src];
+        std::uint64_t was = 0;
+        for (std::size_t w = 0; w < kBatchWords; ++w) {
+          was |= p[w];
+          p[w] |= m[w];
+        }
+        if (was == 0) {
           buckets_[(d + e.cost) % nb].push_back(e.src);
           ++pending;
         }
-        p |= m;
       }
     }
     pending -= bucket.size();
     bucket.clear();
+  }
+  // Into the tables, 16 vertices at a time (the stage rows of a block stay in cache while
+  // every table gets its 64-byte line); what no search reached stays unreachable.
+  constexpr std::size_t kBlock = 16;
+  for (std::size_t f0 = 0; f0 < nf; f0 += kBlock) {
+    const std::size_t f1 = std::min(nf, f0 + kBlock);
+    for (std::size_t k = 0; k < targets.size(); ++k) {
+      const std::uint64_t bit = std::uint64_t{1} << (k % 64);
+      std::uint32_t* t = out[k];
+      for (std::size_t f = f0; f < f1; ++f) t[f] = settled[f][k / 64] & bit ? stage[f * width + k] : kInf;
+    }
   }
 }
 
@@ -479,18 +513,23 @@ void Router::route(VertexId src, VertexId dst, std::uint64_t flow, std::vector<L
 void Router::next_hops(VertexId v, std::uint32_t dv, const DstInfo& info,
                        const std::vector<const std::uint32_t*>& tables) {
   const std::uint32_t b = out_begin_[v], e = out_begin_[v + 1];
-  // A head can be in dst's node only when v is in it or borders it: there every head
-  // goes through dist_via, which sees dst's in-node distances.
-  const bool outside = info.node < 0 || (region_[v] != info.node && std::find(info.border.begin(), info.border.end(),
-                                                                             v) == info.border.end());
-  if (outside && info.entries.size() == 1) {  // one entry table (a fat tree's leaf)
+  // A head in dst's node sees dst's in-node distances (dist_via); every other head is
+  // seen through its `via`. v has heads in dst's node only when v is in it or borders it.
+  const auto bv = border(info);
+  const bool near = info.node >= 0 && (region_[v] == info.node || std::find(bv.begin(), bv.end(), v) != bv.end());
+  auto generic = [&](const Arc& a) {
+    return a.via == kInf || (near && a.closed && region_[a.dst] == info.node);
+  };
+  if (info.entry_count == 1) {  // one entry table (a fat tree's leaf): read it directly
     const std::uint32_t* t = tables[0];
-    const std::uint32_t want = dv - info.entries[0].extra;  // dv >= extra: dv is that table's + extra
+    const std::uint32_t x = entry_pool_[info.entry_begin].extra;
+    // Through a via, a head's distance is t[via] + x; none fits when dv < x (v inside dst's node).
+    const std::uint32_t want = dv >= x ? dv - x : kInf;
     for (std::uint32_t k = b; k < e; ++k) {
       const Arc& a = out_arcs_[k];
-      if (a.via != kInf) {
+      if (!generic(a)) {
         if (t[a.via] != kInf && t[a.via] + a.step == want) cand_.push_back(k);
-      } else if (const std::uint32_t dl = dist_via(a.dst, info, tables); dl != kInf && dl + a.step == dv) {
+      } else if (const std::uint32_t dl = dist_via(a.dst, info, tables); dl != kInf && dl + a.cost == dv) {
         cand_.push_back(k);
       }
     }
@@ -498,11 +537,10 @@ void Router::next_hops(VertexId v, std::uint32_t dv, const DstInfo& info,
   }
   for (std::uint32_t k = b; k < e; ++k) {
     const Arc& a = out_arcs_[k];
-    if (outside && a.via != kInf) {
+    if (!generic(a)) {
       if (const std::uint32_t t = fabric_dist(a.via, info, tables); t != kInf && t + a.step == dv) cand_.push_back(k);
-    } else {
-      const std::uint32_t cost = topo_.link(a.link).cost;
-      if (const std::uint32_t dl = dist_via(a.dst, info, tables); dl != kInf && dl + cost == dv) cand_.push_back(k);
+    } else if (const std::uint32_t dl = dist_via(a.dst, info, tables); dl != kInf && dl + a.cost == dv) {
+      cand_.push_back(k);
     }
   }
 }
@@ -525,10 +563,9 @@ void Router::walk(VertexId src, VertexId dst, std::uint64_t flow, std::uint64_t 
       pick = a >= 0 ? static_cast<std::uint32_t>(a) : static_cast<std::uint32_t>(mix(key ^ v) % count);
     }
     const Arc& a = out_arcs_[cand_[pick]];
-    const Link& l = topo_.link(a.link);
     out.push_back(a.link);
-    dv -= l.cost;
-    v = l.dst;
+    dv -= a.cost;
+    v = a.dst;
   }
 }
 

@@ -45,8 +45,8 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <span>
 #include <vector>
@@ -99,23 +99,32 @@ class Router {
  private:
   // Distances to fabric vertex number `u` (index into fabric_) from every fabric vertex.
   const std::uint32_t* distances_to(std::uint32_t u);
-  // An LRU slot for u's table (evicting the least recently used when full), all kInf.
-  std::uint32_t* claim_table(std::uint32_t u);
-  // Dial's search to one fabric vertex; the same for up to 64 at once (one bit per
-  // target in a 64-bit mask per vertex, so a vertex is scanned once per distinct
-  // distance instead of once per target).
+  // An LRU slot for u's table (evicting the least recently used when full), all kInf
+  // when `fill` (search_batch writes every entry itself).
+  std::uint32_t* claim_table(std::uint32_t u, bool fill = true);
+  // Dial's search to one fabric vertex; the same for up to kBatch at once (one bit per
+  // target in a kBatch-bit mask per vertex, so a vertex is scanned once per distinct
+  // distance instead of once per target, and an edge is read once for all of them).
+  static constexpr std::size_t kBatchWords = 4, kBatch = 64 * kBatchWords;
+  using Mask = std::array<std::uint64_t, kBatchWords>;
   void search_one(std::uint32_t u, std::uint32_t* dist);
   void search_batch(const std::vector<std::uint32_t>& targets);
   struct Entry {
     std::uint32_t u;      // fabric index of a vertex outside the node
     std::uint32_t extra;  // min over ports from u: cost(u->p) + dist_in(p, dst)
   };
+  // What routing to dst needs (built once per destination; 65,536 of them at 65,536 GPUs,
+  // so the lists are ranges of two shared pools rather than two allocations each).
   struct DstInfo {
     int node = -1;                       // closed node of dst; -1: dst is fabric (one full table)
     const std::uint32_t* in_dist = nullptr;  // by local index of the node's vertices (in_column)
-    std::vector<Entry> entries;
-    std::vector<VertexId> border;  // vertices outside the node with a link into it
+    std::uint32_t entry_begin = 0, entry_count = 0;    // its entries, in entry_pool_
+    std::uint32_t border_begin = 0, border_count = 0;  // vertices outside the node with a link into it
   };
+  std::span<const Entry> entries(const DstInfo& i) const { return {entry_pool_.data() + i.entry_begin, i.entry_count}; }
+  std::span<const VertexId> border(const DstInfo& i) const {
+    return {border_pool_.data() + i.border_begin, i.border_count};
+  }
   struct Exit {
     std::uint32_t f;      // fabric index of b
     std::uint32_t extra;  // min over exits q -> b: dist_in(w, q) + cost(q->b)
@@ -138,6 +147,7 @@ class Router {
   void in_node_distances(int node, VertexId target, std::vector<std::uint32_t>& out) const;
   // The same from the node's class matrix: k entries, by local index (target in a closed node).
   const std::uint32_t* in_column(VertexId target) const;
+  // Valid until the next call (dst_info_ may grow).
   const DstInfo& dst_info(VertexId dst);
   // Distance w -> dst using `info` and the entry tables in `tables` (parallel to info.entries).
   std::uint32_t dist_via(VertexId w, const DstInfo& info, const std::vector<const std::uint32_t*>& tables) const;
@@ -159,7 +169,9 @@ class Router {
     LinkId link;
     VertexId dst;
     std::uint32_t via;
-    std::uint32_t step;  // cost of the link, plus the exit's extra when via is an exit
+    std::uint32_t step : 23;   // cost of the link, plus the exit's extra when via is an exit
+    std::uint32_t closed : 1;  // the head is in a closed node
+    std::uint32_t cost : 8;    // of the link
   };
   std::vector<std::uint32_t> out_begin_;
   HugeVector<Arc> out_arcs_;
@@ -185,7 +197,9 @@ class Router {
   std::uint64_t clock_ = 0;
   std::size_t tables_computed_ = 0;
   std::vector<std::vector<std::uint32_t>> buckets_;  // Dial's circular buckets, reused
-  std::vector<std::uint64_t> pend_, settled_;        // search_batch's bit sets, reused (pend_ all zero between)
+  std::vector<Mask> pend_, settled_;                 // search_batch's bit sets, reused (pend_ all zero between)
+  HugeVector<std::uint32_t> stage_;                  // search_batch's distances by (vertex, target)
+  std::size_t batch_limit_ = kBatch;                 // targets per search_batch
   // Compute-node structure for the contraction.
   std::vector<std::int32_t> node_of_;                      // by vertex (topology's node)
   std::vector<std::int32_t> region_;                       // by vertex: its closed node, -1 for fabric
@@ -212,7 +226,9 @@ class Router {
   std::vector<std::uint32_t> h_in_begin_;  // H: incoming edges by fabric index
   std::vector<HEdge> h_in_;
   std::vector<std::int32_t> dst_slot_;  // by vertex: index in dst_info_, -1 until first asked
-  std::deque<DstInfo> dst_info_;        // built lazily (references stay valid)
+  std::vector<DstInfo> dst_info_;       // built lazily
+  std::vector<Entry> entry_pool_;
+  std::vector<VertexId> border_pool_;
   std::vector<const std::uint32_t*> scratch_tables_;
   std::vector<std::uint32_t> cand_;
   std::vector<std::uint32_t> link_scratch_;

@@ -4,7 +4,9 @@
 // through compute nodes (PXN-style) and nodes wired to each other directly.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
+#include <set>
 #include <stdexcept>
 
 #include "hw/net/cluster.h"
@@ -106,6 +108,69 @@ TEST(RoutingContraction, RandomUserGraphsMatchAFullSearch) {
     const Topology t = random_user_graph(rng);
     expect_same_as_full_search(t, "user graph " + std::to_string(i));
   }
+}
+
+// Independently of the router's tables: every route is a least-cost path (each link
+// tight against Bellman-Ford distances to the destination), and the flows through a
+// switch towards one destination use every one of its equal-cost next hops (where
+// enough of them pass: the ECMP hash spreads them), NIC choices aside (NIC affinity).
+void expect_least_cost_and_spread(const Topology& t, const std::string& what) {
+  Router r(t);
+  const auto n = t.num_vertices();
+  std::vector<LinkId> path;
+  for (int b = 0; b < t.num_gpus(); ++b) {
+    const VertexId d = t.gpu(b);
+    std::vector<std::uint32_t> dist(n, ~0u);
+    dist[d] = 0;
+    for (std::size_t it = 0; it < n; ++it)
+      for (const Link& l : t.links())
+        if (dist[l.dst] != ~0u) dist[l.src] = std::min(dist[l.src], dist[l.dst] + l.cost);
+    std::map<VertexId, std::set<LinkId>> used;
+    std::map<VertexId, int> visits;
+    for (int a = 0; a < t.num_gpus(); ++a) {
+      const VertexId s = t.gpu(a);
+      if (s == d || dist[s] == ~0u) continue;
+      for (std::uint64_t flow = 0; flow < 32; ++flow) {
+        r.route(s, d, flow, path);
+        std::uint32_t sum = 0;
+        for (LinkId id : path) {
+          const Link& l = t.link(id);
+          ASSERT_EQ(dist[l.src], l.cost + dist[l.dst]) << what << ": " << t.link_name(id) << " is not on a least-cost path";
+          sum += l.cost;
+          used[l.src].insert(id);
+          ++visits[l.src];
+        }
+        ASSERT_EQ(sum, dist[s]) << what;
+        ASSERT_EQ(t.link(path.back()).dst, d) << what;
+      }
+    }
+    for (const auto& [v, links] : used) {
+      std::set<LinkId> tight;
+      for (LinkId id = 0; id < t.num_links(); ++id) {
+        const Link& l = t.link(id);
+        if (l.src == v && dist[l.dst] != ~0u && dist[v] == l.cost + dist[l.dst]) tight.insert(id);
+      }
+      const bool nic_choice = t.kind(t.link(*tight.begin()).dst) == VertexKind::nic;
+      if (nic_choice || visits[v] < 16 * static_cast<int>(tight.size())) continue;
+      EXPECT_EQ(links, tight) << what << ": next hops of " << t.name(v) << " to " << t.name(d);
+    }
+  }
+}
+
+TEST(RoutingContraction, RoutesAreLeastCostAndSpreadOverEqualNextHops) {
+  for (const char* topo : {"fat-tree", "rail-optimized", "torus"}) {
+    ClusterNetSpec s;
+    s.num_gpus = 64;
+    s.switch_radix = 8;
+    s.tiers = 3;
+    s.topology = topo;
+    if (std::string(topo) == "torus") s.torus_dims = {2, 4};
+    if (std::string(topo) != "fat-tree") s.tiers = 0;
+    if (std::string(topo) == "rail-optimized") s.switch_radix = 16;  // 8 rails x 2 groups of 8 nodes
+    expect_least_cost_and_spread(build_cluster(s), topo);
+  }
+  std::mt19937 rng(5);
+  for (int i = 0; i < 60; ++i) expect_least_cost_and_spread(random_user_graph(rng), "user graph " + std::to_string(i));
 }
 
 }  // namespace
