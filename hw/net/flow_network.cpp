@@ -38,8 +38,7 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> path, Bytes bytes, Seconds 
   for (LinkId l : path) PTSIM_CHECK(l < link_.size(), "FlowNetwork: unknown link {}", l);
   const FlowId id = take_slot(free_ids_, flows_);
   Flow& f = flows_[id];
-  f.path.assign(path.begin(), path.end());
-  f.pos.resize(path.size());
+  f.set_path(path);
   f.total = f.remaining = bytes;
   Seconds latency = 0;
   if (pay_latency)
@@ -149,24 +148,25 @@ void FlowNetwork::activate(FlowId id) {
   f.list_pos = static_cast<std::uint32_t>(active_.size());
   active_.push_back(id);
   f.updated = now_;
-  if (f.path.empty() || f.remaining <= 0) {
+  if (f.hops == 0 || f.remaining <= 0) {
     // Loopback (no wire) or empty: done as soon as it starts, shares nothing.
-    f.rate = f.path.empty() ? std::numeric_limits<double>::infinity() : 0.0;
+    f.rate = f.hops == 0 ? std::numeric_limits<double>::infinity() : 0.0;
     schedule_finish(id);
     return;
   }
   f.linked = true;
   f.solved = false;
   f.load_q = 0;
-  for (std::size_t i = 0; i < f.path.size(); ++i) {
-    LinkState& ls = link_[f.path[i]];
+  const LinkId* links = f.links();
+  for (std::uint32_t i = 0; i < f.hops; ++i) {
+    LinkState& ls = link_[links[i]];
     // Unsolved: key +inf, so the next solve finds it at the top of the heap.
     ls.flows.push_back({kNever, id, static_cast<std::uint32_t>(i)});
     sift_up(ls, static_cast<std::uint32_t>(ls.flows.size() - 1));
     ls.weight += f.weight;
     // Its rate will be at least the link's equal share: rates below it stay.
     resolve_level_ = std::min(resolve_level_, ls.capacity / ls.weight);
-    touch(f.path[i]);
+    touch(links[i]);
   }
 }
 
@@ -205,13 +205,14 @@ void FlowNetwork::finish(FlowId id) {
   if (f.linked) {
     // Rates below its own stay (see the header); an unsolved flow has rate 0.
     resolve_level_ = std::min(resolve_level_, f.solved ? f.rate : 0.0);
-    for (std::size_t i = 0; i < f.path.size(); ++i) {
-      const LinkId l = f.path[i];
+    const LinkId* links = f.links();
+    for (std::uint32_t i = 0; i < f.hops; ++i) {
+      const LinkId l = links[i];
       LinkState& ls = link_[l];
       settle_link(ls);
       set_load(ls, ls.load_q - f.load_q);
       ls.weight -= f.weight;
-      const std::uint32_t at = f.pos[i];
+      const std::uint32_t at = f.pos()[i];
       const LinkEntry last = ls.flows.back();
       ls.flows.pop_back();
       if (at < ls.flows.size()) {
@@ -343,7 +344,7 @@ void FlowNetwork::solve() {
       if (f.mark == stamp_) continue;
       f.mark = stamp_;
       comp_flows_.push_back(e.id);
-      for (LinkId m : f.path) {
+      for (LinkId m : f.path()) {
         LinkState& ms = link_[m];
         if (ms.mark == stamp_) continue;
         ms.mark = stamp_;
@@ -393,7 +394,7 @@ void FlowNetwork::solve() {
       f.fixed = true;
       f.new_rate = share;
       const double taken = share * f.weight;  // k shares for a k-flow entry
-      for (LinkId m : f.path) {
+      for (LinkId m : f.path()) {
         LinkState& ms = link_[m];
         ms.remaining -= taken;
         ms.unfixed -= f.weight;
@@ -424,11 +425,13 @@ void FlowNetwork::solve() {
     settle_flow(f);
     f.rate = f.new_rate;
     const Load q = to_load(f.rate * f.weight);
-    for (std::size_t i = 0; i < f.path.size(); ++i) {
-      LinkState& ls = link_[f.path[i]];
+    const LinkId* links = f.links();
+    std::uint32_t* pos = f.pos();
+    for (std::uint32_t i = 0; i < f.hops; ++i) {
+      LinkState& ls = link_[links[i]];
       set_load(ls, ls.load_q + (q - f.load_q));
-      ls.flows[f.pos[i]].key = f.rate;
-      sift(ls, f.pos[i]);
+      ls.flows[pos[i]].key = f.rate;
+      sift(ls, pos[i]);
     }
     f.load_q = q;
     schedule_finish(id);
