@@ -110,8 +110,9 @@ class FlowNetwork {
   __extension__ typedef __int128 Load;  // fixed-point link load, see kLoadScale
   enum class State : std::uint8_t { free, pending, active };
   // Laid out for the solver, which is memory-bound (the MoE profile's hottest loads
-  // were a flow's mark, its path and a link's state): what the component search and
-  // the filling read per flow sits in its first 64 bytes, the path's link ids in the
+  // were a flow's mark, its path and a link's state): the stamps it tests once per
+  // (flow, link) entry are a dense array of their own (FlowStamps), what it reads once
+  // per re-filled flow sits in the flow's first 64 bytes, the path's link ids in the
   // next 64 (inline up to kInlineHops links: every path of the built-in fabrics, GPU ->
   // PCIe -> NIC -> leaf -> spine -> core -> ..., is shorter), the heap positions in the
   // third; the progress fields last. Paths longer than kInlineHops live in `spill`
@@ -119,10 +120,8 @@ class FlowNetwork {
   // more allocations and cache misses per re-filled flow.
   static constexpr std::uint32_t kInlineHops = 16;
   struct alignas(64) Flow {
-    std::uint32_t mark = 0;    // component search stamp
     std::uint32_t weight = 1;  // identical flows this entry stands for
     double new_rate = 0;       // solver scratch
-    bool fixed = false;        // solver scratch
     bool solved = false;       // has a rate from a solve (else it joins the next one)
     bool linked = false;       // on its links' flow lists (active, non-empty path, bytes > 0)
     State state = State::pending;
@@ -174,6 +173,13 @@ class FlowNetwork {
     Seconds updated = 0;       // bytes/busy integrated up to here
     Bytes bytes = 0;
     Seconds busy = 0;
+  };
+  // Solver stamps by FlowId, apart from the flows: the component search and the filling
+  // test them for every (flow, link) entry they visit (a flow is met once per link of
+  // its path), 8 bytes a flow instead of a 256-byte flow record each.
+  struct FlowStamps {
+    std::uint32_t mark = 0;   // == stamp_: in this solve's component
+    std::uint32_t fixed = 0;  // == stamp_: its rate is fixed in this solve's filling
   };
   static constexpr std::uint32_t kNotQueued = 0xffffffffu;
   struct FillEntry {  // the filling's min-heap of links by fair share, indexed (LinkState::hpos)
@@ -227,6 +233,7 @@ class FlowNetwork {
 
   const Topology& topo_;
   std::vector<Flow> flows_;
+  std::vector<FlowStamps> stamps_;  // by FlowId, sized with flows_
   std::vector<FlowId> free_ids_;
   std::vector<FlowId> active_;
   std::size_t num_pending_ = 0;
@@ -241,6 +248,8 @@ class FlowNetwork {
   std::vector<FlowId> comp_flows_;
   std::vector<FlowId> comp_entries_;         // solver scratch: each component link's re-filled flows ...
   std::vector<std::uint32_t> comp_begin_;    // ... from comp_begin_[i] (by index in comp_links_)
+  std::vector<Load> comp_refilled_;          // solver scratch: re-filled flows' load on each component link
+  std::vector<std::uint32_t> comp_unfixed_;  // ... and their weight
   std::vector<std::uint32_t> dfs_;           // solver scratch: heap positions to visit
   std::uint32_t stamp_ = 0;
   double resolve_level_ = kNever;  // flows below this rate keep their rates at the next solve
