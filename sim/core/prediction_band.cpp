@@ -32,14 +32,22 @@ std::string gpu_generation(const std::string& name) {
 }  // namespace
 
 std::string regime_of(const Scenario& s) {
+  const bool zero3 = s.plan.par.zero_stage == 3;
   std::string family;
   switch (s.framework.framework) {
     case Framework::megatron_core:
-    case Framework::megatron_lm: family = "megatron"; break;
-    case Framework::deepspeed: family = "deepspeed"; break;
-    case Framework::fsdp: family = "fsdp"; break;
+    case Framework::megatron_lm:
+      family = "megatron";
+      break;
+    // ZeRO-3 of DeepSpeed releases before 0.6 gathers with the host blocked
+    // (framework_profile.h): runs of those releases say nothing of later ones.
+    case Framework::deepspeed:
+      family = zero3 && s.framework.gather_blocks_host ? "deepspeed < 0.6" : "deepspeed";
+      break;
+    case Framework::fsdp:
+      family = "fsdp";
+      break;
   }
-  const bool zero3 = s.plan.par.zero_stage == 3;
   const bool large = s.plan.world_size() >= 256;
   // A mixed cluster (cluster.gpus) is its own regime, e.g. "A100+H100": no validated run mixes types.
   std::string generation = gpu_generation(s.cluster.gpu.name);

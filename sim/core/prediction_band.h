@@ -25,7 +25,8 @@ struct PredictionBand {
   double low = 0, high = 0;
 };
 
-// "deepspeed, ZeRO-3, >=256 GPUs, A100": framework family (megatron | deepspeed | fsdp),
+// "deepspeed, ZeRO-3, >=256 GPUs, A100": framework family (megatron | deepspeed | fsdp;
+// "deepspeed < 0.6" for ZeRO-3 under a DeepSpeed release before 0.6),
 // ZeRO-3 or not (ZeRO-0..2), fewer than 256 GPUs or not, GPU generation (A100 | H100 |
 // the catalog name of any other GPU).
 std::string regime_of(const Scenario& s);
