@@ -37,9 +37,9 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> path, Bytes bytes, Seconds 
   PTSIM_CHECK(weight >= 1, "FlowNetwork: flow weight must be >= 1, got {}", weight);
   for (LinkId l : path) PTSIM_CHECK(l < link_.size(), "FlowNetwork: unknown link {}", l);
   const FlowId id = take_slot(free_ids_, flows_);
+  if (stamps_.size() < flows_.size()) stamps_.resize(flows_.size());
   Flow& f = flows_[id];
-  f.path.assign(path.begin(), path.end());
-  f.pos.resize(path.size());
+  f.set_path(path);
   f.total = f.remaining = bytes;
   Seconds latency = 0;
   if (pay_latency)
@@ -149,24 +149,25 @@ void FlowNetwork::activate(FlowId id) {
   f.list_pos = static_cast<std::uint32_t>(active_.size());
   active_.push_back(id);
   f.updated = now_;
-  if (f.path.empty() || f.remaining <= 0) {
+  if (f.hops == 0 || f.remaining <= 0) {
     // Loopback (no wire) or empty: done as soon as it starts, shares nothing.
-    f.rate = f.path.empty() ? std::numeric_limits<double>::infinity() : 0.0;
+    f.rate = f.hops == 0 ? std::numeric_limits<double>::infinity() : 0.0;
     schedule_finish(id);
     return;
   }
   f.linked = true;
   f.solved = false;
   f.load_q = 0;
-  for (std::size_t i = 0; i < f.path.size(); ++i) {
-    LinkState& ls = link_[f.path[i]];
+  const LinkId* links = f.links();
+  for (std::uint32_t i = 0; i < f.hops; ++i) {
+    LinkState& ls = link_[links[i]];
     // Unsolved: key +inf, so the next solve finds it at the top of the heap.
     ls.flows.push_back({kNever, id, static_cast<std::uint32_t>(i)});
     sift_up(ls, static_cast<std::uint32_t>(ls.flows.size() - 1));
     ls.weight += f.weight;
     // Its rate will be at least the link's equal share: rates below it stay.
     resolve_level_ = std::min(resolve_level_, ls.capacity / ls.weight);
-    touch(f.path[i]);
+    touch(links[i]);
   }
 }
 
@@ -205,13 +206,14 @@ void FlowNetwork::finish(FlowId id) {
   if (f.linked) {
     // Rates below its own stay (see the header); an unsolved flow has rate 0.
     resolve_level_ = std::min(resolve_level_, f.solved ? f.rate : 0.0);
-    for (std::size_t i = 0; i < f.path.size(); ++i) {
-      const LinkId l = f.path[i];
+    const LinkId* links = f.links();
+    for (std::uint32_t i = 0; i < f.hops; ++i) {
+      const LinkId l = links[i];
       LinkState& ls = link_[l];
       settle_link(ls);
       set_load(ls, ls.load_q - f.load_q);
       ls.weight -= f.weight;
-      const std::uint32_t at = f.pos[i];
+      const std::uint32_t at = f.pos()[i];
       const LinkEntry last = ls.flows.back();
       ls.flows.pop_back();
       if (at < ls.flows.size()) {
@@ -339,11 +341,11 @@ void FlowNetwork::solve() {
       if (2 * j + 1 < n) dfs_.push_back(2 * j + 1);
       if (2 * j + 2 < n) dfs_.push_back(2 * j + 2);
       comp_entries_.push_back(e.id);
-      Flow& f = flows_[e.id];
-      if (f.mark == stamp_) continue;
-      f.mark = stamp_;
+      if (stamps_[e.id].mark == stamp_) continue;
+      stamps_[e.id].mark = stamp_;
       comp_flows_.push_back(e.id);
-      for (LinkId m : f.path) {
+      const Flow& f = flows_[e.id];
+      for (LinkId m : f.path()) {
         LinkState& ms = link_[m];
         if (ms.mark == stamp_) continue;
         ms.mark = stamp_;
@@ -354,18 +356,27 @@ void FlowNetwork::solve() {
   comp_begin_.push_back(static_cast<std::uint32_t>(comp_entries_.size()));
   // 2. Progressive filling on the component; flows below the level (not re-filled)
   // keep their rates and reserve their capacity: the link's load minus what the
-  // re-filled flows carried.
+  // re-filled flows carried. A re-filled flow is at or above the level on every link
+  // it crosses (its key is its rate on each), so summing over the re-filled flows'
+  // paths gives each link's re-filled part, reading each flow once (exact sums: the
+  // order does not matter).
+  comp_refilled_.assign(comp_links_.size(), 0);
+  comp_unfixed_.assign(comp_links_.size(), 0);
+  for (FlowId id : comp_flows_) {
+    Flow& f = flows_[id];
+    f.new_rate = 0;
+    for (LinkId m : f.path()) {
+      const std::uint32_t c = link_[m].comp;
+      comp_refilled_[c] += f.load_q;
+      comp_unfixed_[c] += f.weight;
+    }
+  }
   fill_heap_.clear();
   for (std::size_t i = 0; i < comp_links_.size(); ++i) {
     LinkState& ls = link_[comp_links_[i]];
     settle_link(ls);
-    Load refilled = 0;
-    std::uint32_t unfixed = 0;
-    for (std::uint32_t k = comp_begin_[i]; k < comp_begin_[i + 1]; ++k) {
-      const Flow& f = flows_[comp_entries_[k]];
-      refilled += f.load_q;
-      unfixed += f.weight;
-    }
+    const Load refilled = comp_refilled_[i];
+    const std::uint32_t unfixed = comp_unfixed_[i];
     ls.remaining = ls.capacity - static_cast<double>(ls.load_q - refilled) / kLoadScale;
     ls.unfixed = unfixed;
     ls.hpos = kNotQueued;
@@ -373,10 +384,6 @@ void FlowNetwork::solve() {
   }
   for (std::uint32_t i = 0; i < fill_heap_.size(); ++i) link_[fill_heap_[i].link].hpos = i;
   for (std::uint32_t i = static_cast<std::uint32_t>(fill_heap_.size() / 2); i-- > 0;) fill_sift_down(i);
-  for (FlowId id : comp_flows_) {
-    flows_[id].fixed = false;
-    flows_[id].new_rate = 0;
-  }
   // Each round saturates the link of the smallest share and fixes its unfixed flows
   // at that share; every other link they cross is re-keyed once at the round's end.
   while (!fill_heap_.empty()) {
@@ -388,12 +395,13 @@ void FlowNetwork::solve() {
     ++round_;
     rekey_.clear();
     for (std::uint32_t k = comp_begin_[ls.comp]; k < comp_begin_[ls.comp + 1]; ++k) {
-      Flow& f = flows_[comp_entries_[k]];
-      if (f.fixed) continue;
-      f.fixed = true;
+      const FlowId id = comp_entries_[k];
+      if (stamps_[id].fixed == stamp_) continue;
+      stamps_[id].fixed = stamp_;
+      Flow& f = flows_[id];
       f.new_rate = share;
       const double taken = share * f.weight;  // k shares for a k-flow entry
-      for (LinkId m : f.path) {
+      for (LinkId m : f.path()) {
         LinkState& ms = link_[m];
         ms.remaining -= taken;
         ms.unfixed -= f.weight;
@@ -424,11 +432,13 @@ void FlowNetwork::solve() {
     settle_flow(f);
     f.rate = f.new_rate;
     const Load q = to_load(f.rate * f.weight);
-    for (std::size_t i = 0; i < f.path.size(); ++i) {
-      LinkState& ls = link_[f.path[i]];
+    const LinkId* links = f.links();
+    std::uint32_t* pos = f.pos();
+    for (std::uint32_t i = 0; i < f.hops; ++i) {
+      LinkState& ls = link_[links[i]];
       set_load(ls, ls.load_q + (q - f.load_q));
-      ls.flows[f.pos[i]].key = f.rate;
-      sift(ls, f.pos[i]);
+      ls.flows[pos[i]].key = f.rate;
+      sift(ls, pos[i]);
     }
     f.load_q = q;
     schedule_finish(id);

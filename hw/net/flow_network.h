@@ -49,6 +49,7 @@
 //  - Every buffer is reused (no allocation once the network has seen its peak flow count).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -108,26 +109,45 @@ class FlowNetwork {
  private:
   __extension__ typedef __int128 Load;  // fixed-point link load, see kLoadScale
   enum class State : std::uint8_t { free, pending, active };
-  struct Flow {
-    std::vector<LinkId> path;
-    std::vector<std::uint32_t> pos;  // index of this flow's entry in each path link's heap
+  // Laid out for the solver, which is memory-bound (the MoE profile's hottest loads
+  // were a flow's mark, its path and a link's state): the stamps it tests once per
+  // (flow, link) entry are a dense array of their own (FlowStamps), what it reads once
+  // per re-filled flow sits in the flow's first 64 bytes, the path's link ids in the
+  // next 64 (inline up to kInlineHops links: every path of the built-in fabrics, GPU ->
+  // PCIe -> NIC -> leaf -> spine -> core -> ..., is shorter), the heap positions in the
+  // third; the progress fields last. Paths longer than kInlineHops live in `spill`
+  // (links, then positions). Before, path and positions were two vectors per flow: two
+  // more allocations and cache misses per re-filled flow.
+  static constexpr std::uint32_t kInlineHops = 16;
+  struct alignas(64) Flow {
+    std::uint32_t weight = 1;  // identical flows this entry stands for
+    double new_rate = 0;       // solver scratch
+    bool solved = false;       // has a rate from a solve (else it joins the next one)
+    bool linked = false;       // on its links' flow lists (active, non-empty path, bytes > 0)
+    State state = State::pending;
+    std::uint32_t list_pos = 0;  // index in active_
+    double rate = 0;
+    std::uint32_t version = 0;  // heap entries with another version are stale
+    int tag = 0;
+    std::uint32_t hops = 0;  // path length
+    Load load_q = 0;         // weight × rate on each of its links
+    LinkId link_in[kInlineHops];
+    std::uint32_t pos_in[kInlineHops];  // index of this flow's entry in each path link's heap
     Bytes total = 0;
     Bytes remaining = 0;  // at time `updated`
     Seconds updated = 0;  // last time remaining was brought up to date
     Seconds activate_at = 0;
     Seconds finish_at = kNever;  // updated + remaining / rate (the completion heap key)
-    double rate = 0;
-    double new_rate = 0;  // solver scratch
-    int tag = 0;
-    std::uint32_t weight = 1;    // identical flows this entry stands for
-    Load load_q = 0;             // weight × rate on each of its links
-    std::uint32_t list_pos = 0;  // index in active_
-    std::uint32_t version = 0;   // heap entries with another version are stale
-    std::uint32_t mark = 0;      // component search stamp
-    State state = State::pending;
-    bool solved = false;  // has a rate from a solve (else it joins the next one)
-    bool linked = false;  // on its links' flow lists (active, non-empty path, bytes > 0)
-    bool fixed = false;   // solver scratch
+    std::vector<std::uint32_t> spill;
+
+    void set_path(std::span<const LinkId> p) {
+      hops = static_cast<std::uint32_t>(p.size());
+      if (hops > kInlineHops) spill.resize(2 * std::size_t{hops});
+      std::copy(p.begin(), p.end(), links());
+    }
+    LinkId* links() { return hops <= kInlineHops ? link_in : spill.data(); }
+    std::uint32_t* pos() { return hops <= kInlineHops ? pos_in : spill.data() + hops; }
+    std::span<const LinkId> path() const { return {hops <= kInlineHops ? link_in : spill.data(), hops}; }
   };
   // A link's entry of a flow crossing it; key = the flow's rate, +inf until its first solve.
   struct LinkEntry {
@@ -135,21 +155,31 @@ class FlowNetwork {
     FlowId id;
     std::uint32_t slot;  // index of the link in the flow's path
   };
-  struct LinkState {
-    BytesPerSecond capacity = 0;
+  // Solver fields first (the component search and the filling read them per link),
+  // statistics last; two whole cache lines per link (with 16-byte alignment a third of
+  // the links straddled three).
+  struct alignas(64) LinkState {
     std::vector<LinkEntry> flows;  // active flows crossing the link: a max-heap on key
-    std::uint32_t weight = 0;      // Σ weight of `flows`
+    std::uint32_t mark = 0;        // component search stamp
+    std::uint32_t comp = 0;        // solver scratch: index in comp_links_
     double remaining = 0;          // solver scratch
     std::uint32_t unfixed = 0;     // solver scratch: Σ weight of its unfixed flows
     std::uint32_t hpos = 0;        // solver scratch: index in fill_heap_ (kNotQueued: none)
-    std::uint64_t round = 0;       // solver scratch: fill round that last queued it for a re-key
-    std::uint32_t mark = 0;        // component search stamp
-    std::uint32_t comp = 0;        // solver scratch: index in comp_links_
     Load load_q = 0;               // Σ weight × rate of its flows (exact sums)
-    double load = 0;               // load_q / kLoadScale
-    Seconds updated = 0;        // bytes/busy integrated up to here
+    std::uint64_t round = 0;       // solver scratch: fill round that last queued it for a re-key
+    BytesPerSecond capacity = 0;
+    std::uint32_t weight = 0;  // Σ weight of `flows`
+    double load = 0;           // load_q / kLoadScale
+    Seconds updated = 0;       // bytes/busy integrated up to here
     Bytes bytes = 0;
     Seconds busy = 0;
+  };
+  // Solver stamps by FlowId, apart from the flows: the component search and the filling
+  // test them for every (flow, link) entry they visit (a flow is met once per link of
+  // its path), 8 bytes a flow instead of a 256-byte flow record each.
+  struct FlowStamps {
+    std::uint32_t mark = 0;   // == stamp_: in this solve's component
+    std::uint32_t fixed = 0;  // == stamp_: its rate is fixed in this solve's filling
   };
   static constexpr std::uint32_t kNotQueued = 0xffffffffu;
   struct FillEntry {  // the filling's min-heap of links by fair share, indexed (LinkState::hpos)
@@ -174,10 +204,10 @@ class FlowNetwork {
     ls.load = static_cast<double>(q) / kLoadScale;
   }
   // The link's max-heap by rate; entries know their flow and path slot, so a move
-  // updates the flow's pos[] directly.
+  // updates the flow's pos() directly.
   void place(LinkState& ls, std::uint32_t i, const LinkEntry& e) {
     ls.flows[i] = e;
-    flows_[e.id].pos[e.slot] = i;
+    flows_[e.id].pos()[e.slot] = i;
   }
   void sift_up(LinkState& ls, std::uint32_t i);
   void sift_down(LinkState& ls, std::uint32_t i);
@@ -203,6 +233,7 @@ class FlowNetwork {
 
   const Topology& topo_;
   std::vector<Flow> flows_;
+  std::vector<FlowStamps> stamps_;  // by FlowId, sized with flows_
   std::vector<FlowId> free_ids_;
   std::vector<FlowId> active_;
   std::size_t num_pending_ = 0;
@@ -217,6 +248,8 @@ class FlowNetwork {
   std::vector<FlowId> comp_flows_;
   std::vector<FlowId> comp_entries_;         // solver scratch: each component link's re-filled flows ...
   std::vector<std::uint32_t> comp_begin_;    // ... from comp_begin_[i] (by index in comp_links_)
+  std::vector<Load> comp_refilled_;          // solver scratch: re-filled flows' load on each component link
+  std::vector<std::uint32_t> comp_unfixed_;  // ... and their weight
   std::vector<std::uint32_t> dfs_;           // solver scratch: heap positions to visit
   std::uint32_t stamp_ = 0;
   double resolve_level_ = kNever;  // flows below this rate keep their rates at the next solve

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <numeric>
 #include <stdexcept>
 
@@ -74,6 +75,51 @@ FrameworkProfile default_profile(Framework f) {
       return p;
   }
   throw std::invalid_argument(fmt::format("unknown Framework value {}", static_cast<int>(f)));
+}
+
+DeepSpeedVersion parse_deepspeed_version(std::string_view text) {
+  const std::string_view form = "\"0.MINOR\" or \"0.MINOR.PATCH\" from 0.3.12, e.g. \"0.3.16\" or \"0.14\"";
+  DeepSpeedVersion v;
+  int major = -1;
+  const char* p = text.data();
+  const char* end = p + text.size();
+  auto r = std::from_chars(p, end, major);
+  bool ok = r.ec == std::errc{} && r.ptr != end && *r.ptr == '.';
+  if (ok) r = std::from_chars(r.ptr + 1, end, v.minor), ok = r.ec == std::errc{};
+  if (ok && r.ptr != end) {
+    ok = *r.ptr == '.' && r.ptr + 1 != end;
+    if (ok) r = std::from_chars(r.ptr + 1, end, v.patch), ok = r.ec == std::errc{} && r.ptr == end;
+  }
+  if (!ok || major != 0 || v.minor > 99 || v.patch > 99 || v.before(3, 12))
+    throw std::invalid_argument(fmt::format("'{}' is not a modelled DeepSpeed release ({})", text, form));
+  return v;
+}
+
+void apply_deepspeed_release(FrameworkProfile& fp, DeepSpeedVersion v, std::optional<bool> contiguous_gradients) {
+  // Tags of github.com/microsoft/DeepSpeed read for each threshold below.
+  // v0.3.12 (2021-03-12) is the first release with runtime/zero/stage3.py.
+  // v0.3.12 .. v0.5.4: PartitionedParameterCoordinator.fetch_sub_module gathers each
+  // parameter with partition_parameters.py _allgather_param, which calls
+  // torch.cuda.synchronize() before its all-gather and builds a Python list of
+  // world_size narrow() views for the list form of torch.distributed.all_gather (whose
+  // ProcessGroupNCCL implementation copies the flat result out once per rank);
+  // fetch_sub_module then waits in _synchronize_communication (comm_stream and
+  // torch.cuda.synchronize). Prefetching went through the same path, so it was
+  // "not async at all" (DeepSpeed PR #1188, v0.5.5, which moved the fetch to
+  // _allgather_params_coalesced: flat all-gathers back to back, one synchronize).
+  // v0.6.0 (PR #1453) gathers on its own stream with coalesced prefetch buckets,
+  // the behaviour default_profile describes.
+  fp.gather_blocks_host = v.before(6, 0);
+  fp.gather_per_rank_ops = v.before(5, 5);
+  // Gradients before v0.6.0: stage3.py reduce_ipg_grads all-reduces each bucket
+  // (buffered_reduce_fallback -> allreduce_bucket) unless contiguous_gradients, whose
+  // stage-3 default is False up to v0.4.2 and True from v0.4.3 (constants.py,
+  // PR #1199); with it, average_tensor reduce-scatters when reduce_scatter is on (its
+  // default, except False in v0.3.16, PR #971). From v0.6.0 always
+  // reduce_scatter_coalesced.
+  const bool contiguous = contiguous_gradients.value_or(!v.before(4, 3));
+  const bool reduce_scatter = !(v.minor == 3 && v.patch == 16);
+  fp.grads_all_reduced = v.before(6, 0) && !(contiguous && reduce_scatter);
 }
 
 namespace {

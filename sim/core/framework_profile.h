@@ -57,6 +57,15 @@ struct FrameworkProfile {
   // all-gather before the current unit's gradient computation; BACKWARD_POST and
   // none issue it after, so it does not overlap compute.
   bool backward_prefetch = true;
+  // DeepSpeed releases before 0.6 (training.deepspeed.version; framework_profile.cpp
+  // cites each): every ZeRO-3 gather blocks the host, so nothing is prefetched and
+  // no compute runs under a gather (before 0.6.0); each gather is the list form of
+  // torch.distributed.all_gather, whose per-rank views and copies cost host time
+  // and HBM traffic that grow with the DP size (before 0.5.5); and, without
+  // contiguous_gradients, gradients are all-reduced, not reduce-scattered.
+  bool gather_blocks_host = false;
+  bool gather_per_rank_ops = false;
+  bool grads_all_reduced = false;
   // Pipeline engine: DeepSpeed's PipelineEngine reduces gradients after the whole
   // schedule (no overlap with backward) and has no interleaved schedule.
   bool pipeline_reduces_after_schedule = false;
@@ -70,6 +79,23 @@ struct FrameworkProfile {
 
 // The documented defaults of `f` (every figure cited in framework_profile.cpp).
 FrameworkProfile default_profile(Framework f);
+
+// A DeepSpeed release, "0.MINOR" or "0.MINOR.PATCH" (training.deepspeed.version), from
+// 0.3.12, the first with ZeRO-3.
+struct DeepSpeedVersion {
+  int minor = 14, patch = 0;
+  bool before(int m, int p) const { return minor < m || (minor == m && patch < p); }
+};
+inline constexpr std::string_view kDefaultDeepSpeedVersion = "0.14";
+// Throws std::invalid_argument naming the accepted form otherwise.
+DeepSpeedVersion parse_deepspeed_version(std::string_view text);
+// The release's ZeRO-3 gather and gradient paths on `fp` (a deepspeed profile);
+// `contiguous_gradients` as given, or nullopt for the release's default.
+void apply_deepspeed_release(FrameworkProfile& fp, DeepSpeedVersion v, std::optional<bool> contiguous_gradients);
+// PyTorch's host time for one eager operator call on CUDA tensors (the per-rank
+// views and copies of a list-form collective): the operator micro-benchmark of
+// pytorch/pytorch PR #32194 (2020) times an eager `split` of CUDA tensors at 3.3 µs.
+inline constexpr double kEagerOpHostSeconds = 3.3e-6;
 
 // Transformer layers per pipeline stage when num_layers is not a multiple of pp,
 // as the framework partitions them: DeepSpeed's PipelineModule partition_method

@@ -146,8 +146,24 @@ void NetworkTransport::start_collective(Engine& engine, CollectiveKind c, Dim d,
     engine.schedule(engine.now(), done, ctx, arg);
     return;
   }
-  const auto ranks = model_.members(d, gid);
-  begin(engine, get_template(c, d, gid, ranks, S), static_cast<int>(d), done, ctx, arg);
+  begin(engine, group_template(c, d, gid, S), static_cast<int>(d), done, ctx, arg);
+}
+
+const NetworkTransport::Template& NetworkTransport::group_template(CollectiveKind c, Dim d, int gid, Bytes S) {
+  if (gid < 0) return get_template(c, d, gid, model_.members(d, gid), S);
+  std::uint64_t sbits = 0;
+  std::memcpy(&sbits, &S, sizeof sbits);
+  auto& memos = memo_[static_cast<std::size_t>(d)];
+  if (static_cast<std::size_t>(gid) >= memos.size()) memos.resize(static_cast<std::size_t>(gid) + 1);
+  GroupMemo& m = memos[static_cast<std::size_t>(gid)];
+  for (int i = 0; i < 2; ++i)
+    if (m.t[i] && m.c[i] == c && m.sbits[i] == sbits) return *m.t[i];
+  const Template& t = get_template(c, d, gid, model_.members(d, gid), S);
+  m.sbits[m.next] = sbits;
+  m.t[m.next] = &t;
+  m.c[m.next] = c;
+  m.next ^= 1;
+  return t;
 }
 
 void NetworkTransport::start_p2p(Engine& engine, int src, int dst, const GroupShape&, Bytes bytes,

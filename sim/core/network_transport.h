@@ -114,6 +114,18 @@ class NetworkTransport : public Transport {
     Template* t = nullptr;  // nullptr: empty
   };
   static std::uint64_t hash(const Key& k);
+  // The last two templates each group used, by dimension and group id: a group
+  // alternates between few collectives (an all-gather and a reduce-scatter of one size
+  // under sequence parallelism), and at 16k GPUs the table probe was a cache miss per
+  // transfer (8 % of the run) plus a member list built per call; the groups' memos are
+  // small enough to stay cached. The same Template as the table's, so results do not move.
+  struct GroupMemo {
+    std::uint64_t sbits[2] = {0, 0};
+    const Template* t[2] = {nullptr, nullptr};
+    CollectiveKind c[2] = {};
+    std::uint8_t next = 0;  // the entry to replace
+  };
+  const Template& group_template(CollectiveKind c, Dim d, int gid, Bytes S);
   // Per link: who uses it, and the bytes fast-path phases put on it; one cache line
   // read per link in start_phase / on_fast_done.
   struct LinkUse {
@@ -142,6 +154,7 @@ class NetworkTransport : public Transport {
   Engine* engine_ = nullptr;
   std::vector<std::unique_ptr<Template>> templates_;
   std::vector<Slot> slots_;  // size a power of two, at most half full
+  std::array<std::vector<GroupMemo>, kNumDims> memo_;  // by Dim, then group id
   std::vector<Transfer> transfers_;
   std::vector<std::uint32_t> free_transfers_;
   std::vector<LinkUse> use_;               // by link

@@ -149,6 +149,7 @@ class Builder {
   };
   struct Fetch {
     std::vector<GatherUnit> units;  // in order of first use
+    std::vector<bool> freed;        // released right after its use (submodule units)
     std::size_t launched = 0, next_use = 0;
     bool prefetch = false;
   };
@@ -323,6 +324,7 @@ class Builder {
       if (op.role == OpRole::moe_combine) ep_all_to_all(out, "ep combine", flags);
       if (op.cls == OpClass::attention) cp_launch(out, false, flags);
       push_compute(out, op.name, time_of(op, false), flags);
+      if (fetch) fetch_done(out, *fetch, block, static_cast<int>(j), bwd_pass);
       if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, flags);
       if (op.role == OpRole::moe_dispatch) ep_all_to_all(out, "ep dispatch", flags);
     }
@@ -340,6 +342,7 @@ class Builder {
       }
       if (op.cls == OpClass::attention) cp_launch(out, true, kNoFlags);
       push_compute(out, op.name, backward_time(op));
+      fetch_done(out, fetch, block, static_cast<int>(j), false);
       if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0);
       if (op.role == OpRole::moe_combine) ep_all_to_all(out, "ep combine bwd", kNoFlags);
       if (op.role == OpRole::attn_leave) tp_boundary(out, false, true, "attn", kNoFlags);
@@ -372,11 +375,17 @@ class Builder {
   // micro-batch's backward (DeepSpeed stage 2/3 with gradient accumulation).
   // The framework's gradient bucket, in parameters (framework_profile.h).
   double bucket_params() const { return fw_.grad_bucket_params.value_or(dp_bucket_params(par_.dp)); }
+  // Sharded gradients are reduce-scattered; DeepSpeed before 0.6 without
+  // contiguous_gradients all-reduces them and keeps its partition.
+  CollectiveKind grad_collective() const {
+    const bool scatter = par_.zero_stage >= 1 && !(par_.zero_stage == 3 && fw_.grads_all_reduced);
+    return scatter ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
+  }
   void dp_launch(std::vector<Instr>& out, double params, bool force) {
     pending_bucket_ += params;
     if (!s_.plan.overlap_grad_reduce || group_size(Dim::dp) <= 1) return;
     if (pending_bucket_ <= 0 || (!force && pending_bucket_ < bucket_params())) return;
-    const CollectiveKind c = par_.zero_stage >= 1 ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
+    const CollectiveKind c = grad_collective();
     launch(out, Dim::dp, static_cast<int>(Dim::dp), c, pending_bucket_ * grad_elem_bytes_,
            fmt::format("dp grad {}", to_string(c)), par_.zero_stage >= 2 ? kNoFlags : kLastMicrobatch);
     pending_bucket_ = 0;
@@ -432,7 +441,7 @@ class Builder {
   Fetch plan_fetch(const ChunkBlocks& blocks, const std::vector<int>& order, bool backward) const {
     Fetch f;
     if (!zero3() || (backward && !fw_.reshard_after_forward)) return f;
-    f.prefetch = s_.plan.overlap_param_gather && (!backward || fw_.backward_prefetch);
+    f.prefetch = s_.plan.overlap_param_gather && (!backward || fw_.backward_prefetch) && !fw_.gather_blocks_host;
     for (int l : order) {
       if (l < 0 || fw_.gather_unit == sim::GatherUnit::layer) {
         // A block without parameters here (the embedding of a single stage) has no gather.
@@ -452,7 +461,26 @@ class Builder {
       if (!recompute || (fw_.max_reuse_distance > 0 && block_params(l) > fw_.max_reuse_distance))
         f.units.insert(f.units.end(), pieces.rbegin(), pieces.rend());
     }
+    f.freed.assign(f.units.size(), false);
     return f;
+  }
+
+  // After computing `op` of `block`: DeepSpeed releases a submodule's gathered
+  // parameters as soon as its hook has run (partitioned_param_coordinator
+  // release_sub_module), unless this pass uses them again: a recomputed forward
+  // whose backward reuses the gathered copy (within stage3_max_reuse_distance).
+  void fetch_done(std::vector<Instr>& out, Fetch& f, int block, int op, bool recompute_pass) {
+    if (f.next_use == 0) return;
+    const std::size_t u = f.next_use - 1;
+    if (f.units[u].block != block || f.units[u].op != op || op < 0 || f.freed[u]) return;
+    if (recompute_pass) {
+      bool again = false;
+      for (std::size_t k = u + 1; k < f.units.size() && !again; ++k)
+        again = f.units[k].block == block && f.units[k].op == op;
+      if (!again) return;  // the backward uses this copy; freed with the block
+    }
+    f.freed[u] = true;
+    out.push_back(mem(InstrKind::release, MemCat::buffers, f.units[u].bytes, "gathered params"));
   }
 
   void launch_unit(std::vector<Instr>& out, const GatherUnit& u, bool backward) {
@@ -482,11 +510,26 @@ class Builder {
       }
     }
     wait(out, Dim::dp, kGatherChannel, static_cast<int>(f.launched - u - 1));
+    if (fw_.gather_per_rank_ops)
+      push_compute(out, "zero3 gather per-rank views/copies", list_gather_ticks(f.units[u].bytes));
     if (par_.offload_params) {
       // ZeRO-Infinity: the shard comes from host memory over PCIe first.
       const double shard = f.units[u].bytes / group_size(Dim::dp);
       push_compute(out, "param h2d", to_ticks(shard / compute_->gpu().pcie_bandwidth));
     }
+  }
+  // What a list-form gather (DeepSpeed before 0.5.5, framework_profile.cpp) adds to
+  // its collective, with the host blocked throughout: the gathered buffer zeroed
+  // (torch.zeros), one narrow() view per rank on the host, then PyTorch's copy of the
+  // flat result into each view, the host issuing one copy per rank while the GPU
+  // moves the bytes (read and write).
+  Tick list_gather_ticks(Bytes bytes) const {
+    const double per_rank = group_size(Dim::dp) * kEagerOpHostSeconds;
+    hw::KernelDesc zero, copy;
+    zero.cls = copy.cls = hw::KernelClass::memory;
+    zero.bytes = bytes;
+    copy.bytes = 2 * bytes;
+    return to_ticks(compute_->seconds(zero) + per_rank + std::max(per_rank, compute_->seconds(copy)));
   }
   // Bytes of a block that its gathers bring in (persistent submodules excluded).
   Bytes gathered_bytes(const ChunkBlocks& blocks, int block) const {
@@ -500,8 +543,8 @@ class Builder {
   void zero3_after(std::vector<Instr>& out, const Fetch& f, const ChunkBlocks& blocks, int block, bool backward) {
     if (!zero3() || (!backward && !fw_.reshard_after_forward)) return;
     Bytes bytes = 0;
-    for (const auto& u : f.units)
-      if (u.block == block) bytes += u.bytes;
+    for (std::size_t k = 0; k < f.units.size(); ++k)
+      if (f.units[k].block == block && !f.freed[k]) bytes += f.units[k].bytes;
     if (f.units.empty()) bytes = gathered_bytes(blocks, block);
     out.push_back(mem(InstrKind::release, MemCat::buffers, bytes, "gathered params"));
   }
@@ -802,7 +845,7 @@ class Builder {
     const bool dp_active = group_size(Dim::dp) > 1;
     if (dp_active && !s_.plan.overlap_grad_reduce) {
       // All gradient buckets reduced after the backward pass, nothing overlapped.
-      const CollectiveKind c = par_.zero_stage >= 1 ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
+      const CollectiveKind c = grad_collective();
       for (double left = local_params; left > 0; left -= bucket_params())
         launch(e, Dim::dp, static_cast<int>(Dim::dp), c, std::min(left, bucket_params()) * grad_elem_bytes_,
                fmt::format("dp grad {}", to_string(c)));

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -50,6 +51,19 @@ void read_deepspeed(const hw::StrictReader& r, const YAML::Node& d, Scenario& s)
     get("reduce_bucket_size", false, [&](double v) { fp.grad_bucket_params = v; });
     get("allgather_bucket_size", false, [&](double v) { fp.allgather_bucket_params = v; });
     if (d["overlap_comm"]) overlap = r.boolean(d["overlap_comm"], "training.deepspeed.overlap_comm");
+    std::optional<bool> contiguous;
+    if (d["contiguous_gradients"])
+      contiguous = r.boolean(d["contiguous_gradients"], "training.deepspeed.contiguous_gradients");
+    DeepSpeedVersion v;
+    if (d["version"]) {
+      const std::string text = r.string(d["version"], "training.deepspeed.version");
+      try {
+        v = parse_deepspeed_version(text);
+      } catch (const std::invalid_argument& e) {
+        r.fail("training.deepspeed.version", e.what());
+      }
+    }
+    apply_deepspeed_release(fp, v, contiguous);
   }
   s.plan.overlap_grad_reduce = overlap && !(s.plan.par.pp > 1 && fp.pipeline_reduces_after_schedule);
   s.plan.overlap_param_gather = overlap;

@@ -102,8 +102,10 @@ ImportedKeys import_deepspeed_config(const std::string& text, const std::string&
     const std::string path = std::string("zero_optimization.") + key;
     if (const Json* j = r.at(root, path)) ds[key] = r.count(*j, path);
   }
-  if (const Json* j = r.at(root, "zero_optimization.overlap_comm"))
-    ds["overlap_comm"] = r.boolean(*j, "zero_optimization.overlap_comm");
+  for (const char* key : {"overlap_comm", "contiguous_gradients"}) {
+    const std::string path = std::string("zero_optimization.") + key;
+    if (const Json* j = r.at(root, path)) ds[key] = r.boolean(*j, path);
+  }
   for (const auto& [from, to] :
        {std::pair{"offload_optimizer", "offload_optimizer"}, {"offload_param", "offload_params"}}) {
     const std::string path = std::string("zero_optimization.") + from + ".device";

@@ -115,5 +115,59 @@ TEST(FlowNetworkReference, ManyFlowsPerLinkMatchATextbookSolveAndLinkBytesIntegr
   }
 }
 
+// Paths longer than the links a flow stores inline (FlowNetwork::kInlineHops = 16) keep
+// theirs out of line: mixing short and long paths (1 to 30 links of a 40-link ring) must
+// still give the textbook rates, through arrivals, cancellations and completions.
+TEST(FlowNetworkReference, LongPathsStoredOutOfLineMatchATextbookSolve) {
+  for (unsigned seed = 1; seed <= 12; ++seed) {
+    std::mt19937 rng(seed);
+    Topology t;
+    constexpr int kRing = 40;
+    std::vector<VertexId> vs;
+    for (int i = 0; i < kRing; ++i) vs.push_back(t.add_vertex(VertexKind::gpu, "v" + std::to_string(i), i));
+    std::vector<LinkId> links;
+    for (int i = 0; i < kRing; ++i) links.push_back(t.connect(vs[i], vs[(i + 1) % kRing], (1 + rng() % 9) * kGB, 0));
+    FlowNetwork net(t);
+    std::vector<RefFlow> live;
+    std::vector<FlowId> done;
+    int long_paths = 0;
+    for (int round = 0; round < 60; ++round) {
+      for (int a = static_cast<int>(rng() % 5); a > 0; --a) {
+        const int first = static_cast<int>(rng() % kRing);
+        const int len = 1 + static_cast<int>(rng() % 30);
+        std::vector<LinkId> p;
+        for (int j = 0; j < len; ++j) p.push_back(links[(first + j) % kRing]);
+        long_paths += len > 16;
+        const std::uint32_t w = 1 + rng() % 3;
+        live.push_back({net.add_flow(p, (1 + rng() % 200) * 1e6, net.now(), 0, false, w), p, w});
+      }
+      if (!live.empty() && rng() % 4 == 0) {
+        const std::size_t k = rng() % live.size();
+        net.cancel(live[k].id);
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+      }
+      auto drop_done = [&] {
+        std::erase_if(live, [&](const RefFlow& x) { return std::find(done.begin(), done.end(), x.id) != done.end(); });
+      };
+      done.clear();
+      net.advance_to(net.now(), done);
+      drop_done();
+      const Seconds te = net.next_event_time();
+      if (te == FlowNetwork::kNever) continue;
+      const auto ref = textbook_max_min_rates(t, live);
+      for (std::size_t i = 0; i < live.size(); ++i)
+        ASSERT_NEAR(net.rate(live[i].id), ref[i], 1e-9 * ref[i] + 1e-3)
+            << "seed " << seed << " round " << round << " flow " << i << " (" << live[i].path.size() << " links)";
+      done.clear();
+      net.advance_to(te, done);
+      ASSERT_FALSE(done.empty());
+      drop_done();
+    }
+    EXPECT_GT(long_paths, 10) << "seed " << seed;  // the out-of-line case was exercised
+    net.run_until_idle(&done);
+    EXPECT_EQ(net.num_unfinished(), 0u) << "seed " << seed;
+  }
+}
+
 }  // namespace
 }  // namespace ptsim::hw::net

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <optional>
 #include <stdexcept>
+#include <tuple>
 
 namespace ptsim::sim {
 namespace {
@@ -41,6 +43,28 @@ TEST(FrameworkProfile, DefaultsAreTheDocumentedOnes) {
   EXPECT_TRUE(fs.grad_reduce_per_unit);
   EXPECT_TRUE(fs.reshard_after_forward);
   EXPECT_TRUE(fs.backward_prefetch);
+}
+
+TEST(FrameworkProfile, DeepSpeedReleases) {
+  EXPECT_EQ(parse_deepspeed_version("0.3.14").minor, 3);
+  EXPECT_EQ(parse_deepspeed_version("0.3.14").patch, 14);
+  EXPECT_EQ(parse_deepspeed_version("0.14").minor, 14);
+  EXPECT_EQ(parse_deepspeed_version(kDefaultDeepSpeedVersion).minor, DeepSpeedVersion{}.minor);
+  for (const char* bad : {"0.3.11", "0.2", "1.0", "0", "0.", "0.3.", "0.3.x", "v0.5", "0.100", " 0.5", "0.5.1.2"})
+    EXPECT_THROW(parse_deepspeed_version(bad), std::invalid_argument) << bad;
+  const auto flags = [](const char* v, std::optional<bool> contiguous = std::nullopt) {
+    auto p = default_profile(Framework::deepspeed);
+    apply_deepspeed_release(p, parse_deepspeed_version(v), contiguous);
+    return std::tuple{p.gather_blocks_host, p.gather_per_rank_ops, p.grads_all_reduced};
+  };
+  EXPECT_EQ(flags("0.3.14"), std::tuple(true, true, true));
+  EXPECT_EQ(flags("0.3.14", true), std::tuple(true, true, false));
+  EXPECT_EQ(flags("0.3.16", true), std::tuple(true, true, true));  // reduce_scatter off in 0.3.16 only
+  EXPECT_EQ(flags("0.4.3"), std::tuple(true, true, false));        // contiguous_gradients on by default
+  EXPECT_EQ(flags("0.4.3", false), std::tuple(true, true, true));
+  EXPECT_EQ(flags("0.5.5"), std::tuple(true, false, false));
+  EXPECT_EQ(flags("0.6.0", false), std::tuple(false, false, false));
+  EXPECT_EQ(flags("0.14"), std::tuple(false, false, false));
 }
 
 TEST(FrameworkProfile, DeepSpeedBalancesParametersOver70LayersOn12Stages) {

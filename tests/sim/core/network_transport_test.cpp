@@ -1,6 +1,7 @@
 // NetworkCost and NetworkTransport: closed forms on an idle network, link sharing
 // between overlapping transfers, and a whole iteration on an oversubscribed fabric.
 #include <fmt/format.h>
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include "sim/core/engine.h"
@@ -100,6 +101,39 @@ TEST(NetworkTransport, IdleNetworkEqualsTheClosedForm) {
   const auto ranks = model->members(Dim::dp, 0);
   EXPECT_NEAR(to_seconds(rec.at[0]), model->isolated_seconds(CollectiveKind::all_reduce, ranks, S), 1e-9);
   EXPECT_NEAR(to_seconds(rec.at[0]), kTwoNodeRingLatency + 2 * (S / 2) / kNic, 1e-9);
+}
+
+// The transport keeps each group's last two templates (NetworkTransport::GroupMemo): a
+// group cycling through more (kind, size) pairs than that, one transfer at a time, must
+// still run each one with its own template, i.e. in its own closed-form time.
+TEST(NetworkTransport, AGroupCyclingThroughManyCollectivesGetsEachOnesOwnTime) {
+  Layout layout(8, 1, 2, 1, 1, 8);
+  auto model = std::make_shared<NetworkModel>(two_nodes(), layout);
+  NetworkCost cost(model);
+  NetworkTransport tr(*model, cost);
+  Engine e;
+  Recorder rec{&e};
+  const auto g = layout.shape(Dim::tp, 1);
+  const auto ranks = model->members(Dim::tp, 1);
+  const CollectiveKind kinds[] = {CollectiveKind::all_reduce, CollectiveKind::all_gather,
+                                  CollectiveKind::reduce_scatter};
+  const double sizes[] = {16e6, 256e6};
+  std::vector<double> seen;
+  for (int round = 0; round < 3; ++round)
+    for (const double S : sizes)
+      for (const CollectiveKind c : kinds) {
+        const Tick start = e.now();
+        tr.start_collective(e, c, Dim::tp, 1, g, S, &Recorder::cb, &rec, 0);
+        e.run();
+        const Seconds took = to_seconds(rec.at[0] - start);
+        EXPECT_NEAR(took, model->isolated_seconds(c, ranks, S), 1e-9)
+            << "round " << round << " " << to_string(c) << " " << S;
+        if (round == 0) seen.push_back(took);
+      }
+  // The pairs' times differ (all-gather and reduce-scatter share one: n − 1 ring steps of
+  // S/n each), so a template of another kind or size would show above.
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(std::unique(seen.begin(), seen.end()) - seen.begin(), 4);
 }
 
 TEST(NetworkTransport, DataParallelAllReduceAndPipelineSendOnOneNicSlowEachOther) {

@@ -118,6 +118,91 @@ TEST(ProgramBuilderFramework, DeepSpeedPrefetchWindow) {
   EXPECT_EQ(max_gather_wait(fwd("  deepspeed: {overlap_comm: false}")), 0);
 }
 
+// The host-side work a list-form gather adds (DeepSpeed before 0.5.5): the total
+// duration of the compute instructions of that name in `v`.
+double per_rank_copy_seconds(const std::vector<Instr>& v, const Program& p) {
+  double t = 0;
+  for (const Instr& in : v)
+    if (in.kind == InstrKind::compute && p.labels[in.label] == "zero3 gather per-rank views/copies")
+      t += to_seconds(in.duration);
+  return t;
+}
+
+TEST(ProgramBuilderFramework, DeepSpeedReleasesBefore06GatherWithTheHostBlocked) {
+  // 0.3.14: nothing prefetched (the default 5e7 window is ignored), every gather
+  // followed by its per-rank views and copies, gradients all-reduced
+  // (contiguous_gradients false before 0.4.3). 0.5.5: still blocking, flat gathers.
+  // 0.6 and later: the current profile.
+  const std::string z3 = "  zero_stage: 3";
+  const auto built = [&](const std::string& ds, int dp) {
+    Built b{parse_scenario(yaml(2, dp, dp, z3, "  framework: deepspeed\n" + ds), "test"), {}};
+    BuildOptions named;  // compute instructions keep their names
+    named.fuse_compute = false;
+    b.p = build_program(b.s, FlopsOnlyCost(b.s.cluster.gpu), named);
+    return b;
+  };
+  const Built old = built("  deepspeed: {version: \"0.3.14\"}", 4);
+  const auto fwd = phase(old.p.stages[0], false);
+  EXPECT_EQ(max_gather_wait(fwd), 0);
+  EXPECT_GT(per_rank_copy_seconds(fwd, old.p), 0);
+  EXPECT_EQ(tally(phase(old.p.stages[0], true), CollectiveKind::reduce_scatter).count, 0);
+  EXPECT_GT(tally(phase(old.p.stages[0], true), CollectiveKind::all_reduce).count, 0);
+  // contiguous_gradients brings the reduce-scatter back.
+  const Built contiguous = built("  deepspeed: {version: \"0.3.14\", contiguous_gradients: true}", 4);
+  EXPECT_EQ(tally(phase(contiguous.p.stages[0], true), CollectiveKind::all_reduce).count, 0);
+  EXPECT_GT(tally(phase(contiguous.p.stages[0], true), CollectiveKind::reduce_scatter).count, 0);
+  // The host part grows with the DP size: one view and one copy per rank, 3.3 us each.
+  const Built wide = built("  deepspeed: {version: \"0.3.14\"}", 64);
+  const double narrow4 = per_rank_copy_seconds(fwd, old.p);
+  const double wide64 = per_rank_copy_seconds(phase(wide.p.stages[0], false), wide.p);
+  const int gathers = tally(fwd, CollectiveKind::all_gather).count;
+  ASSERT_GT(gathers, 0);
+  EXPECT_NEAR(wide64 - narrow4, gathers * 2 * (64 - 4) * kEagerOpHostSeconds, 1e-6);
+  const Built mid = built("  deepspeed: {version: \"0.5.5\"}", 4);
+  EXPECT_EQ(max_gather_wait(phase(mid.p.stages[0], false)), 0);
+  EXPECT_EQ(per_rank_copy_seconds(phase(mid.p.stages[0], false), mid.p), 0);
+  EXPECT_GT(tally(phase(mid.p.stages[0], true), CollectiveKind::reduce_scatter).count, 0);
+  for (const char* v : {"0.6", "0.14.4"}) {
+    const Built now = built(std::string("  deepspeed: {version: \"") + v + "\"}", 4);
+    EXPECT_EQ(max_gather_wait(phase(now.p.stages[0], false)), 8) << v;
+    EXPECT_EQ(per_rank_copy_seconds(phase(now.p.stages[0], false), now.p), 0) << v;
+  }
+}
+
+// The most gathered-parameter bytes live at once along `v` (allocs and releases).
+double peak_gathered(const std::vector<Instr>& v, const Program& p) {
+  double live = 0, peak = 0;
+  for (const Instr& in : v) {
+    if (in.mem != MemCat::buffers || p.labels[in.label] != "gathered params") continue;
+    if (in.kind == InstrKind::alloc) live += in.bytes;
+    if (in.kind == InstrKind::release) live -= in.bytes;
+    peak = std::max(peak, live);
+  }
+  EXPECT_NEAR(live, 0, 1e-6);  // everything gathered is released
+  return peak;
+}
+
+TEST(ProgramBuilderFramework, DeepSpeedReleasesEachSubmoduleAfterUse) {
+  // DeepSpeed frees a submodule's gathered weights once its hook has run: with
+  // nothing prefetched (0.3.14) one submodule is live at a time, the largest
+  // (mlp_up / mlp_down, kMlp of the layer's kLinear weights), not the layer; in the
+  // backward under full recomputation too, where a layer beyond the reuse distance
+  // is gathered twice and each copy is freed after its use.
+  const double mlp = layer_bytes() * kMlp / kLinear;
+  for (const std::string extra : {"", ", stage3_max_reuse_distance: 1e6"}) {
+    SCOPED_TRACE(extra);
+    const Built b = build(yaml(2, 4, 4, "  zero_stage: 3\n  recompute: full",
+                               "  framework: deepspeed\n  deepspeed: {version: \"0.3.14\"" + extra + "}"));
+    EXPECT_NEAR(peak_gathered(phase(b.p.stages[0], false), b.p), mlp, 1e-6 * mlp);
+    const double bwd = peak_gathered(phase(b.p.stages[0], true), b.p);
+    // Reused copies stay to the layer's backward; re-gathered ones go one by one.
+    if (extra.empty())
+      EXPECT_NEAR(bwd, layer_bytes(), 1e-6 * layer_bytes());
+    else
+      EXPECT_NEAR(bwd, mlp, 1e-6 * mlp);
+  }
+}
+
 TEST(ProgramBuilderFramework, DeepSpeedRegathersBeyondTheReuseDistance) {
   // Full recomputation: the recomputed forward gathers a layer's 4 submodules; the
   // backward reuses them while the layer (12.6M elements) is within

@@ -224,9 +224,19 @@ TEST(Validate, PublishedRankingsThatHold) {
       "PTD-P 175B: 384 vs 1,536 GPUs (fixed batch)", "PTD-P 530B: 560 vs 2,240 GPUs (fixed batch)",
       "MT-NLG 530B: 2,240 vs 3,360 GPUs (dp 8 vs 12)", "MPT-70B FSDP: 64 vs 32 A100 (micro-batch 8 vs 2)",
       "FSDP on 128 A100-40GB: MPT-7B vs MPT-70B (tokens)"};
-  int seen = 0;
+  // Issue 9: ZeRO-3 without model parallelism at 768 GPUs and more is slower than
+  // PTD-P, as measured, since DeepSpeed's 2021 gathers block the host (0.3.14).
+  const std::set<std::string> direction_holds = {
+      "175B, 768 GPUs: PTD-P vs ZeRO-3", "175B, 1,536 GPUs: PTD-P vs ZeRO-3", "530B, 1,120 GPUs: PTD-P vs ZeRO-3",
+      "530B, 2,240 GPUs: PTD-P vs ZeRO-3", "ZeRO-3 175B: 384 vs 1,536 GPUs (fixed batch)"};
+  int seen = 0, directions = 0;
   for (const auto& k : rep.rankings) {
     SCOPED_TRACE(k.check.what);
+    if (direction_holds.count(k.check.what)) {
+      ++directions;
+      EXPECT_TRUE(k.direction_ok);
+      EXPECT_GT(k.predicted_ratio, 1.0);
+    }
     // The published ratio is the sources' own figures over each other.
     EXPECT_GT(k.published_ratio, 0);
     EXPECT_NEAR(k.ratio_error_pct, (k.predicted_ratio / k.published_ratio - 1) * 100, 1e-9);
@@ -236,6 +246,7 @@ TEST(Validate, PublishedRankingsThatHold) {
     EXPECT_LE(std::abs(k.ratio_error_pct), 10.0);
   }
   EXPECT_EQ(seen, static_cast<int>(hold.size()));
+  EXPECT_EQ(directions, static_cast<int>(direction_holds.size()));
   // The published ratio of one pair by hand: SC'21 Table 2, PTD-P 175B, 153 / 141.
   for (const auto& k : rep.rankings)
     if (k.check.a == "sc21-ptdp-175b-384.yaml" && k.check.b == "sc21-ptdp-175b-1536.yaml")
