@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -10,6 +11,9 @@ namespace ptsim::hw::net {
 namespace {
 
 constexpr std::uint32_t kInf = std::numeric_limits<std::uint32_t>::max();
+template <class D>
+constexpr D kInfOf = std::numeric_limits<D>::max();  // an unreachable entry of a table of D
+std::uint16_t narrow(std::uint32_t d) { return d == kInf ? kInfOf<std::uint16_t> : static_cast<std::uint16_t>(d); }
 
 // splitmix64 finaliser (Steele et al., "Fast splittable pseudorandom number
 // generators", OOPSLA'14): a cheap, well-mixed hash for the ECMP choice.
@@ -37,6 +41,10 @@ Router::Router(const Topology& topo, std::size_t cached_destinations, Contractio
       a.step = a.cost + exits_[exit_begin_[a.dst]].extra;
     }
   }
+  // A least-cost path visits each fabric vertex once: (|F| - 1) edges of H at most.
+  const std::size_t bound = (std::max<std::size_t>(1, fabric_.size()) - 1) * (buckets_.size() - 1);
+  wide_ = bound >= kInfOf<std::uint16_t>;
+  dist_bytes_ = wide_ ? sizeof(std::uint32_t) : sizeof(std::uint16_t);
   const std::size_t per_table = std::max<std::size_t>(1, fabric_.size()) * sizeof(std::uint32_t);
   capacity_ =
       cached_destinations > 0 ? cached_destinations : std::clamp<std::size_t>((256u << 20) / per_table, 4, 8192);
@@ -282,7 +290,7 @@ const Router::DstInfo& Router::dst_info(VertexId dst) {
   return dst_info_.emplace_back(info);
 }
 
-void Router::load_tables(const DstInfo& info, std::vector<const std::uint32_t*>& tables) {
+void Router::load_tables(const DstInfo& info, TablePtrs& tables) {
   // Every entry table must stay cached while this route is walked.
   capacity_ = std::max<std::size_t>(capacity_, info.entry_count + 1);
   tables.clear();
@@ -290,39 +298,44 @@ void Router::load_tables(const DstInfo& info, std::vector<const std::uint32_t*>&
     tables.push_back(distances_to(e.u));  // tables never move (table_chunks_)
 }
 
-std::uint32_t Router::fabric_dist(std::uint32_t f, const DstInfo& info,
-                                  const std::vector<const std::uint32_t*>& tables) const {
+template <class D>
+std::uint32_t Router::fabric_dist(std::uint32_t f, const DstInfo& info, const TablePtrs& tables) const {
   std::uint32_t d = kInf;
   const Entry* e = entry_pool_.data() + info.entry_begin;
   for (std::size_t i = 0; i < info.entry_count; ++i) {
-    const std::uint32_t t = tables[i][f];
-    if (t != kInf) d = std::min(d, t + e[i].extra);
+    const D t = static_cast<const D*>(tables[i])[f];
+    if (t != kInfOf<D>) d = std::min(d, t + e[i].extra);
   }
   return d;
 }
 
-std::uint32_t Router::dist_via(VertexId w, const DstInfo& info, const std::vector<const std::uint32_t*>& tables) const {
+template <class D>
+std::uint32_t Router::dist_via(VertexId w, const DstInfo& info, const TablePtrs& tables) const {
   const VertexRoute& x = vertex_route_[w];
-  if (x.fidx != kInf) return fabric_dist(x.fidx, info, tables);
+  if (x.fidx != kInf) return fabric_dist<D>(x.fidx, info, tables);
   std::uint32_t d = x.region == info.node ? info.in_dist[x.local_index] : kInf;
   for (std::uint32_t e = x.exit_begin; e < x.exit_begin + x.exit_count; ++e) {
-    const std::uint32_t t = fabric_dist(exits_[e].f, info, tables);
+    const std::uint32_t t = fabric_dist<D>(exits_[e].f, info, tables);
     if (t != kInf) d = std::min(d, t + exits_[e].extra);
   }
   return d;
 }
 
-std::uint32_t* Router::claim_table(std::uint32_t u, bool fill) {
+std::uint32_t Router::dist_via(VertexId w, const DstInfo& info, const TablePtrs& tables) const {
+  return wide_ ? dist_via<std::uint32_t>(w, info, tables) : dist_via<std::uint16_t>(w, info, tables);
+}
+
+void* Router::claim_table(std::uint32_t u, bool fill) {
   Table* slot = nullptr;
   const std::size_t nf = fabric_.size();
   if (tables_.size() < capacity_) {
     const std::size_t i = tables_.size(), chunk = i / tables_per_chunk_;
     if (chunk == table_chunks_.size()) {
-      const std::size_t bytes = tables_per_chunk_ * nf * sizeof(std::uint32_t);
-      table_chunks_.emplace_back(static_cast<std::uint32_t*>(huge_alloc(bytes)), ChunkFree{bytes});
+      const std::size_t bytes = tables_per_chunk_ * nf * dist_bytes_;
+      table_chunks_.emplace_back(static_cast<unsigned char*>(huge_alloc(bytes)), ChunkFree{bytes});
     }
     slot = &tables_.emplace_back();
-    slot->dist = table_chunks_[chunk].get() + (i % tables_per_chunk_) * nf;
+    slot->dist = table_chunks_[chunk].get() + (i % tables_per_chunk_) * nf * dist_bytes_;
   } else {
     slot = &*std::min_element(tables_.begin(), tables_.end(),
                               [](const Table& a, const Table& b) { return a.last_use < b.last_use; });
@@ -331,12 +344,12 @@ std::uint32_t* Router::claim_table(std::uint32_t u, bool fill) {
   slot_of_[u] = static_cast<std::int32_t>(slot - tables_.data());
   slot->u = u;
   slot->last_use = clock_;
-  if (fill) std::fill(slot->dist, slot->dist + nf, kInf);
+  if (fill) std::memset(slot->dist, 0xFF, nf * dist_bytes_);  // kInfOf: all ones
   ++tables_computed_;
   return slot->dist;
 }
 
-const std::uint32_t* Router::distances_to(std::uint32_t u) {
+const void* Router::distances_to(std::uint32_t u) {
   ++clock_;
   if (const std::int32_t i = slot_of_[u]; i >= 0) {
     tables_[i].last_use = clock_;
@@ -355,14 +368,16 @@ const std::uint32_t* Router::distances_to(std::uint32_t u) {
     search_batch(batch);
     return tables_[slot_of_[u]].dist;
   }
-  std::uint32_t* dist = claim_table(u);
-  search_one(u, dist);
-  return dist;
+  void* table = claim_table(u, false);
+  search_one(u, table);
+  return table;
 }
 
-void Router::search_one(std::uint32_t u, std::uint32_t* dist) {
+void Router::search_one(std::uint32_t u, void* table) {
   // Dial's algorithm (Dijkstra with a circular bucket queue; integer weights < buckets),
   // run backwards over H's incoming edges so dist[f] = least cost f -> u.
+  one_.assign(fabric_.size(), kInf);
+  std::uint32_t* dist = one_.data();
   dist[u] = 0;
   const std::size_t nb = buckets_.size();
   buckets_[0].push_back(u);
@@ -387,11 +402,15 @@ void Router::search_one(std::uint32_t u, std::uint32_t* dist) {
     }
     bucket.clear();
   }
+  if (wide_)
+    std::copy(one_.begin(), one_.end(), static_cast<std::uint32_t*>(table));
+  else
+    std::transform(one_.begin(), one_.end(), static_cast<std::uint16_t*>(table), narrow);
 }
 
 void Router::search_batch(const std::vector<std::uint32_t>& targets) {
   const std::size_t nb = buckets_.size(), nf = fabric_.size();
-  std::vector<std::uint32_t*> out;
+  std::vector<void*> out;
   for (std::uint32_t t : targets) out.push_back(claim_table(t, false));
   // pend[level % nb][v]: targets that v reaches at that level, not yet settled. Every
   // entry set is pushed onto its bucket and zeroed when that bucket is scanned, so the
@@ -448,15 +467,22 @@ void Router::search_batch(const std::vector<std::uint32_t>& targets) {
   }
   // Into the tables, 16 vertices at a time (the stage rows of a block stay in cache while
   // every table gets its 64-byte line); what no search reached stays unreachable.
-  constexpr std::size_t kBlock = 16;
-  for (std::size_t f0 = 0; f0 < nf; f0 += kBlock) {
-    const std::size_t f1 = std::min(nf, f0 + kBlock);
-    for (std::size_t k = 0; k < targets.size(); ++k) {
-      const std::uint64_t bit = std::uint64_t{1} << (k % 64);
-      std::uint32_t* t = out[k];
-      for (std::size_t f = f0; f < f1; ++f) t[f] = settled[f][k / 64] & bit ? stage[f * width + k] : kInf;
+  auto write = [&]<class D>() {
+    constexpr std::size_t kBlock = 32;
+    for (std::size_t f0 = 0; f0 < nf; f0 += kBlock) {
+      const std::size_t f1 = std::min(nf, f0 + kBlock);
+      for (std::size_t k = 0; k < targets.size(); ++k) {
+        const std::uint64_t bit = std::uint64_t{1} << (k % 64);
+        D* t = static_cast<D*>(out[k]);
+        for (std::size_t f = f0; f < f1; ++f)
+          t[f] = settled[f][k / 64] & bit ? static_cast<D>(stage[f * width + k]) : kInfOf<D>;
+      }
     }
-  }
+  };
+  if (wide_)
+    write.operator()<std::uint32_t>();
+  else
+    write.operator()<std::uint16_t>();
 }
 
 void Router::route(VertexId src, VertexId dst, std::uint64_t flow, std::vector<LinkId>& out) {
@@ -510,8 +536,8 @@ void Router::route(VertexId src, VertexId dst, std::uint64_t flow, std::vector<L
   }
 }
 
-void Router::next_hops(VertexId v, std::uint32_t dv, const DstInfo& info,
-                       const std::vector<const std::uint32_t*>& tables) {
+template <class D>
+void Router::next_hops(VertexId v, std::uint32_t dv, const DstInfo& info, const TablePtrs& tables) {
   const std::uint32_t b = out_begin_[v], e = out_begin_[v + 1];
   // A head in dst's node sees dst's in-node distances (dist_via); every other head is
   // seen through its `via`. v has heads in dst's node only when v is in it or borders it.
@@ -521,15 +547,15 @@ void Router::next_hops(VertexId v, std::uint32_t dv, const DstInfo& info,
     return a.via == kInf || (near && a.closed && region_[a.dst] == info.node);
   };
   if (info.entry_count == 1) {  // one entry table (a fat tree's leaf): read it directly
-    const std::uint32_t* t = tables[0];
+    const D* t = static_cast<const D*>(tables[0]);
     const std::uint32_t x = entry_pool_[info.entry_begin].extra;
     // Through a via, a head's distance is t[via] + x; none fits when dv < x (v inside dst's node).
     const std::uint32_t want = dv >= x ? dv - x : kInf;
     for (std::uint32_t k = b; k < e; ++k) {
       const Arc& a = out_arcs_[k];
       if (!generic(a)) {
-        if (t[a.via] != kInf && t[a.via] + a.step == want) cand_.push_back(k);
-      } else if (const std::uint32_t dl = dist_via(a.dst, info, tables); dl != kInf && dl + a.cost == dv) {
+        if (t[a.via] != kInfOf<D> && t[a.via] + a.step == want) cand_.push_back(k);
+      } else if (const std::uint32_t dl = dist_via<D>(a.dst, info, tables); dl != kInf && dl + a.cost == dv) {
         cand_.push_back(k);
       }
     }
@@ -538,24 +564,32 @@ void Router::next_hops(VertexId v, std::uint32_t dv, const DstInfo& info,
   for (std::uint32_t k = b; k < e; ++k) {
     const Arc& a = out_arcs_[k];
     if (!generic(a)) {
-      if (const std::uint32_t t = fabric_dist(a.via, info, tables); t != kInf && t + a.step == dv) cand_.push_back(k);
-    } else if (const std::uint32_t dl = dist_via(a.dst, info, tables); dl != kInf && dl + a.cost == dv) {
+      if (const std::uint32_t t = fabric_dist<D>(a.via, info, tables); t != kInf && t + a.step == dv) cand_.push_back(k);
+    } else if (const std::uint32_t dl = dist_via<D>(a.dst, info, tables); dl != kInf && dl + a.cost == dv) {
       cand_.push_back(k);
     }
   }
 }
 
 void Router::walk(VertexId src, VertexId dst, std::uint64_t flow, std::uint64_t key, std::vector<LinkId>& out) {
+  if (wide_)
+    walk_with<std::uint32_t>(src, dst, flow, key, out);
+  else
+    walk_with<std::uint16_t>(src, dst, flow, key, out);
+}
+
+template <class D>
+void Router::walk_with(VertexId src, VertexId dst, std::uint64_t flow, std::uint64_t key, std::vector<LinkId>& out) {
   const DstInfo& info = dst_info(dst);
   load_tables(info, scratch_tables_);
   const auto& tables = scratch_tables_;
-  std::uint32_t dv = dist_via(src, info, tables);
+  std::uint32_t dv = dist_via<D>(src, info, tables);
   if (dv == kInf)
     throw std::invalid_argument(fmt::format("route: no path from '{}' to '{}'", topo_.name(src), topo_.name(dst)));
   VertexId v = src;
   while (v != dst) {
     cand_.clear();
-    next_hops(v, dv, info, tables);
+    next_hops<D>(v, dv, info, tables);
     const auto count = static_cast<std::uint32_t>(cand_.size());
     std::uint32_t pick = 0;
     if (count > 1) {

@@ -98,16 +98,19 @@ class Router {
 
  private:
   // Distances to fabric vertex number `u` (index into fabric_) from every fabric vertex.
-  const std::uint32_t* distances_to(std::uint32_t u);
+  // Tables hold 16-bit distances when every least cost on the fabric graph is below
+  // 0xFFFF (wide_ false; (|F| - 1) × the costliest edge bounds them: 20,476 at 65,536
+  // GPUs), else 32-bit: half the 40 MB a 65k run writes once and reads at random.
+  const void* distances_to(std::uint32_t u);
   // An LRU slot for u's table (evicting the least recently used when full), all kInf
   // when `fill` (search_batch writes every entry itself).
-  std::uint32_t* claim_table(std::uint32_t u, bool fill = true);
+  void* claim_table(std::uint32_t u, bool fill = true);
   // Dial's search to one fabric vertex; the same for up to kBatch at once (one bit per
   // target in a kBatch-bit mask per vertex, so a vertex is scanned once per distinct
   // distance instead of once per target, and an edge is read once for all of them).
   static constexpr std::size_t kBatchWords = 4, kBatch = 64 * kBatchWords;
   using Mask = std::array<std::uint64_t, kBatchWords>;
-  void search_one(std::uint32_t u, std::uint32_t* dist);
+  void search_one(std::uint32_t u, void* table);
   void search_batch(const std::vector<std::uint32_t>& targets);
   struct Entry {
     std::uint32_t u;      // fabric index of a vertex outside the node
@@ -135,7 +138,11 @@ class Router {
   };
   // Appends to cand_ the least-cost next hops of v towards dst (indices into out_arcs_,
   // in arc order), given dv = dist(v, dst).
-  void next_hops(VertexId v, std::uint32_t dv, const DstInfo& info, const std::vector<const std::uint32_t*>& tables);
+  using TablePtrs = std::vector<const void*>;  // entry tables of a destination (uint16_t or uint32_t)
+  template <class D>
+  void next_hops(VertexId v, std::uint32_t dv, const DstInfo& info, const TablePtrs& tables);
+  template <class D>
+  void walk_with(VertexId src, VertexId dst, std::uint64_t flow, std::uint64_t key, std::vector<LinkId>& out);
   // The least-cost walk behind route() (key: the ECMP hash of src, dst, flow).
   void walk(VertexId src, VertexId dst, std::uint64_t flow, std::uint64_t key, std::vector<LinkId>& out);
   void build_csr();
@@ -150,10 +157,12 @@ class Router {
   // Valid until the next call (dst_info_ may grow).
   const DstInfo& dst_info(VertexId dst);
   // Distance w -> dst using `info` and the entry tables in `tables` (parallel to info.entries).
-  std::uint32_t dist_via(VertexId w, const DstInfo& info, const std::vector<const std::uint32_t*>& tables) const;
-  std::uint32_t fabric_dist(std::uint32_t f, const DstInfo& info,
-                            const std::vector<const std::uint32_t*>& tables) const;
-  void load_tables(const DstInfo& info, std::vector<const std::uint32_t*>& tables);
+  template <class D>
+  std::uint32_t dist_via(VertexId w, const DstInfo& info, const TablePtrs& tables) const;
+  std::uint32_t dist_via(VertexId w, const DstInfo& info, const TablePtrs& tables) const;  // by wide_
+  template <class D>
+  std::uint32_t fabric_dist(std::uint32_t f, const DstInfo& info, const TablePtrs& tables) const;
+  void load_tables(const DstInfo& info, TablePtrs& tables);
   int nic_affinity_pick(VertexId src, VertexId dst, VertexId v, std::uint32_t count,
                         std::uint32_t first_candidate_vertex) const;
 
@@ -180,7 +189,7 @@ class Router {
   struct Table {
     std::uint32_t u = 0;
     std::uint64_t last_use = 0;
-    std::uint32_t* dist = nullptr;  // by fabric index, in table_chunks_
+    void* dist = nullptr;  // by fabric index, in table_chunks_ (uint16_t, or uint32_t when wide_)
   };
   std::vector<Table> tables_;
   // The tables' storage: chunks of tables_per_chunk_ tables each, never moved (a route's
@@ -188,9 +197,12 @@ class Router {
   // 2,048 tables of 20 kB, 40 MB touched once.
   struct ChunkFree {
     std::size_t bytes;
-    void operator()(std::uint32_t* p) const noexcept { huge_free(p, bytes); }
+    void operator()(unsigned char* p) const noexcept { huge_free(p, bytes); }
   };
-  std::vector<std::unique_ptr<std::uint32_t[], ChunkFree>> table_chunks_;
+  std::vector<std::unique_ptr<unsigned char[], ChunkFree>> table_chunks_;
+  bool wide_ = false;
+  std::size_t dist_bytes_ = 2;  // per table entry
+  std::vector<std::uint32_t> one_;  // search_one's distances
   std::size_t tables_per_chunk_ = 1;
   std::vector<std::int32_t> slot_of_;  // by fabric index: index in tables_, -1 if not cached
   std::size_t capacity_;
@@ -229,7 +241,7 @@ class Router {
   std::vector<DstInfo> dst_info_;       // built lazily
   std::vector<Entry> entry_pool_;
   std::vector<VertexId> border_pool_;
-  std::vector<const std::uint32_t*> scratch_tables_;
+  TablePtrs scratch_tables_;
   std::vector<std::uint32_t> cand_;
   std::vector<std::uint32_t> link_scratch_;
   struct RouteSlot {  // open addressing on the ECMP hash, linear probing; 16 bytes

@@ -181,5 +181,30 @@ TEST(Routing, CacheIsBoundedAndUnreachableThrows) {
   EXPECT_THROW(ri.route(0, 1), std::invalid_argument);
 }
 
+// Distance tables are 16-bit while (|F| - 1) x the costliest edge stays below 0xFFFF and
+// 32-bit beyond: a chain of switches whose least costs pass 65,535 routes exactly, as
+// does a chain just short of the limit.
+TEST(Routing, LeastCostsBeyondSixteenBitsAreExact) {
+  for (int switches : {200, 300}) {
+    Topology t;
+    const VertexId a = t.add_vertex(VertexKind::gpu, "a", 0), b = t.add_vertex(VertexKind::gpu, "b", 1);
+    std::vector<VertexId> sw;
+    for (int i = 0; i < switches; ++i) sw.push_back(t.add_vertex(VertexKind::spine, "s" + std::to_string(i)));
+    for (int i = 1; i < switches; ++i) t.connect(sw[i - 1], sw[i], 1e9, 1e-6, 255);
+    t.connect(a, sw.front(), 1e9, 1e-6, 7);
+    t.connect(b, sw.back(), 1e9, 1e-6, 9);
+    const std::uint32_t want = 7 + 255u * static_cast<std::uint32_t>(switches - 1) + 9;
+    for (auto contraction : {Router::Contraction::nodes, Router::Contraction::none}) {
+      Router r(t, 0, contraction);
+      EXPECT_EQ(r.cost(a, b), want) << switches;
+      EXPECT_EQ(r.cost(b, a), want) << switches;
+      EXPECT_EQ(r.cost(sw[1], b), want - 7 - 255) << switches;
+      const auto p = r.route(a, b);
+      ASSERT_EQ(p.size(), static_cast<std::size_t>(switches + 1)) << switches;
+      EXPECT_EQ(t.link(p.back()).dst, b);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ptsim::hw::net
