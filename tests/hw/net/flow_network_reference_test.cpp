@@ -22,6 +22,18 @@ struct RefFlow {
   std::uint32_t weight;
 };
 
+// One round in `every`, cancel a random live flow.
+void cancel_sometimes(FlowNetwork& net, std::vector<RefFlow>& live, std::mt19937& rng, unsigned every) {
+  if (live.empty() || rng() % every != 0) return;
+  const std::size_t k = rng() % live.size();
+  net.cancel(live[k].id);
+  live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+}
+// Forget the flows the network reported finished.
+void drop_finished(std::vector<RefFlow>& live, const std::vector<FlowId>& done) {
+  std::erase_if(live, [&](const RefFlow& x) { return std::find(done.begin(), done.end(), x.id) != done.end(); });
+}
+
 // Progressive filling written out plainly (Bertsekas & Gallager, Data Networks, §6.5.2):
 // the link with the least remaining capacity per unfixed share saturates; its unfixed
 // flows are fixed at that share; repeat. O(links × flows) per round, no incrementality.
@@ -80,14 +92,8 @@ TEST(FlowNetworkReference, ManyFlowsPerLinkMatchATextbookSolveAndLinkBytesIntegr
         const std::uint32_t w = 1 + rng() % 4;
         live.push_back({net.add_flow(p, (1 + rng() % 200) * 1e6, net.now(), 0, false, w), p, w});
       }
-      if (!live.empty() && rng() % 5 == 0) {
-        const std::size_t k = rng() % live.size();
-        net.cancel(live[k].id);
-        live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
-      }
-      auto drop_done = [&] {
-        std::erase_if(live, [&](const RefFlow& x) { return std::find(done.begin(), done.end(), x.id) != done.end(); });
-      };
+      cancel_sometimes(net, live, rng, 5);
+      auto drop_done = [&] { drop_finished(live, done); };
       done.clear();
       net.advance_to(net.now(), done);  // the arrivals start now
       drop_done();
@@ -141,17 +147,10 @@ TEST(FlowNetworkReference, LongPathsStoredOutOfLineMatchATextbookSolve) {
         const std::uint32_t w = 1 + rng() % 3;
         live.push_back({net.add_flow(p, (1 + rng() % 200) * 1e6, net.now(), 0, false, w), p, w});
       }
-      if (!live.empty() && rng() % 4 == 0) {
-        const std::size_t k = rng() % live.size();
-        net.cancel(live[k].id);
-        live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
-      }
-      auto drop_done = [&] {
-        std::erase_if(live, [&](const RefFlow& x) { return std::find(done.begin(), done.end(), x.id) != done.end(); });
-      };
+      cancel_sometimes(net, live, rng, 4);
       done.clear();
       net.advance_to(net.now(), done);
-      drop_done();
+      drop_finished(live, done);
       const Seconds te = net.next_event_time();
       if (te == FlowNetwork::kNever) continue;
       const auto ref = textbook_max_min_rates(t, live);
@@ -161,7 +160,7 @@ TEST(FlowNetworkReference, LongPathsStoredOutOfLineMatchATextbookSolve) {
       done.clear();
       net.advance_to(te, done);
       ASSERT_FALSE(done.empty());
-      drop_done();
+      drop_finished(live, done);
     }
     EXPECT_GT(long_paths, 10) << "seed " << seed;  // the out-of-line case was exercised
     net.run_until_idle(&done);

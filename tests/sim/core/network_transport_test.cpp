@@ -1,8 +1,8 @@
 // NetworkCost and NetworkTransport: closed forms on an idle network, link sharing
 // between overlapping transfers, and a whole iteration on an oversubscribed fabric.
 #include <fmt/format.h>
-#include <algorithm>
 #include <gtest/gtest.h>
+#include <algorithm>
 
 #include "sim/core/engine.h"
 #include "sim/core/errors.h"
@@ -86,35 +86,35 @@ TEST(NetworkCost, OversubscriptionSlowsCrossLeafDataParallelEvenInClosedForm) {
   EXPECT_GE(t_full, kTwoNodeRingLatency + 2 * (S / 2) / kNic - 1e-12);
 }
 
-TEST(NetworkTransport, IdleNetworkEqualsTheClosedForm) {
-  Layout layout(8, 1, 2, 1, 1, 8);
-  auto model = std::make_shared<NetworkModel>(two_nodes(), layout);
-  NetworkCost cost(model);
-  NetworkTransport tr(*model, cost);
+// Two nodes of 8 GPUs (tp 8 × dp 2) and one transport on an idle engine.
+struct TwoNodeRig {
+  Layout layout{8, 1, 2, 1, 1, 8};
+  std::shared_ptr<NetworkModel> model = std::make_shared<NetworkModel>(two_nodes(), layout);
+  NetworkCost cost{model};
+  NetworkTransport tr{*model, cost};
   Engine e;
   Recorder rec{&e};
+};
+
+TEST(NetworkTransport, IdleNetworkEqualsTheClosedForm) {
+  TwoNodeRig rig;
   const double S = 100e6;
-  const auto g = layout.shape(Dim::dp, 0);
-  tr.start_collective(e, CollectiveKind::all_reduce, Dim::dp, 0, g, S, &Recorder::cb, &rec, 0);
-  e.run();
-  // Alone: 50.96 us + 2 · 50 MB / 24 GB/s = 4.218 ms, as model->isolated_seconds.
-  const auto ranks = model->members(Dim::dp, 0);
-  EXPECT_NEAR(to_seconds(rec.at[0]), model->isolated_seconds(CollectiveKind::all_reduce, ranks, S), 1e-9);
-  EXPECT_NEAR(to_seconds(rec.at[0]), kTwoNodeRingLatency + 2 * (S / 2) / kNic, 1e-9);
+  const auto g = rig.layout.shape(Dim::dp, 0);
+  rig.tr.start_collective(rig.e, CollectiveKind::all_reduce, Dim::dp, 0, g, S, &Recorder::cb, &rig.rec, 0);
+  rig.e.run();
+  // Alone: 50.96 us + 2 · 50 MB / 24 GB/s = 4.218 ms, as rig.model->isolated_seconds.
+  const auto ranks = rig.model->members(Dim::dp, 0);
+  EXPECT_NEAR(to_seconds(rig.rec.at[0]), rig.model->isolated_seconds(CollectiveKind::all_reduce, ranks, S), 1e-9);
+  EXPECT_NEAR(to_seconds(rig.rec.at[0]), kTwoNodeRingLatency + 2 * (S / 2) / kNic, 1e-9);
 }
 
 // The transport keeps each group's last two templates (NetworkTransport::GroupMemo): a
 // group cycling through more (kind, size) pairs than that, one transfer at a time, must
 // still run each one with its own template, i.e. in its own closed-form time.
 TEST(NetworkTransport, AGroupCyclingThroughManyCollectivesGetsEachOnesOwnTime) {
-  Layout layout(8, 1, 2, 1, 1, 8);
-  auto model = std::make_shared<NetworkModel>(two_nodes(), layout);
-  NetworkCost cost(model);
-  NetworkTransport tr(*model, cost);
-  Engine e;
-  Recorder rec{&e};
-  const auto g = layout.shape(Dim::tp, 1);
-  const auto ranks = model->members(Dim::tp, 1);
+  TwoNodeRig rig;
+  const auto g = rig.layout.shape(Dim::tp, 1);
+  const auto ranks = rig.model->members(Dim::tp, 1);
   const CollectiveKind kinds[] = {CollectiveKind::all_reduce, CollectiveKind::all_gather,
                                   CollectiveKind::reduce_scatter};
   const double sizes[] = {16e6, 256e6};
@@ -122,11 +122,11 @@ TEST(NetworkTransport, AGroupCyclingThroughManyCollectivesGetsEachOnesOwnTime) {
   for (int round = 0; round < 3; ++round)
     for (const double S : sizes)
       for (const CollectiveKind c : kinds) {
-        const Tick start = e.now();
-        tr.start_collective(e, c, Dim::tp, 1, g, S, &Recorder::cb, &rec, 0);
-        e.run();
-        const Seconds took = to_seconds(rec.at[0] - start);
-        EXPECT_NEAR(took, model->isolated_seconds(c, ranks, S), 1e-9)
+        const Tick start = rig.e.now();
+        rig.tr.start_collective(rig.e, c, Dim::tp, 1, g, S, &Recorder::cb, &rig.rec, 0);
+        rig.e.run();
+        const Seconds took = to_seconds(rig.rec.at[0] - start);
+        EXPECT_NEAR(took, rig.model->isolated_seconds(c, ranks, S), 1e-9)
             << "round " << round << " " << to_string(c) << " " << S;
         if (round == 0) seen.push_back(took);
       }
@@ -137,20 +137,16 @@ TEST(NetworkTransport, AGroupCyclingThroughManyCollectivesGetsEachOnesOwnTime) {
 }
 
 TEST(NetworkTransport, DataParallelAllReduceAndPipelineSendOnOneNicSlowEachOther) {
-  Layout layout(8, 1, 2, 1, 1, 8);
-  auto model = std::make_shared<NetworkModel>(two_nodes(), layout);
-  NetworkCost cost(model);
-  NetworkTransport tr(*model, cost);
-  Engine e;
-  Recorder rec{&e};
+  TwoNodeRig rig;
   const double S = 100e6, P = 50e6, a = 2e-6, B = kNic, a_dp = kTwoNodeRingLatency;
   // t = 0: DP all-reduce of {0, 8} (ring n = 2: flows 0->8 and 8->0 of S after NCCL's
   // latency a_dp = 50.96 us) and a 50 MB pipeline send 0->8 (after the path's α = 2 us),
   // both on GPU 0's NIC 0 and the same path.
-  tr.start_collective(e, CollectiveKind::all_reduce, Dim::dp, 0, layout.shape(Dim::dp, 0), S, &Recorder::cb, &rec, 0);
+  rig.tr.start_collective(rig.e, CollectiveKind::all_reduce, Dim::dp, 0, rig.layout.shape(Dim::dp, 0), S, &Recorder::cb,
+                          &rig.rec, 0);
   GroupShape pair{2, 2, 0, 8};
-  tr.start_p2p(e, 0, 8, pair, P, &Recorder::cb, &rec, 1);
-  e.run();
+  rig.tr.start_p2p(rig.e, 0, 8, pair, P, &Recorder::cb, &rig.rec, 1);
+  rig.e.run();
   // Shares by hand (max-min on the B = 24 GB/s links 0->8):
   //  [α, a_dp): the send alone at 24 GB/s: 1.175 MB;
   //  from a_dp: send and DP flow 0->8 at 12 GB/s each; the send's 48.825 MB take
@@ -159,13 +155,13 @@ TEST(NetworkTransport, DataParallelAllReduceAndPipelineSendOnOneNicSlowEachOther
   //  -> 6.252 ms (alone: a_dp + 4.1667 ms).
   const double send_done = a_dp + (P - B * (a_dp - a)) / (B / 2);
   const double dp_done = send_done + (S - (B / 2) * (send_done - a_dp)) / B;
-  EXPECT_NEAR(to_seconds(rec.at[1]), send_done, 2e-9);
-  EXPECT_NEAR(to_seconds(rec.at[0]), dp_done, 2e-9);
-  EXPECT_GT(to_seconds(rec.at[1]), a + P / B + 1e-3);     // the send was slowed
-  EXPECT_GT(to_seconds(rec.at[0]), a_dp + S / B + 1e-3);  // and so was the all-reduce
+  EXPECT_NEAR(to_seconds(rig.rec.at[1]), send_done, 2e-9);
+  EXPECT_NEAR(to_seconds(rig.rec.at[0]), dp_done, 2e-9);
+  EXPECT_GT(to_seconds(rig.rec.at[1]), a + P / B + 1e-3);     // the send was slowed
+  EXPECT_GT(to_seconds(rig.rec.at[0]), a_dp + S / B + 1e-3);  // and so was the all-reduce
   // Bytes: DP 2 × 100 MB, PP 50 MB.
-  EXPECT_NEAR(tr.dim_bytes(Dim::dp), 2 * S, 1e3);
-  EXPECT_NEAR(tr.dim_bytes(Dim::pp), P, 1e3);
+  EXPECT_NEAR(rig.tr.dim_bytes(Dim::dp), 2 * S, 1e3);
+  EXPECT_NEAR(rig.tr.dim_bytes(Dim::pp), P, 1e3);
 }
 
 std::string oversubscribed_yaml(double o) {
