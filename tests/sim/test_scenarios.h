@@ -12,19 +12,25 @@
 
 namespace ptsim::sim::testing {
 
-// A small GPT: every layer identical; the vocabulary is tiny so the head costs
-// nothing under FlopsOnlyCost (below) and all stages are equal.
-inline std::string tiny_gpt_yaml(int pp, int dp, int tp, int layers, int gbs, const std::string& extra_parallel = "",
-                                 int vocab = 8, const std::string& extra_training = "") {
-  return fmt::format(R"(name: tiny
-model:
+// The model section of the small GPT below: `model:` and its keys, each line ended.
+inline std::string tiny_gpt_model_yaml(int layers, int vocab = 8) {
+  return fmt::format(R"(model:
   num_layers: {}
   hidden_size: 1024
   num_attention_heads: 16
   ffn_hidden_size: 4096
   vocab_size: {}
   seq_length: 128
-cluster:
+)",
+                     layers, vocab);
+}
+
+// A small GPT: every layer identical; the vocabulary is tiny so the head costs
+// nothing under FlopsOnlyCost (below) and all stages are equal.
+inline std::string tiny_gpt_yaml(int pp, int dp, int tp, int layers, int gbs, const std::string& extra_parallel = "",
+                                 int vocab = 8, const std::string& extra_training = "") {
+  return fmt::format(R"(name: tiny
+{}cluster:
   gpu: a100-sxm-80gb
   num_gpus: {}
   gpus_per_node: {}
@@ -37,8 +43,8 @@ training:
   micro_batch_size: 1
 {}
 )",
-                     layers, vocab, pp * dp * tp, std::min(8, pp * dp * tp), tp, pp, extra_parallel, gbs,
-                     extra_training);
+                     tiny_gpt_model_yaml(layers, vocab), pp * dp * tp, std::min(8, pp * dp * tp), tp, pp,
+                     extra_parallel, gbs, extra_training);
 }
 
 // GEMM and attention at 10 PFLOP/s, everything memory-bound free: tiny ops round

@@ -9,6 +9,7 @@
 
 #include "hw/net/flow_network.h"
 #include "hw/units.h"
+#include "tests/hw/net/random_path.h"
 
 namespace ptsim::hw::net {
 namespace {
@@ -85,12 +86,7 @@ TEST(FlowNetworkIncremental, MatchesAFromScratchSolveUnderChurn) {
       if (net.unfinished(live[k].first)) net.cancel(live[k].first);
       live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
     } else {
-      std::vector<LinkId> p;
-      const int len = 1 + static_cast<int>(rng() % 4);
-      for (int j = 0; j < len; ++j) {
-        const LinkId l = links[rng() % links.size()];
-        if (std::find(p.begin(), p.end(), l) == p.end()) p.push_back(l);
-      }
+      const std::vector<LinkId> p = testing::random_path(links, rng, 4);
       live.emplace_back(net.add_flow(p, 1e3 * kGB, now), p);  // large: none completes
     }
     now += 1e-3;
@@ -130,12 +126,7 @@ TEST(FlowNetworkIncremental, LevelBoundedResolveMatchesAFromScratchSolveThroughC
       // A few arrivals now, then run to the next event.
       const int arrivals = static_cast<int>(rng() % 4);
       for (int a = 0; a < arrivals; ++a) {
-        std::vector<LinkId> p;
-        const int len = 1 + static_cast<int>(rng() % 4);
-        for (int j = 0; j < len; ++j) {
-          const LinkId l = links[rng() % links.size()];
-          if (std::find(p.begin(), p.end(), l) == p.end()) p.push_back(l);
-        }
+        const std::vector<LinkId> p = testing::random_path(links, rng, 4);
         const std::uint32_t w = 1 + rng() % 3;
         live.push_back({net.add_flow(p, (1 + rng() % 50) * 1e7, net.now(), 0, false, w), p, w});
       }

@@ -12,6 +12,7 @@
 
 #include "hw/net/flow_network.h"
 #include "hw/units.h"
+#include "tests/hw/net/random_path.h"
 
 namespace ptsim::hw::net {
 namespace {
@@ -83,12 +84,7 @@ TEST(FlowNetworkReference, ManyFlowsPerLinkMatchATextbookSolveAndLinkBytesIntegr
     for (int round = 0; round < 120; ++round) {
       const int arrivals = static_cast<int>(rng() % 7);
       for (int a = 0; a < arrivals; ++a) {
-        std::vector<LinkId> p;
-        const int len = 1 + static_cast<int>(rng() % 3);
-        for (int j = 0; j < len; ++j) {
-          const LinkId l = links[rng() % links.size()];
-          if (std::find(p.begin(), p.end(), l) == p.end()) p.push_back(l);
-        }
+        const std::vector<LinkId> p = testing::random_path(links, rng, 3);
         const std::uint32_t w = 1 + rng() % 4;
         live.push_back({net.add_flow(p, (1 + rng() % 200) * 1e6, net.now(), 0, false, w), p, w});
       }

@@ -22,14 +22,7 @@ using testing::FreeCollectives;
 std::string mixed_yaml(const std::string& parallel_extra = "", int layers = 40, int gbs = 8,
                        const std::string& groups = "[{type: a100-sxm-80gb, nodes: 2}, {type: h100-sxm, nodes: 2}]") {
   return fmt::format(R"(name: mixed
-model:
-  num_layers: {}
-  hidden_size: 1024
-  num_attention_heads: 16
-  ffn_hidden_size: 4096
-  vocab_size: 8
-  seq_length: 128
-cluster:
+{}cluster:
   gpus: {}
   gpus_per_node: 2
 parallel:
@@ -40,7 +33,7 @@ training:
   global_batch_size: {}
   micro_batch_size: 1
 )",
-                     layers, groups, parallel_extra, gbs);
+                     testing::tiny_gpt_model_yaml(layers), groups, parallel_extra, gbs);
 }
 
 // GEMM and attention FLOPs at `rate` of the GPU's bf16 peak, everything else free: the

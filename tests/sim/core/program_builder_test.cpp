@@ -30,14 +30,7 @@ constexpr double kHidden = kB * kS * kH * kBf16;
 // `parallel` lines go under `parallel:`, `moe` lines under `model:`.
 std::string yaml(int num_gpus, int layers, int gbs, const std::string& parallel, const std::string& moe = "") {
   return fmt::format(R"(name: builder
-model:
-  num_layers: {}
-  hidden_size: 1024
-  num_attention_heads: 16
-  ffn_hidden_size: 4096
-  vocab_size: 8
-  seq_length: 128
-{}
+{}{}
 cluster:
   gpu: a100-sxm-80gb
   num_gpus: {}
@@ -48,7 +41,7 @@ training:
   global_batch_size: {}
   micro_batch_size: 1
 )",
-                     layers, moe, num_gpus, std::min(8, num_gpus), parallel, gbs);
+                     testing::tiny_gpt_model_yaml(layers), moe, num_gpus, std::min(8, num_gpus), parallel, gbs);
 }
 
 struct Built {
