@@ -14,59 +14,36 @@
 #include "models/params.h"
 #include "sim/core/program_builder.h"
 #include "sim/io/scenario_file.h"
+#include "tests/sim/core/program_fixtures.h"
 #include "tests/sim/test_scenarios.h"
 
 namespace ptsim::sim {
 namespace {
 
+using testing::build;
+using testing::Built;
 using testing::FlopsOnlyCost;
+using testing::phase;
+using testing::Tally;
 
 constexpr double kQkv = 3145728, kProj = 1048576, kMlp = 4194304, kLinear = kQkv + kProj + 2 * kMlp;
 
 // One stage, no tensor parallelism: tests/sim/test_scenarios.h's tiny GPT with `parallel` and `training` lines.
-std::string yaml(int layers, int dp, int gbs, const std::string& parallel, const std::string& training) {
+std::string one_stage_yaml(int layers, int dp, int gbs, const std::string& parallel, const std::string& training) {
   return testing::tiny_gpt_yaml(1, dp, 1, layers, gbs, parallel, 8, training);
 }
 
-struct Built {
-  Scenario s;
-  Program p;
-};
-Built build(const std::string& text) {
-  Built b{parse_scenario(text, "test"), {}};
-  b.p = build_program(b.s, FlopsOnlyCost(b.s.cluster.gpu));
-  return b;
-}
-
-struct Tally {
-  int count = 0;
-  double bytes = 0;
-};
-Tally tally(const std::vector<Instr>& v, CollectiveKind c) {
-  Tally t;
-  for (const Instr& in : v)
-    if ((in.kind == InstrKind::collective || in.kind == InstrKind::launch) && in.dim == Dim::dp && in.coll == c) {
-      ++t.count;
-      t.bytes += in.bytes;
-    }
-  return t;
-}
-std::vector<Instr> phase(const StageProgram& sp, bool backward) {
-  std::vector<Instr> out;
-  for (const auto& c : sp.chunks) {
-    const auto& v = backward ? c.backward : c.forward;
-    out.insert(out.end(), v.begin(), v.end());
-  }
-  return out;
-}
+// The data-parallel collectives of kind c in `v`.
+Tally tally(const std::vector<Instr>& v, CollectiveKind c) { return testing::tally(v, Dim::dp, c); }
 // Per layer: (4-layer − 2-layer) / 2, so the embedding and head drop out.
 Tally per_layer(const std::string& parallel, const std::string& training, bool backward, CollectiveKind c) {
-  const Built four = build(yaml(4, 4, 4, parallel, training)), two = build(yaml(2, 4, 4, parallel, training));
+  const Built four = build(one_stage_yaml(4, 4, 4, parallel, training)),
+              two = build(one_stage_yaml(2, 4, 4, parallel, training));
   const Tally a = tally(phase(four.p.stages[0], backward), c), b = tally(phase(two.p.stages[0], backward), c);
   return {(a.count - b.count) / 2, (a.bytes - b.bytes) / 2};
 }
 double layer_bytes() {
-  const Built b = build(yaml(2, 4, 4, "  zero_stage: 3", ""));
+  const Built b = build(one_stage_yaml(2, 4, 4, "  zero_stage: 3", ""));
   return 2.0 * static_cast<double>(models::layer_params_per_gpu(b.s.model, 1, 1, false).total());
 }
 // The largest count a wait on the parameter-gather channel allows in flight.
@@ -110,7 +87,7 @@ TEST(ProgramBuilderFramework, DeepSpeedPrefetchWindow) {
   // on a single stage), so the first use lets the other 8 fly; a window of
   // 1 element keeps one gather ahead; 0 prefetches nothing.
   const auto fwd = [](const std::string& ds) {
-    return phase(build(yaml(2, 4, 4, "  zero_stage: 3", "  framework: deepspeed\n" + ds)).p.stages[0], false);
+    return phase(build(one_stage_yaml(2, 4, 4, "  zero_stage: 3", "  framework: deepspeed\n" + ds)).p.stages[0], false);
   };
   EXPECT_EQ(max_gather_wait(fwd("")), 8);
   EXPECT_EQ(max_gather_wait(fwd("  deepspeed: {stage3_prefetch_bucket_size: 1}")), 1);
@@ -135,7 +112,7 @@ TEST(ProgramBuilderFramework, DeepSpeedReleasesBefore06GatherWithTheHostBlocked)
   // 0.6 and later: the current profile.
   const std::string z3 = "  zero_stage: 3";
   const auto built = [&](const std::string& ds, int dp) {
-    Built b{parse_scenario(yaml(2, dp, dp, z3, "  framework: deepspeed\n" + ds), "test"), {}};
+    Built b{parse_scenario(one_stage_yaml(2, dp, dp, z3, "  framework: deepspeed\n" + ds), "test"), {}};
     BuildOptions named;  // compute instructions keep their names
     named.fuse_compute = false;
     b.p = build_program(b.s, FlopsOnlyCost(b.s.cluster.gpu), named);
@@ -191,8 +168,8 @@ TEST(ProgramBuilderFramework, DeepSpeedReleasesEachSubmoduleAfterUse) {
   const double mlp = layer_bytes() * kMlp / kLinear;
   for (const std::string extra : {"", ", stage3_max_reuse_distance: 1e6"}) {
     SCOPED_TRACE(extra);
-    const Built b = build(yaml(2, 4, 4, "  zero_stage: 3\n  recompute: full",
-                               "  framework: deepspeed\n  deepspeed: {version: \"0.3.14\"" + extra + "}"));
+    const Built b = build(one_stage_yaml(2, 4, 4, "  zero_stage: 3\n  recompute: full",
+                                         "  framework: deepspeed\n  deepspeed: {version: \"0.3.14\"" + extra + "}"));
     EXPECT_NEAR(peak_gathered(phase(b.p.stages[0], false), b.p), mlp, 1e-6 * mlp);
     const double bwd = peak_gathered(phase(b.p.stages[0], true), b.p);
     // Reused copies stay to the layer's backward; re-gathered ones go one by one.
@@ -226,7 +203,7 @@ TEST(ProgramBuilderFramework, FsdpReshardAndPerUnitReduceScatter) {
                 .count,
             0);
   // backward_prefetch none: backward gathers are not issued ahead.
-  const Built b = build(yaml(2, 4, 4, z3, "  framework: fsdp\n  fsdp: {backward_prefetch: none}"));
+  const Built b = build(one_stage_yaml(2, 4, 4, z3, "  framework: fsdp\n  fsdp: {backward_prefetch: none}"));
   EXPECT_EQ(max_gather_wait(phase(b.p.stages[0], true)), 0);
   EXPECT_EQ(max_gather_wait(phase(b.p.stages[0], false)), 1);
 }
@@ -236,9 +213,9 @@ TEST(ProgramBuilderFramework, DeepSpeedZero1BucketsAfterBackward) {
   // gradients are reduce-scattered after the backward (epilogue) in
   // reduce_bucket_size buckets, and the updated weights all-gathered after the step
   // in allgather_bucket_size buckets: ceil(Ψ / bucket) each.
-  const Built b =
-      build(yaml(2, 4, 4, "  zero_stage: 1",
-                 "  framework: deepspeed\n  deepspeed: {reduce_bucket_size: 1e6, allgather_bucket_size: 3e6}"));
+  const Built b = build(
+      one_stage_yaml(2, 4, 4, "  zero_stage: 1",
+                     "  framework: deepspeed\n  deepspeed: {reduce_bucket_size: 1e6, allgather_bucket_size: 3e6}"));
   const StageProgram& sp = b.p.stages[0];
   const double psi = static_cast<double>(models::stage_params(b.s.model, b.s.plan.par, 0).total());
   EXPECT_EQ(tally(phase(sp, true), CollectiveKind::reduce_scatter).count, 0);
@@ -256,14 +233,15 @@ TEST(ProgramBuilderFramework, MegatronBucketSizeOverride) {
   // closes once it holds bucket_size parameters, filled a block at a time: with
   // bucket_size 1e7 each 12.6M-parameter layer closes one (the head, which holds
   // the tiny embedding on a single stage, rides with the last layer): 2.
-  const Built b = build(yaml(2, 4, 4, "  zero_stage: 1", "  megatron: {bucket_size: 1e7}"));
+  const Built b = build(one_stage_yaml(2, 4, 4, "  zero_stage: 1", "  megatron: {bucket_size: 1e7}"));
   const double psi = static_cast<double>(models::stage_params(b.s.model, b.s.plan.par, 0).total());
   const Tally rs = tally(phase(b.p.stages[0], true), CollectiveKind::reduce_scatter);
   EXPECT_EQ(rs.count, 2);
   EXPECT_DOUBLE_EQ(rs.bytes, 2 * psi);
-  EXPECT_EQ(
-      tally(phase(build(yaml(2, 4, 4, "  zero_stage: 1", "")).p.stages[0], true), CollectiveKind::reduce_scatter).count,
-      1);
+  EXPECT_EQ(tally(phase(build(one_stage_yaml(2, 4, 4, "  zero_stage: 1", "")).p.stages[0], true),
+                  CollectiveKind::reduce_scatter)
+                .count,
+            1);
 }
 
 }  // namespace

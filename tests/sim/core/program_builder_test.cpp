@@ -16,12 +16,17 @@
 #include "models/memory.h"
 #include "sim/core/program_builder.h"
 #include "sim/io/scenario_file.h"
+#include "tests/sim/core/program_fixtures.h"
 #include "tests/sim/test_scenarios.h"
 
 namespace ptsim::sim {
 namespace {
 
-using testing::FlopsOnlyCost;
+using testing::build;
+using testing::Built;
+using testing::phase;
+using testing::tally;
+using testing::Tally;
 
 constexpr double kH = 1024, kS = 128, kB = 1, kBf16 = 2;
 // One layer's activation b·s·h in bf16: 1·128·1024·2 = 262,144 bytes.
@@ -44,40 +49,6 @@ training:
                      testing::tiny_gpt_model_yaml(layers), moe, num_gpus, std::min(8, num_gpus), parallel, gbs);
 }
 
-struct Built {
-  Scenario s;
-  Program p;
-};
-Built build(const std::string& text) {
-  Built b{parse_scenario(text, "test"), {}};
-  b.p = build_program(b.s, FlopsOnlyCost(b.s.cluster.gpu));
-  return b;
-}
-
-// Collectives (blocking or launched) of one dimension and kind in `v`: how many, and
-// their buffer sizes S summed.
-struct Tally {
-  int count = 0;
-  double bytes = 0;
-};
-Tally tally(const std::vector<Instr>& v, Dim d, CollectiveKind c) {
-  Tally t;
-  for (const Instr& in : v)
-    if ((in.kind == InstrKind::collective || in.kind == InstrKind::launch) && in.dim == d && in.coll == c) {
-      ++t.count;
-      t.bytes += in.bytes;
-    }
-  return t;
-}
-// The forward or backward instructions of every chunk of a stage, in one list.
-std::vector<Instr> phase(const StageProgram& sp, bool backward) {
-  std::vector<Instr> out;
-  for (const auto& c : sp.chunks) {
-    const auto& v = backward ? c.backward : c.forward;
-    out.insert(out.end(), v.begin(), v.end());
-  }
-  return out;
-}
 // Everything a stage runs per step: prologue, one micro-batch of every chunk, epilogue.
 std::vector<Instr> all_of(const StageProgram& sp) {
   std::vector<Instr> out = sp.prologue;

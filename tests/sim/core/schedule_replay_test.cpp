@@ -4,8 +4,8 @@
 // memory of schedule_memory.h, no deadlock, and the scenario errors.
 #include <gtest/gtest.h>
 
-#include "sim/core/errors.h"
 #include "models/memory.h"
+#include "sim/core/errors.h"
 #include "sim/core/schedule_memory.h"
 #include "sim/core/simulate.h"
 #include "sim/io/scenario_file.h"
@@ -18,7 +18,7 @@ using testing::FlopsOnlyCost;
 using testing::FreeCollectives;
 using testing::tiny_gpt_yaml;
 
-Simulation run_synthetic(const Scenario& s) {
+Simulation simulate_synthetic(const Scenario& s) {
   FlopsOnlyCost compute(s.cluster.gpu);
   FreeCollectives coll;
   SimulateOptions o;
@@ -49,7 +49,7 @@ TEST(ZeroBubbleReplay, BackwardSplitKeepsTheWork) {
   // linear layer's backward FLOPs, the attention core has no W.
   const Scenario a = parse_scenario(tiny_gpt_yaml(4, 1, 1, 8, 8), "test");
   const Scenario z = parse_scenario(tiny_gpt_yaml(4, 1, 1, 8, 8, schedule_line("zb-h1")), "test");
-  const Passes one = passes(run_synthetic(a).program, 1), split = passes(run_synthetic(z).program, 1);
+  const Passes one = passes(simulate_synthetic(a).program, 1), split = passes(simulate_synthetic(z).program, 1);
   EXPECT_EQ(one.w, 0);
   EXPECT_NEAR(split.b + split.w, one.b, 1e-8);  // each op's halves round to whole ticks (ns)
   EXPECT_GT(split.w, 0.3 * one.b);
@@ -60,7 +60,8 @@ TEST(ZeroBubbleReplay, ZbH1IterationIsQiEtAlFormula) {
   // Equal stages, free communication: m(T_F + T_B + T_W) + (p − 1)(T_F + T_B − T_W)
   // (Qi et al. ICLR 2024 Table 2), a third of 1F1B's bubble when T_F = T_B = T_W.
   for (auto [p, m] : {std::pair{4, 8}, std::pair{4, 13}, std::pair{8, 8}, std::pair{2, 7}}) {
-    const Simulation sim = run_synthetic(parse_scenario(tiny_gpt_yaml(p, 1, 1, 2 * p, m, schedule_line("zb-h1")), "t"));
+    const Simulation sim =
+        simulate_synthetic(parse_scenario(tiny_gpt_yaml(p, 1, 1, 2 * p, m, schedule_line("zb-h1")), "t"));
     const Passes t = passes(sim.program, 1);
     const double expect = m * (t.f + t.b + t.w) + (p - 1) * (t.f + t.b - t.w);
     EXPECT_NEAR(sim.result.iteration_time_s, expect, 1e-6 * expect) << "p=" << p << " m=" << m;
@@ -72,7 +73,7 @@ TEST(ZeroBubbleReplay, SchedulesOrderByBubble) {
   // iteration time; DualPipe below 1F1B.
   const int p = 4, m = 16;
   auto iteration = [&](const char* kind) {
-    return run_synthetic(parse_scenario(tiny_gpt_yaml(p, 1, 1, 16, m, schedule_line(kind)), "t"))
+    return simulate_synthetic(parse_scenario(tiny_gpt_yaml(p, 1, 1, 16, m, schedule_line(kind)), "t"))
         .result.iteration_time_s;
   };
   const double f1b = iteration("1f1b"), h1 = iteration("zb-h1"), h2 = iteration("zb-h2"), zv = iteration("zb-v"),
@@ -89,7 +90,7 @@ TEST(ZeroBubbleReplay, EveryScheduleFinishesWithoutDeadlock) {
       for (int m : {p, 2 * p, 3 * p + 1}) {
         if (std::string(kind) == "dualpipe" && (m % 2 != 0 || m < 2 * p)) continue;
         const Scenario s = parse_scenario(tiny_gpt_yaml(p, 1, 1, 2 * p, m, schedule_line(kind)), "t");
-        const Result r = run_synthetic(s).result;
+        const Result r = simulate_synthetic(s).result;
         EXPECT_GT(r.iteration_time_s, 0) << kind << " p " << p << " m " << m;
       }
 }
@@ -99,7 +100,11 @@ TEST(ZeroBubbleReplay, SimulatedPeakMemoryMatchesScheduleWalk) {
   // a real vocabulary (the head's fp32 logits, freed after its B), recompute and
   // the allocator gap.
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
-      {"zb-h1", {}}, {"zb-h2", {}}, {"zb-v", {}}, {"dualpipe", {}}, {"zb-h1", {"parallel.recompute=full"}},
+      {"zb-h1", {}},
+      {"zb-h2", {}},
+      {"zb-v", {}},
+      {"dualpipe", {}},
+      {"zb-h1", {"parallel.recompute=full"}},
       {"zb-v", {"parallel.recompute=selective", "training.attention=naive", "training.memory.allocator_overhead=0.1"}}};
   for (const auto& [kind, sets] : cases) {
     const Scenario s = parse_scenario(

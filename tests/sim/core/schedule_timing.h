@@ -13,7 +13,7 @@
 
 #include "sim/core/schedule.h"
 
-namespace ptsim::sim::test {
+namespace ptsim::sim::timing {
 
 
 struct ScheduleTiming {
@@ -95,4 +95,4 @@ inline ScheduleTiming time_schedule(models::Schedule kind, int p, int m, int v, 
   return out;
 }
 
-}  // namespace ptsim::sim::test
+}  // namespace ptsim::sim::timing

@@ -15,7 +15,7 @@ namespace ptsim::sim {
 namespace {
 
 using models::Schedule;
-using test::time_schedule;
+using timing::time_schedule;
 
 constexpr Schedule kNew[] = {Schedule::zb_h1, Schedule::zb_h2, Schedule::zb_v, Schedule::dualpipe};
 
