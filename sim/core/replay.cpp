@@ -285,13 +285,12 @@ void Replay::advance(RankState& r) {
 }
 
 bool Replay::interact(RankState& r, const Instr& in, RankStats& st) {
-  // Receives and waits look at state that changes with the engine's clock, so the rank
-  // first catches up with it. Collectives, launches and sends carry their own timestamp
-  // and need no event of their own.
-  if ((in.kind == InstrKind::recv || in.kind == InstrKind::wait) && r.t > engine_.now()) {
-    engine_.schedule(r.t, &Replay::on_resume, this, static_cast<std::uint64_t>(slot_of_rank_[r.rank]));
-    return false;
-  }
+  // Collectives, launches and sends carry their own timestamp. Receives and waits look at
+  // state that only grows with the engine's clock (messages delivered, stream ops done), and
+  // the rank may be ahead of that clock (r.t > now): what is there now is there at r.t, and
+  // what comes later wakes the rank at max(its arrival, r.t) (on_deliver,
+  // resume_after_wait). So no rank needs an event to catch up with the clock first; that
+  // event was a third of a ZeRO-3 run's events, one per rank and parameter gather.
   switch (in.kind) {
     case InstrKind::collective:
       return collective_on_compute_stream(r, in, st);
@@ -485,7 +484,8 @@ void Replay::resume_after_wait(RankState& r) {
   const Instr& in = current_list(r)[r.pc];
   if (!wait_satisfied(r, in)) return;
   auto& st = stats_[static_cast<std::size_t>(slot_of_rank_[r.rank])];
-  const Tick now = engine_.now();
+  // The rank may have blocked ahead of the clock: it goes on at its own time or now.
+  const Tick now = std::max(engine_.now(), r.wait_start);
   st.exposed[static_cast<int>(in.dim)] += now - r.wait_start;
   r.t = now;
   continue_after_block(r);
@@ -550,11 +550,13 @@ void Replay::on_deliver(void* ctx, std::uint64_t arg) {
     auto& st = self->stats_[static_cast<std::size_t>(slot)];
     // Waiting until the producer sent is the bubble; the transfer after that is
     // exposed pipeline communication.
-    const Tick waited = m.arrival - r.wait_start;
+    // A rank that blocked ahead of the clock waits only from its own time.
+    const Tick resume = std::max(m.arrival, r.wait_start);
+    const Tick waited = resume - r.wait_start;
     const Tick bubble = std::clamp<Tick>(m.sent - r.wait_start, 0, waited);
     st.bubble += bubble;
     st.exposed[static_cast<int>(Dim::pp)] += waited - bubble;
-    r.t = m.arrival;
+    r.t = resume;
     self->continue_after_block(r);
     return;
   }
