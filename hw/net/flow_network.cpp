@@ -15,11 +15,13 @@ FlowNetwork::FlowNetwork(const Topology& topo) : topo_(topo), link_(topo.num_lin
 
 namespace {
 
-// Min-heap order on HeapEntry::key (std heap functions build max-heaps).
+// Min-heap order on HeapEntry::key, then id (std heap functions build max-heaps). The
+// id breaks ties so that flows due at the same time complete in one order whatever
+// order the solver scheduled them in (the order the caller sees them in moves results).
 struct KeyGreater {
   template <class E>
   bool operator()(const E& a, const E& b) const {
-    return a.key > b.key;
+    return a.key > b.key || (a.key == b.key && a.id > b.id);
   }
 };
 
