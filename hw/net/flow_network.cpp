@@ -137,8 +137,9 @@ void FlowNetwork::fill_remove(std::uint32_t i) {
   }
 }
 
-void FlowNetwork::touch(LinkId l) {
+void FlowNetwork::touch(LinkId l, bool seed) {
   LinkState& ls = link_[l];
+  if (seed) ls.seed = stamp_ + 1;
   if (ls.mark == stamp_ + 1) return;  // already queued for the next solve
   ls.mark = stamp_ + 1;
   dirty_links_.push_back(l);
@@ -169,7 +170,7 @@ void FlowNetwork::activate(FlowId id) {
     ls.weight += f.weight;
     // Its rate will be at least the link's equal share: rates below it stay.
     resolve_level_ = std::min(resolve_level_, ls.capacity / ls.weight);
-    touch(links[i]);
+    touch(links[i], true);
   }
 }
 
@@ -212,6 +213,9 @@ void FlowNetwork::finish(FlowId id) {
     for (std::uint32_t i = 0; i < f.hops; ++i) {
       const LinkId l = links[i];
       LinkState& ls = link_[l];
+      // Saturated before this removal (loads only drop between solves, so the first
+      // removal since the last solve sees the solved load): flows may speed up here.
+      touch(l, saturated(ls));
       settle_link(ls);
       set_load(ls, ls.load_q - f.load_q);
       ls.weight -= f.weight;
@@ -222,7 +226,6 @@ void FlowNetwork::finish(FlowId id) {
         place(ls, at, last);
         sift(ls, at);
       }
-      touch(l);
     }
     f.load_q = 0;
     f.linked = false;
@@ -308,29 +311,36 @@ void FlowNetwork::compact_finish_heap() {
   std::make_heap(finish_heap_.begin(), finish_heap_.end(), KeyGreater{});
 }
 
-// Progressive filling (max-min fairness, see the header) over the connected
-// component(s) of the links whose flow set changed.
-void FlowNetwork::solve() {
-  // 1. The affected component: links <-> active flows at or above the re-solve level
-  // (and flows not solved yet) reachable from the dirty links. A link's heap yields
-  // those flows without visiting the ones below the level: in a max-heap every entry
-  // at or above the level has only such ancestors, so a search from the root that
-  // stops at entries below the level finds them all.
-  ++stamp_;  // dirty links carry this stamp already (touch() marks with stamp_ + 1)
-  // A relative margin keeps flows that rounding put a hair below the level (ties in
-  // exact arithmetic) in the re-fill.
-  const double level = resolve_level_ * (1 - 1e-9);
-  resolve_level_ = kNever;
-  comp_links_.clear();
-  comp_flows_.clear();
-  comp_entries_.clear();
-  comp_begin_.clear();
-  for (LinkId l : dirty_links_) comp_links_.push_back(l);
-  dirty_links_.clear();
-  for (std::size_t i = 0; i < comp_links_.size(); ++i) {
-    LinkState& ls = link_[comp_links_[i]];
-    ls.comp = static_cast<std::uint32_t>(i);
-    comp_begin_.push_back(static_cast<std::uint32_t>(comp_entries_.size()));
+// Adds flow `id` (at or above the level, not yet in the component) to the re-filled set
+// and its links to the component; a link joins the search (all its flows at or above
+// the level are re-filled too) when it is a seed or saturated (see the header).
+void FlowNetwork::take_flow(FlowId id) {
+  stamps_[id].mark = stamp_;
+  comp_flows_.push_back(id);
+  for (LinkId m : flows_[id].path()) {
+    LinkState& ms = link_[m];
+    if (ms.mark != stamp_) {
+      ms.mark = stamp_;
+      ms.comp = static_cast<std::uint32_t>(comp_links_.size());
+      comp_links_.push_back(m);
+    }
+    if (ms.expanded != stamp_ && (ms.seed == stamp_ || saturated(ms))) expand(m);
+  }
+}
+
+void FlowNetwork::expand(LinkId l) {
+  link_[l].expanded = stamp_;
+  expand_q_.push_back(l);
+}
+
+// Re-fills every flow at or above the level on the queued links; their links join in
+// turn (take_flow). A link's heap yields those flows without visiting the ones below
+// the level: in a max-heap every entry at or above the level has only such ancestors,
+// so a search from the root that stops at entries below the level finds them all.
+void FlowNetwork::search(double level) {
+  while (!expand_q_.empty()) {
+    LinkState& ls = link_[expand_q_.back()];
+    expand_q_.pop_back();
     const auto n = static_cast<std::uint32_t>(ls.flows.size());
     if (n == 0) continue;
     dfs_.clear();
@@ -342,50 +352,54 @@ void FlowNetwork::solve() {
       if (e.key < level) continue;  // and so is its whole subtree
       if (2 * j + 1 < n) dfs_.push_back(2 * j + 1);
       if (2 * j + 2 < n) dfs_.push_back(2 * j + 2);
-      comp_entries_.push_back(e.id);
-      if (stamps_[e.id].mark == stamp_) continue;
-      stamps_[e.id].mark = stamp_;
-      comp_flows_.push_back(e.id);
-      const Flow& f = flows_[e.id];
-      for (LinkId m : f.path()) {
-        LinkState& ms = link_[m];
-        if (ms.mark == stamp_) continue;
-        ms.mark = stamp_;
-        comp_links_.push_back(m);
-      }
+      ++stats_.entries;
+      if (stamps_[e.id].mark != stamp_) take_flow(e.id);
     }
   }
-  comp_begin_.push_back(static_cast<std::uint32_t>(comp_entries_.size()));
-  // 2. Progressive filling on the component; flows below the level (not re-filled)
-  // keep their rates and reserve their capacity: the link's load minus what the
-  // re-filled flows carried. A re-filled flow is at or above the level on every link
-  // it crosses (its key is its rate on each), so summing over the re-filled flows'
-  // paths gives each link's re-filled part, reading each flow once (exact sums: the
-  // order does not matter).
-  comp_refilled_.assign(comp_links_.size(), 0);
-  comp_unfixed_.assign(comp_links_.size(), 0);
+}
+
+// Progressive filling of the re-filled flows (comp_flows_) on the component's links;
+// flows not re-filled keep their rates and reserve their capacity: the link's load
+// minus what the re-filled flows carried (exact fixed-point sums: the order does not
+// matter). Leaves each link's slack in LinkState::remaining and each flow's rate in
+// new_rate.
+void FlowNetwork::fill() {
+  const std::size_t nl = comp_links_.size();
+  comp_refilled_.assign(nl, 0);
+  comp_begin_.assign(nl + 1, 0);
   for (FlowId id : comp_flows_) {
     Flow& f = flows_[id];
     f.new_rate = 0;
     for (LinkId m : f.path()) {
       const std::uint32_t c = link_[m].comp;
       comp_refilled_[c] += f.load_q;
-      comp_unfixed_[c] += f.weight;
+      ++comp_begin_[c + 1];
     }
   }
+  // Each component link's re-filled flows, in comp_flows_ order (a counting sort).
+  for (std::size_t i = 0; i < nl; ++i) comp_begin_[i + 1] += comp_begin_[i];
+  comp_entries_.resize(comp_begin_[nl]);
+  comp_fill_at_.assign(comp_begin_.begin(), comp_begin_.end() - 1);
+  for (FlowId id : comp_flows_)
+    for (LinkId m : flows_[id].path()) comp_entries_[comp_fill_at_[link_[m].comp]++] = id;
   fill_heap_.clear();
-  for (std::size_t i = 0; i < comp_links_.size(); ++i) {
+  for (std::size_t i = 0; i < nl; ++i) {
     LinkState& ls = link_[comp_links_[i]];
-    settle_link(ls);
-    const Load refilled = comp_refilled_[i];
-    const std::uint32_t unfixed = comp_unfixed_[i];
-    ls.remaining = ls.capacity - static_cast<double>(ls.load_q - refilled) / kLoadScale;
-    ls.unfixed = unfixed;
+    ls.remaining = ls.capacity - static_cast<double>(ls.load_q - comp_refilled_[i]) / kLoadScale;
+    ls.unfixed = 0;
     ls.hpos = kNotQueued;
-    if (unfixed > 0) fill_heap_.push_back({std::max(0.0, ls.remaining) / unfixed, comp_links_[i]});
+  }
+  for (FlowId id : comp_flows_) {
+    const Flow& f = flows_[id];
+    for (LinkId m : f.path()) link_[m].unfixed += f.weight;
+  }
+  for (std::size_t i = 0; i < nl; ++i) {
+    const LinkState& ls = link_[comp_links_[i]];
+    if (ls.unfixed > 0) fill_heap_.push_back({std::max(0.0, ls.remaining) / ls.unfixed, comp_links_[i]});
   }
   for (std::uint32_t i = 0; i < fill_heap_.size(); ++i) link_[fill_heap_[i].link].hpos = i;
   for (std::uint32_t i = static_cast<std::uint32_t>(fill_heap_.size() / 2); i-- > 0;) fill_sift_down(i);
+  ++fill_stamp_;
   // Each round saturates the link of the smallest share and fixes its unfixed flows
   // at that share; every other link they cross is re-keyed once at the round's end.
   while (!fill_heap_.empty()) {
@@ -398,8 +412,8 @@ void FlowNetwork::solve() {
     rekey_.clear();
     for (std::uint32_t k = comp_begin_[ls.comp]; k < comp_begin_[ls.comp + 1]; ++k) {
       const FlowId id = comp_entries_[k];
-      if (stamps_[id].fixed == stamp_) continue;
-      stamps_[id].fixed = stamp_;
+      if (stamps_[id].fixed == fill_stamp_) continue;
+      stamps_[id].fixed = fill_stamp_;
       Flow& f = flows_[id];
       f.new_rate = share;
       const double taken = share * f.weight;  // k shares for a k-flow entry
@@ -423,14 +437,57 @@ void FlowNetwork::solve() {
       fill_sift(ms.hpos);
     }
   }
-  // 3. Flows whose rate changed: bring them up to now, move their load and heap keys,
-  // re-key their completion. (Every link of a re-filled flow is a component link,
-  // settled in step 2.)
+}
+
+// Max-min rates for the flows that a change since the last solve can move (see the
+// header: level-bounded, seeded by the changed links that were saturated, grown through
+// saturated links, checked after the filling).
+void FlowNetwork::solve() {
+  ++stamp_;  // dirty links carry this stamp already (touch() marks with stamp_ + 1)
+  ++stats_.solves;
+  // A relative margin keeps flows that rounding put a hair below the level (ties in
+  // exact arithmetic) in the re-fill.
+  const double level = resolve_level_ * (1 - 1e-9);
+  resolve_level_ = kNever;
+  comp_links_.clear();
+  comp_flows_.clear();
+  for (LinkId l : dirty_links_) {
+    LinkState& ls = link_[l];
+    if (ls.seed != stamp_) {  // only lost flows, and was not saturated: no flow depends on it
+      ls.mark = 0;            // (not in the component unless a re-filled flow crosses it)
+      continue;
+    }
+    ls.comp = static_cast<std::uint32_t>(comp_links_.size());
+    comp_links_.push_back(l);
+    expand(l);
+  }
+  dirty_links_.clear();
+  search(level);
+  // Fill; a component link that was left out of the search (not saturated before) but
+  // is saturated now may hold flows at or above the level that the filling would have
+  // to slow down: search it and fill again.
+  for (;;) {
+    fill();
+    const std::size_t had = comp_flows_.size();
+    for (LinkId m : comp_links_) {
+      LinkState& ms = link_[m];
+      if (ms.expanded != stamp_ && ms.remaining <= ms.capacity * kSaturated) expand(m);
+    }
+    search(level);
+    if (comp_flows_.size() == had) break;
+    ++stats_.refills;
+  }
+  stats_.links += comp_links_.size();
+  stats_.flows += comp_flows_.size();
+  // Flows whose rate changed: bring them up to now, move their load and heap keys,
+  // re-key their completion. (Every link of a re-filled flow is a component link.)
+  for (LinkId m : comp_links_) settle_link(link_[m]);
   for (FlowId id : comp_flows_) {
     Flow& f = flows_[id];
     const bool was_solved = f.solved;
     f.solved = true;
     if (was_solved && f.new_rate == f.rate && f.finish_at != kNever) continue;
+    ++stats_.changed;
     settle_flow(f);
     f.rate = f.new_rate;
     const Load q = to_load(f.rate * f.weight);

@@ -31,6 +31,41 @@
 //    changed links through such flows; the flows below keep their rates and only
 //    reserve their capacity. Completions mostly remove the fastest flows, so a wave of
 //    thousands of flows (an all-to-all) no longer re-fills all of them per completion.
+//  - Which flows a solve re-fills (exact; a link counts as saturated when its load is
+//    within a relative kSaturated = 1e-9 of capacity, so near-ties count as saturated).
+//    Write L for the level above, "old" for the last solve's allocation, S for the
+//    re-filled flows; the flows below L keep their rates (above), so what follows is
+//    about the flows at or above L on the capacity the ones below leave (the same
+//    before and after the change: removed flows are at or above L, added ones unsolved).
+//    Max-min fairness is characterised by bottlenecks (Bertsekas & Gallager §6.5.2):
+//    a feasible allocation is the max-min one iff every flow crosses a saturated link
+//    on which no flow is faster. Rules, each proved by that characterisation:
+//    (a) Seeds: a link where a flow was added, or where one was removed while the link
+//        was saturated. A removed flow's unsaturated link is not a seed: no flow has it
+//        as a bottleneck, and its load only drops. (Measured in finish() before the
+//        load drops; loads only drop between solves, adds carry no load until solved.)
+//    (b) Search: a seed's flows at or above L join S; a link of an S flow that is a seed
+//        or saturated (old) has its flows at or above L join S too, and so on. A link of
+//        an S flow that is not saturated only constrains the filling (its other flows
+//        keep their rates and reserve their capacity).
+//    (c) Check: after the filling, a component link not searched in (b) that the new
+//        rates saturate is searched; if that adds flows, the filling runs again on the
+//        larger S (SolveStats::refills; rare: the MoE runs repeat < 1 % of solves).
+//    Proof that the result is the max-min allocation: a flow j not in S (at or above
+//    L) had an old bottleneck l, saturated with j fastest there. If any S flow crossed
+//    l, or l were a seed, (b) would have put j in S; so l has the same flows at the same
+//    rates as before, still saturated, j still fastest. A flow i in S is fixed by the
+//    filling on a link m that the filling saturates, where no S flow is faster; m was
+//    searched (by (b), or by (c), which repeats until every saturated component link
+//    was searched), so every flow at or above L on m is in S. The allocation is
+//    feasible (the filling respects each link's capacity less what the others reserve).
+//    So every flow has a bottleneck: it is the max-min allocation, the one a from-
+//    scratch solve finds. Breaking (a), (b) or (c) on purpose (dropping the removal
+//    seeds, searching only seeds, skipping the check) fails the randomized reference
+//    tests (tests/hw/net/flow_network_reference_test.cpp). Not done: stopping the
+//    search at S flows whose rate does not change (one that keeps its rate can still
+//    be some flow's bottleneck-mate, so it needs a check per link of its own).
+//    On the 512-GPU MoE all-to-all at 1:1 this re-fills 3× fewer flows per solve.
 //  - A solve costs what it re-fills, not what its links carry: each link keeps its
 //    flows in a max-heap by rate (unsolved flows on top), so the flows at or above the
 //    level are found without visiting those below; a link's reserved capacity is its
@@ -106,6 +141,18 @@ class FlowNetwork {
   void reset_statistics();
   const Topology& topology() const { return topo_; }
 
+  // Work of the max-min solves since construction (tests check that a change re-fills
+  // what it must and no more; a probe can print them for a run).
+  struct SolveStats {
+    std::uint64_t solves = 0;
+    std::uint64_t refills = 0;  // fillings repeated after the check found a newly saturated link
+    std::uint64_t flows = 0;    // re-filled flows, summed over solves
+    std::uint64_t links = 0;    // component links, summed over solves
+    std::uint64_t entries = 0;  // (flow, link) entries at or above the level the search visited
+    std::uint64_t changed = 0;  // re-filled flows whose rate changed
+  };
+  const SolveStats& solve_stats() const { return stats_; }
+
  private:
   __extension__ typedef __int128 Load;  // fixed-point link load, see kLoadScale
   enum class State : std::uint8_t { free, pending, active };
@@ -167,6 +214,8 @@ class FlowNetwork {
     std::uint32_t hpos = 0;        // solver scratch: index in fill_heap_ (kNotQueued: none)
     Load load_q = 0;               // Σ weight × rate of its flows (exact sums)
     std::uint64_t round = 0;       // solver scratch: fill round that last queued it for a re-key
+    std::uint32_t seed = 0;        // == stamp_ at the next solve: a seed of the re-fill (see the header)
+    std::uint32_t expanded = 0;    // == stamp_: its flows at or above the level are re-filled
     BytesPerSecond capacity = 0;
     std::uint32_t weight = 0;  // Σ weight of `flows`
     double load = 0;           // load_q / kLoadScale
@@ -179,7 +228,7 @@ class FlowNetwork {
   // its path), 8 bytes a flow instead of a 256-byte flow record each.
   struct FlowStamps {
     std::uint32_t mark = 0;   // == stamp_: in this solve's component
-    std::uint32_t fixed = 0;  // == stamp_: its rate is fixed in this solve's filling
+    std::uint32_t fixed = 0;  // == fill_stamp_: its rate is fixed in this filling
   };
   static constexpr std::uint32_t kNotQueued = 0xffffffffu;
   struct FillEntry {  // the filling's min-heap of links by fair share, indexed (LinkState::hpos)
@@ -225,7 +274,14 @@ class FlowNetwork {
   void finish(FlowId id);  // removes an active or pending flow
   void settle_flow(Flow& f);
   void settle_link(LinkState& l);
-  void touch(LinkId l);
+  // Load within a relative kSaturated of capacity (a tie in exact arithmetic).
+  static constexpr double kSaturated = 1e-9;
+  static bool saturated(const LinkState& ls) { return ls.load >= ls.capacity * (1 - kSaturated); }
+  void touch(LinkId l, bool seed);
+  void take_flow(FlowId id);
+  void expand(LinkId l);
+  void search(double level);
+  void fill();
   void solve();
   void schedule_finish(FlowId id);
   Seconds next_event_internal();
@@ -249,9 +305,12 @@ class FlowNetwork {
   std::vector<FlowId> comp_entries_;         // solver scratch: each component link's re-filled flows ...
   std::vector<std::uint32_t> comp_begin_;    // ... from comp_begin_[i] (by index in comp_links_)
   std::vector<Load> comp_refilled_;          // solver scratch: re-filled flows' load on each component link
-  std::vector<std::uint32_t> comp_unfixed_;  // ... and their weight
+  std::vector<std::uint32_t> comp_fill_at_;  // solver scratch: next free slot of each link's entries
+  std::vector<LinkId> expand_q_;             // solver scratch: links whose flows the search visits next
   std::vector<std::uint32_t> dfs_;           // solver scratch: heap positions to visit
   std::uint32_t stamp_ = 0;
+  std::uint32_t fill_stamp_ = 0;  // FlowStamps::fixed: fixed in this filling
+  SolveStats stats_;
   double resolve_level_ = kNever;  // flows below this rate keep their rates at the next solve
   std::vector<Bytes> tag_bytes_;   // settled bytes by tag
   Seconds now_ = 0, stats_start_ = 0;
