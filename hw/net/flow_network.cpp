@@ -76,7 +76,7 @@ void FlowNetwork::sift_up(LinkState& ls, std::uint32_t i) {
 
 void FlowNetwork::sift_down(LinkState& ls, std::uint32_t i) {
   const LinkEntry e = ls.flows[i];
-  const auto n = static_cast<std::uint32_t>(ls.flows.size());
+  const std::uint32_t n = ls.heap_n;
   for (;;) {
     std::uint32_t c = 2 * i + 1;
     if (c >= n) break;
@@ -88,7 +88,7 @@ void FlowNetwork::sift_down(LinkState& ls, std::uint32_t i) {
   place(ls, i, e);
 }
 
-// Restores the heap after the key at i changed.
+// Restores the heap after the key at i (< heap_n) changed.
 void FlowNetwork::sift(LinkState& ls, std::uint32_t i) {
   if (i > 0 && ls.flows[(i - 1) / 2].key < ls.flows[i].key)
     sift_up(ls, i);
@@ -164,9 +164,10 @@ void FlowNetwork::activate(FlowId id) {
   const LinkId* links = f.links();
   for (std::uint32_t i = 0; i < f.hops; ++i) {
     LinkState& ls = link_[links[i]];
-    // Unsolved: key +inf, so the next solve finds it at the top of the heap.
+    // Unsolved: in the tail after the heap, where the next solve finds it (and moves it
+    // into the heap with its rate).
     ls.flows.push_back({kNever, id, static_cast<std::uint32_t>(i)});
-    sift_up(ls, static_cast<std::uint32_t>(ls.flows.size() - 1));
+    f.pos()[i] = static_cast<std::uint32_t>(ls.flows.size() - 1);
     ls.weight += f.weight;
     // Its rate will be at least the link's equal share: rates below it stay.
     resolve_level_ = std::min(resolve_level_, ls.capacity / ls.weight);
@@ -220,11 +221,20 @@ void FlowNetwork::finish(FlowId id) {
       set_load(ls, ls.load_q - f.load_q);
       ls.weight -= f.weight;
       const std::uint32_t at = f.pos()[i];
-      const LinkEntry last = ls.flows.back();
-      ls.flows.pop_back();
-      if (at < ls.flows.size()) {
-        place(ls, at, last);
-        sift(ls, at);
+      if (at < ls.heap_n) {
+        // Out of the heap: its last entry fills the hole; the tail's last fills that slot.
+        const std::uint32_t hl = --ls.heap_n;
+        if (at < hl) {
+          place(ls, at, ls.flows[hl]);
+          sift(ls, at);
+        }
+        const LinkEntry last = ls.flows.back();
+        ls.flows.pop_back();
+        if (hl < ls.flows.size()) place(ls, hl, last);
+      } else {
+        const LinkEntry last = ls.flows.back();
+        ls.flows.pop_back();
+        if (at < ls.flows.size()) place(ls, at, last);
       }
     }
     f.load_q = 0;
@@ -341,7 +351,13 @@ void FlowNetwork::search(double level) {
   while (!expand_q_.empty()) {
     LinkState& ls = link_[expand_q_.back()];
     expand_q_.pop_back();
-    const auto n = static_cast<std::uint32_t>(ls.flows.size());
+    const auto size = static_cast<std::uint32_t>(ls.flows.size());
+    for (std::uint32_t j = ls.heap_n; j < size; ++j) {  // unsolved: all re-filled
+      ++stats_.entries;
+      const FlowId id = ls.flows[j].id;
+      if (stamps_[id].mark != stamp_) take_flow(id);
+    }
+    const std::uint32_t n = ls.heap_n;
     if (n == 0) continue;
     dfs_.clear();
     dfs_.push_back(0);
@@ -496,8 +512,17 @@ void FlowNetwork::solve() {
     for (std::uint32_t i = 0; i < f.hops; ++i) {
       LinkState& ls = link_[links[i]];
       set_load(ls, ls.load_q + (q - f.load_q));
-      ls.flows[pos[i]].key = f.rate;
-      sift(ls, pos[i]);
+      const std::uint32_t p = pos[i];
+      if (p < ls.heap_n) {
+        ls.flows[p].key = f.rate;
+        sift(ls, p);
+        continue;
+      }
+      // First rate: from the tail into the heap (the tail's first entry takes its slot).
+      const std::uint32_t h = ls.heap_n++;
+      if (p != h) place(ls, p, ls.flows[h]);
+      place(ls, h, {f.rate, id, i});
+      sift_up(ls, h);
     }
     f.load_q = q;
     schedule_finish(id);

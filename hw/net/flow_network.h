@@ -76,6 +76,11 @@
 //    the filling's heap holds each component link once (re-keyed in place once per
 //    saturated link) instead of one entry per fixed flow and link. On the 512-GPU MoE
 //    all-to-all (32,256 flows a wave) this halved the run (README "Performance").
+//  - A flow added since the last solve waits in its links' entry lists behind the heap
+//    (LinkState::heap_n), not at the heap's top with key +inf: it joins the heap once,
+//    from the bottom, with its first rate. Before, each activation sifted a +inf entry
+//    up to the root of every link it crosses and its first solve sifted it back down
+//    (16 % of the MoE 4:1 profile).
 //  - Lazy progress: a flow stores (remaining bytes, rate, time of the last update) and
 //    is only brought up to date when its rate changes; its completion time sits in a
 //    min-heap, stale entries are recognised by a per-flow version counter. Pending
@@ -209,7 +214,9 @@ class FlowNetwork {
   // statistics last; two whole cache lines per link (with 16-byte alignment a third of
   // the links straddled three).
   struct alignas(64) LinkState {
-    std::vector<LinkEntry> flows;  // active flows crossing the link: a max-heap on key
+    // Active flows crossing the link: [0, heap_n) solved ones, a max-heap on key (the
+    // rate); then the unsolved ones (added since the last solve), in no order.
+    std::vector<LinkEntry> flows;
     std::uint32_t mark = 0;        // component search stamp
     std::uint32_t comp = 0;        // solver scratch: index in comp_links_
     double remaining = 0;          // solver scratch
@@ -221,11 +228,13 @@ class FlowNetwork {
     std::uint32_t expanded = 0;    // == stamp_: its flows at or above the level are re-filled
     BytesPerSecond capacity = 0;
     std::uint32_t weight = 0;  // Σ weight of `flows`
+    std::uint32_t heap_n = 0;  // solved entries at the front of `flows`
     double load = 0;           // load_q / kLoadScale
     Seconds updated = 0;       // bytes/busy integrated up to here
     Bytes bytes = 0;
     Seconds busy = 0;
   };
+  static_assert(sizeof(LinkState) == 128, "LinkState: two cache lines, solver fields in the first");
   // Solver stamps by FlowId, apart from the flows: the component search and the filling
   // test them for every (flow, link) entry they visit (a flow is met once per link of
   // its path), 8 bytes a flow instead of a 256-byte flow record each.
