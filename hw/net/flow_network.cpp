@@ -382,13 +382,14 @@ void FlowNetwork::search(double level) {
 void FlowNetwork::fill() {
   const std::size_t nl = comp_links_.size();
   comp_refilled_.assign(nl, 0);
+  comp_unfixed_.assign(nl, 0);
   comp_begin_.assign(nl + 1, 0);
   for (FlowId id : comp_flows_) {
-    Flow& f = flows_[id];
-    f.new_rate = 0;
+    const Flow& f = flows_[id];
     for (LinkId m : f.path()) {
       const std::uint32_t c = link_[m].comp;
       comp_refilled_[c] += f.load_q;
+      comp_unfixed_[c] += f.weight;
       ++comp_begin_[c + 1];
     }
   }
@@ -398,19 +399,13 @@ void FlowNetwork::fill() {
   comp_fill_at_.assign(comp_begin_.begin(), comp_begin_.end() - 1);
   for (FlowId id : comp_flows_)
     for (LinkId m : flows_[id].path()) comp_entries_[comp_fill_at_[link_[m].comp]++] = id;
+  // Every re-filled flow gets its new_rate below (each of its links pops from the heap).
   fill_heap_.clear();
   for (std::size_t i = 0; i < nl; ++i) {
     LinkState& ls = link_[comp_links_[i]];
     ls.remaining = ls.capacity - static_cast<double>(ls.load_q - comp_refilled_[i]) / kLoadScale;
-    ls.unfixed = 0;
+    ls.unfixed = comp_unfixed_[i];
     ls.hpos = kNotQueued;
-  }
-  for (FlowId id : comp_flows_) {
-    const Flow& f = flows_[id];
-    for (LinkId m : f.path()) link_[m].unfixed += f.weight;
-  }
-  for (std::size_t i = 0; i < nl; ++i) {
-    const LinkState& ls = link_[comp_links_[i]];
     if (ls.unfixed > 0) fill_heap_.push_back({std::max(0.0, ls.remaining) / ls.unfixed, comp_links_[i]});
   }
   for (std::uint32_t i = 0; i < fill_heap_.size(); ++i) link_[fill_heap_[i].link].hpos = i;

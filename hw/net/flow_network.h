@@ -317,6 +317,7 @@ class FlowNetwork {
   std::vector<FlowId> comp_entries_;         // solver scratch: each component link's re-filled flows ...
   std::vector<std::uint32_t> comp_begin_;    // ... from comp_begin_[i] (by index in comp_links_)
   std::vector<Load> comp_refilled_;          // solver scratch: re-filled flows' load on each component link
+  std::vector<std::uint32_t> comp_unfixed_;  // ... and their weight
   std::vector<std::uint32_t> comp_fill_at_;  // solver scratch: next free slot of each link's entries
   std::vector<LinkId> expand_q_;             // solver scratch: links whose flows the search visits next
   std::vector<std::uint32_t> dfs_;           // solver scratch: heap positions to visit
