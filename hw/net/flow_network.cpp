@@ -15,9 +15,7 @@ FlowNetwork::FlowNetwork(const Topology& topo) : topo_(topo), link_(topo.num_lin
 
 namespace {
 
-// Min-heap order on HeapEntry::key, then id (std heap functions build max-heaps). The
-// id breaks ties so that flows due at the same time complete in one order whatever
-// order the solver scheduled them in (the order the caller sees them in moves results).
+// Min-heap order on HeapEntry::key, then id (std heap functions build max-heaps).
 struct KeyGreater {
   template <class E>
   bool operator()(const E& a, const E& b) const {
@@ -40,6 +38,7 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> path, Bytes bytes, Seconds 
   for (LinkId l : path) PTSIM_CHECK(l < link_.size(), "FlowNetwork: unknown link {}", l);
   const FlowId id = take_slot(free_ids_, flows_);
   if (stamps_.size() < flows_.size()) stamps_.resize(flows_.size());
+  if (due_pos_.size() < flows_.size()) due_pos_.resize(flows_.size(), kNotQueued);
   Flow& f = flows_[id];
   f.set_path(path);
   f.total = f.remaining = bytes;
@@ -240,9 +239,10 @@ void FlowNetwork::finish(FlowId id) {
     f.load_q = 0;
     f.linked = false;
   }
+  due_remove(id);
   f.state = State::free;
   f.rate = 0;
-  ++f.version;  // invalidates its heap entries
+  ++f.version;  // invalidates its pending-heap entry
   free_ids_.push_back(id);
 }
 
@@ -298,27 +298,62 @@ void FlowNetwork::reset_statistics() {
 
 void FlowNetwork::schedule_finish(FlowId id) {
   Flow& f = flows_[id];
-  ++f.version;
   if (f.remaining <= 0 || std::isinf(f.rate))
     f.finish_at = f.updated;
   else if (f.rate > 0)
     f.finish_at = f.updated + f.remaining / f.rate;
   else
     f.finish_at = kNever;  // starved (a zero-capacity link): never completes
-  if (f.finish_at == kNever) return;
-  finish_heap_.push_back({f.finish_at, id, f.version});
-  std::push_heap(finish_heap_.begin(), finish_heap_.end(), KeyGreater{});
+  if (f.finish_at == kNever) {
+    due_remove(id);
+    return;
+  }
+  std::uint32_t p = due_pos_[id];
+  if (p == kNotQueued) {
+    p = static_cast<std::uint32_t>(due_.size());
+    due_.push_back({f.finish_at, id});
+    due_pos_[id] = p;
+  } else {
+    due_[p].key = f.finish_at;
+  }
+  due_sift(p);
 }
 
-// Stale entries pile up when rates change often; rebuild from the live flows once
-// they outnumber them.
-void FlowNetwork::compact_finish_heap() {
-  finish_heap_.clear();
-  for (FlowId id : active_) {
-    const Flow& f = flows_[id];
-    if (f.finish_at != kNever) finish_heap_.push_back({f.finish_at, id, f.version});
+// The completion heap: restores order after the entry at i changed (either way).
+void FlowNetwork::due_sift(std::uint32_t i) {
+  const DueEntry e = due_[i];
+  if (i > 0 && due_before(e, due_[(i - 1) / 2])) {
+    do {
+      const std::uint32_t parent = (i - 1) / 2;
+      if (!due_before(e, due_[parent])) break;
+      due_place(i, due_[parent]);
+      i = parent;
+    } while (i > 0);
+    due_place(i, e);
+    return;
   }
-  std::make_heap(finish_heap_.begin(), finish_heap_.end(), KeyGreater{});
+  const auto n = static_cast<std::uint32_t>(due_.size());
+  for (;;) {
+    std::uint32_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && due_before(due_[c + 1], due_[c])) ++c;
+    if (!due_before(due_[c], e)) break;
+    due_place(i, due_[c]);
+    i = c;
+  }
+  due_place(i, e);
+}
+
+void FlowNetwork::due_remove(FlowId id) {
+  const std::uint32_t p = due_pos_[id];
+  if (p == kNotQueued) return;
+  due_pos_[id] = kNotQueued;
+  const DueEntry last = due_.back();
+  due_.pop_back();
+  if (p < due_.size()) {
+    due_place(p, last);
+    due_sift(p);
+  }
 }
 
 // Adds flow `id` (at or above the level, not yet in the component) to the re-filled set
@@ -522,7 +557,6 @@ void FlowNetwork::solve() {
     f.load_q = q;
     schedule_finish(id);
   }
-  if (finish_heap_.size() > 2 * active_.size() + 1024) compact_finish_heap();
 }
 
 Seconds FlowNetwork::next_event_internal() {
@@ -533,16 +567,9 @@ Seconds FlowNetwork::next_event_internal() {
     std::pop_heap(pending_heap_.begin(), pending_heap_.end(), KeyGreater{});
     pending_heap_.pop_back();
   }
-  while (!finish_heap_.empty()) {
-    const HeapEntry& e = finish_heap_.front();
-    const Flow& f = flows_[e.id];
-    if (f.version == e.version && f.state == State::active) break;
-    std::pop_heap(finish_heap_.begin(), finish_heap_.end(), KeyGreater{});
-    finish_heap_.pop_back();
-  }
   Seconds t = kNever;
   if (!pending_heap_.empty()) t = pending_heap_.front().key;
-  if (!finish_heap_.empty()) t = std::min(t, std::max(now_, finish_heap_.front().key));
+  if (!due_.empty()) t = std::min(t, std::max(now_, due_.front().key));
   return t;
 }
 
@@ -571,14 +598,10 @@ void FlowNetwork::advance_to(Seconds t, std::vector<FlowId>& completed) {
       if (f.version == e.version && f.state == State::pending) activate(e.id);
     }
     // Completions due now, in completion order; one solve afterwards for all of them.
-    while (!finish_heap_.empty() && finish_heap_.front().key <= due) {
-      const HeapEntry e = finish_heap_.front();
-      std::pop_heap(finish_heap_.begin(), finish_heap_.end(), KeyGreater{});
-      finish_heap_.pop_back();
-      const Flow& f = flows_[e.id];
-      if (f.version != e.version || f.state != State::active) continue;
-      completed.push_back(e.id);
-      finish(e.id);
+    while (!due_.empty() && due_.front().key <= due) {
+      const FlowId id = due_.front().id;
+      completed.push_back(id);
+      finish(id);  // takes it off the completion heap
     }
   }
 }

@@ -82,9 +82,9 @@
 //    up to the root of every link it crosses and its first solve sifted it back down
 //    (16 % of the MoE 4:1 profile).
 //  - Lazy progress: a flow stores (remaining bytes, rate, time of the last update) and
-//    is only brought up to date when its rate changes; its completion time sits in a
-//    min-heap, stale entries are recognised by a per-flow version counter. Pending
-//    activations are a second heap. Link statistics are integrated lazily the same way.
+//    is only brought up to date when its rate changes; its completion time sits in an
+//    indexed min-heap (moved in place when its rate changes). Pending activations are
+//    a second heap, whose stale entries a per-flow version counter recognises. Link statistics are integrated lazily the same way.
 //    So an event costs O(component · path length · log) instead of O(all flows).
 //  - Completion is decided from the same stored finish time the heap is ordered by, so
 //    a flow due within kTimeEpsilon of t always completes at t (no re-tests of a
@@ -182,7 +182,7 @@ class FlowNetwork {
     State state = State::pending;
     std::uint32_t list_pos = 0;  // index in active_
     double rate = 0;
-    std::uint32_t version = 0;  // heap entries with another version are stale
+    std::uint32_t version = 0;  // pending-heap entries with another version are stale
     int tag = 0;
     std::uint32_t hops = 0;  // path length
     Load load_q = 0;         // weight × rate on each of its links
@@ -297,7 +297,24 @@ class FlowNetwork {
   void solve();
   void schedule_finish(FlowId id);
   Seconds next_event_internal();
-  void compact_finish_heap();
+  // Completions: a min-heap on (finish time, id) with each flow's index in due_pos_
+  // (a dense array: sifting touches 4 bytes per moved flow, not its record). A rate
+  // change moves the flow's entry in place: no stale entries. The id breaks ties, so
+  // flows due at the same time complete in one order whatever order the solver
+  // scheduled them in (the caller's events follow that order).
+  struct DueEntry {
+    double key;
+    FlowId id;
+  };
+  static bool due_before(const DueEntry& a, const DueEntry& b) {
+    return a.key < b.key || (a.key == b.key && a.id < b.id);
+  }
+  void due_place(std::uint32_t i, const DueEntry& e) {
+    due_[i] = e;
+    due_pos_[e.id] = i;
+  }
+  void due_sift(std::uint32_t i);
+  void due_remove(FlowId id);
 
   const Topology& topo_;
   std::vector<Flow> flows_;
@@ -310,7 +327,8 @@ class FlowNetwork {
   std::vector<LinkId> rekey_;            // solver scratch: links whose share a fill round changed
   std::uint64_t round_ = 0;
   std::vector<HeapEntry> pending_heap_;  // activations by time
-  std::vector<HeapEntry> finish_heap_;   // completions by time
+  std::vector<DueEntry> due_;            // completions by (time, id)
+  std::vector<std::uint32_t> due_pos_;   // by FlowId: index in due_ (kNotQueued: none)
   std::vector<LinkId> dirty_links_;      // links whose flow set changed since the last solve
   std::vector<LinkId> comp_links_;       // solver scratch: the affected component
   std::vector<FlowId> comp_flows_;
