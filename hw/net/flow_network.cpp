@@ -39,6 +39,7 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> path, Bytes bytes, Seconds 
   const FlowId id = take_slot(free_ids_, flows_);
   if (stamps_.size() < flows_.size()) stamps_.resize(flows_.size());
   if (due_pos_.size() < flows_.size()) due_pos_.resize(flows_.size(), kNotQueued);
+  if (own_link_.size() < flows_.size()) own_link_.resize(flows_.size());
   Flow& f = flows_[id];
   f.set_path(path);
   f.total = f.remaining = bytes;
@@ -435,17 +436,31 @@ void FlowNetwork::fill() {
   for (FlowId id : comp_flows_)
     for (LinkId m : flows_[id].path()) comp_entries_[comp_fill_at_[link_[m].comp]++] = id;
   // Every re-filled flow gets its new_rate below (each of its links pops from the heap).
+  // A link crossed by one re-filled flow only can only ever fix that flow: of such
+  // links only each flow's tightest joins the heap (the others would pop after the
+  // flow is fixed, with nothing left to fix, or tie with it at the same share).
+  ++fill_stamp_;
   fill_heap_.clear();
   for (std::size_t i = 0; i < nl; ++i) {
     LinkState& ls = link_[comp_links_[i]];
     ls.remaining = ls.capacity - static_cast<double>(ls.load_q - comp_refilled_[i]) / kLoadScale;
     ls.unfixed = comp_unfixed_[i];
     ls.hpos = kNotQueued;
-    if (ls.unfixed > 0) fill_heap_.push_back({std::max(0.0, ls.remaining) / ls.unfixed, comp_links_[i]});
+    if (ls.unfixed == 0) continue;
+    const double share = std::max(0.0, ls.remaining) / ls.unfixed;
+    if (comp_begin_[i + 1] - comp_begin_[i] == 1) {
+      OwnLink& own = own_link_[comp_entries_[comp_begin_[i]]];
+      if (own.stamp != fill_stamp_ || share < own.share) own = {share, comp_links_[i], fill_stamp_};
+      continue;
+    }
+    fill_heap_.push_back({share, comp_links_[i]});
+  }
+  for (FlowId id : comp_flows_) {
+    const OwnLink& own = own_link_[id];
+    if (own.stamp == fill_stamp_) fill_heap_.push_back({own.share, own.link});
   }
   for (std::uint32_t i = 0; i < fill_heap_.size(); ++i) link_[fill_heap_[i].link].hpos = i;
   for (std::uint32_t i = static_cast<std::uint32_t>(fill_heap_.size() / 2); i-- > 0;) fill_sift_down(i);
-  ++fill_stamp_;
   // Each round saturates the link of the smallest share and fixes its unfixed flows
   // at that share; every other link they cross is re-keyed once at the round's end.
   while (!fill_heap_.empty()) {

@@ -324,6 +324,12 @@ class FlowNetwork {
   std::size_t num_pending_ = 0;
   std::vector<LinkState> link_;
   std::vector<FillEntry> fill_heap_;     // solver: component links by fair share
+  struct OwnLink {                       // solver scratch by FlowId: its tightest link
+    double share;                        // that no other re-filled flow crosses
+    LinkId link;
+    std::uint32_t stamp = 0;  // == fill_stamp_: set in this filling
+  };
+  std::vector<OwnLink> own_link_;
   std::vector<LinkId> rekey_;            // solver scratch: links whose share a fill round changed
   std::uint64_t round_ = 0;
   std::vector<HeapEntry> pending_heap_;  // activations by time
