@@ -70,12 +70,14 @@
 //    164 with the level bound alone) on 64 / 34 links (was 223 / 131), of which 161 /
 //    36 change rate; ZeRO-3 on 1,024 GPUs: 11.9 flows (was 12), 76 links (was 87).
 //  - A solve costs what it re-fills, not what its links carry: each link keeps its
-//    flows in a max-heap by rate (unsolved flows on top), so the flows at or above the
+//    flows in a max-heap by rate (unsolved flows behind it), so the flows at or above the
 //    level are found without visiting those below; a link's reserved capacity is its
 //    load minus the re-filled flows' part, with loads summed exactly in fixed point;
 //    the filling's heap holds each component link once (re-keyed in place once per
 //    saturated link) instead of one entry per fixed flow and link. On the 512-GPU MoE
-//    all-to-all (32,256 flows a wave) this halved the run (README "Performance").
+//    all-to-all (32,256 flows a wave) this halved the run (README "Performance"). Of
+//    the links only one re-filled flow crosses, only that flow's tightest enters the
+//    heap (the others could only tie with it or pop once it is fixed).
 //  - A flow added since the last solve waits in its links' entry lists behind the heap
 //    (LinkState::heap_n), not at the heap's top with key +inf: it joins the heap once,
 //    from the bottom, with its first rate. Before, each activation sifted a +inf entry
@@ -87,7 +89,8 @@
 //  - Lazy progress: a flow stores (remaining bytes, rate, time of the last update) and
 //    is only brought up to date when its rate changes; its completion time sits in an
 //    indexed min-heap (moved in place when its rate changes). Pending activations are
-//    a second heap, whose stale entries a per-flow version counter recognises. Link statistics are integrated lazily the same way.
+//    a second heap, whose stale entries a per-flow version counter recognises. Link
+//    statistics are integrated lazily the same way.
 //    So an event costs O(component · path length · log) instead of O(all flows).
 //  - Completion is decided from the same stored finish time the heap is ordered by, so
 //    a flow due within kTimeEpsilon of t always completes at t (no re-tests of a
