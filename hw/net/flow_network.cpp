@@ -15,11 +15,11 @@ FlowNetwork::FlowNetwork(const Topology& topo) : topo_(topo), link_(topo.num_lin
 
 namespace {
 
-// Min-heap order on HeapEntry::key (std heap functions build max-heaps).
+// Min-heap order on HeapEntry::key, then id (std heap functions build max-heaps).
 struct KeyGreater {
   template <class E>
   bool operator()(const E& a, const E& b) const {
-    return a.key > b.key;
+    return a.key > b.key || (a.key == b.key && a.id > b.id);
   }
 };
 
@@ -38,6 +38,8 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> path, Bytes bytes, Seconds 
   for (LinkId l : path) PTSIM_CHECK(l < link_.size(), "FlowNetwork: unknown link {}", l);
   const FlowId id = take_slot(free_ids_, flows_);
   if (stamps_.size() < flows_.size()) stamps_.resize(flows_.size());
+  if (due_pos_.size() < flows_.size()) due_pos_.resize(flows_.size(), kNotQueued);
+  if (own_link_.size() < flows_.size()) own_link_.resize(flows_.size());
   Flow& f = flows_[id];
   f.set_path(path);
   f.total = f.remaining = bytes;
@@ -74,7 +76,7 @@ void FlowNetwork::sift_up(LinkState& ls, std::uint32_t i) {
 
 void FlowNetwork::sift_down(LinkState& ls, std::uint32_t i) {
   const LinkEntry e = ls.flows[i];
-  const auto n = static_cast<std::uint32_t>(ls.flows.size());
+  const std::uint32_t n = ls.heap_n;
   for (;;) {
     std::uint32_t c = 2 * i + 1;
     if (c >= n) break;
@@ -86,7 +88,7 @@ void FlowNetwork::sift_down(LinkState& ls, std::uint32_t i) {
   place(ls, i, e);
 }
 
-// Restores the heap after the key at i changed.
+// Restores the heap after the key at i (< heap_n) changed.
 void FlowNetwork::sift(LinkState& ls, std::uint32_t i) {
   if (i > 0 && ls.flows[(i - 1) / 2].key < ls.flows[i].key)
     sift_up(ls, i);
@@ -135,8 +137,9 @@ void FlowNetwork::fill_remove(std::uint32_t i) {
   }
 }
 
-void FlowNetwork::touch(LinkId l) {
+void FlowNetwork::touch(LinkId l, bool seed) {
   LinkState& ls = link_[l];
+  if (seed) ls.seed = stamp_ + 1;
   if (ls.mark == stamp_ + 1) return;  // already queued for the next solve
   ls.mark = stamp_ + 1;
   dirty_links_.push_back(l);
@@ -161,13 +164,14 @@ void FlowNetwork::activate(FlowId id) {
   const LinkId* links = f.links();
   for (std::uint32_t i = 0; i < f.hops; ++i) {
     LinkState& ls = link_[links[i]];
-    // Unsolved: key +inf, so the next solve finds it at the top of the heap.
+    // Unsolved: in the tail after the heap, where the next solve finds it (and moves it
+    // into the heap with its rate).
     ls.flows.push_back({kNever, id, static_cast<std::uint32_t>(i)});
-    sift_up(ls, static_cast<std::uint32_t>(ls.flows.size() - 1));
+    f.pos()[i] = static_cast<std::uint32_t>(ls.flows.size() - 1);
     ls.weight += f.weight;
     // Its rate will be at least the link's equal share: rates below it stay.
     resolve_level_ = std::min(resolve_level_, ls.capacity / ls.weight);
-    touch(links[i]);
+    touch(links[i], true);
   }
 }
 
@@ -210,24 +214,36 @@ void FlowNetwork::finish(FlowId id) {
     for (std::uint32_t i = 0; i < f.hops; ++i) {
       const LinkId l = links[i];
       LinkState& ls = link_[l];
+      // Saturated before this removal (loads only drop between solves, so the first
+      // removal since the last solve sees the solved load): flows may speed up here.
+      touch(l, saturated(ls));
       settle_link(ls);
       set_load(ls, ls.load_q - f.load_q);
       ls.weight -= f.weight;
       const std::uint32_t at = f.pos()[i];
-      const LinkEntry last = ls.flows.back();
-      ls.flows.pop_back();
-      if (at < ls.flows.size()) {
-        place(ls, at, last);
-        sift(ls, at);
+      if (at < ls.heap_n) {
+        // Out of the heap: its last entry fills the hole; the tail's last fills that slot.
+        const std::uint32_t hl = --ls.heap_n;
+        if (at < hl) {
+          place(ls, at, ls.flows[hl]);
+          sift(ls, at);
+        }
+        const LinkEntry last = ls.flows.back();
+        ls.flows.pop_back();
+        if (hl < ls.flows.size()) place(ls, hl, last);
+      } else {
+        const LinkEntry last = ls.flows.back();
+        ls.flows.pop_back();
+        if (at < ls.flows.size()) place(ls, at, last);
       }
-      touch(l);
     }
     f.load_q = 0;
     f.linked = false;
   }
+  due_remove(id);
   f.state = State::free;
   f.rate = 0;
-  ++f.version;  // invalidates its heap entries
+  ++f.version;  // invalidates its pending-heap entry
   free_ids_.push_back(id);
 }
 
@@ -283,53 +299,101 @@ void FlowNetwork::reset_statistics() {
 
 void FlowNetwork::schedule_finish(FlowId id) {
   Flow& f = flows_[id];
-  ++f.version;
   if (f.remaining <= 0 || std::isinf(f.rate))
     f.finish_at = f.updated;
   else if (f.rate > 0)
     f.finish_at = f.updated + f.remaining / f.rate;
   else
     f.finish_at = kNever;  // starved (a zero-capacity link): never completes
-  if (f.finish_at == kNever) return;
-  finish_heap_.push_back({f.finish_at, id, f.version});
-  std::push_heap(finish_heap_.begin(), finish_heap_.end(), KeyGreater{});
-}
-
-// Stale entries pile up when rates change often; rebuild from the live flows once
-// they outnumber them.
-void FlowNetwork::compact_finish_heap() {
-  finish_heap_.clear();
-  for (FlowId id : active_) {
-    const Flow& f = flows_[id];
-    if (f.finish_at != kNever) finish_heap_.push_back({f.finish_at, id, f.version});
+  if (f.finish_at == kNever) {
+    due_remove(id);
+    return;
   }
-  std::make_heap(finish_heap_.begin(), finish_heap_.end(), KeyGreater{});
+  std::uint32_t p = due_pos_[id];
+  if (p == kNotQueued) {
+    p = static_cast<std::uint32_t>(due_.size());
+    due_.push_back({f.finish_at, id});
+    due_pos_[id] = p;
+  } else {
+    due_[p].key = f.finish_at;
+  }
+  due_sift(p);
 }
 
-// Progressive filling (max-min fairness, see the header) over the connected
-// component(s) of the links whose flow set changed.
-void FlowNetwork::solve() {
-  // 1. The affected component: links <-> active flows at or above the re-solve level
-  // (and flows not solved yet) reachable from the dirty links. A link's heap yields
-  // those flows without visiting the ones below the level: in a max-heap every entry
-  // at or above the level has only such ancestors, so a search from the root that
-  // stops at entries below the level finds them all.
-  ++stamp_;  // dirty links carry this stamp already (touch() marks with stamp_ + 1)
-  // A relative margin keeps flows that rounding put a hair below the level (ties in
-  // exact arithmetic) in the re-fill.
-  const double level = resolve_level_ * (1 - 1e-9);
-  resolve_level_ = kNever;
-  comp_links_.clear();
-  comp_flows_.clear();
-  comp_entries_.clear();
-  comp_begin_.clear();
-  for (LinkId l : dirty_links_) comp_links_.push_back(l);
-  dirty_links_.clear();
-  for (std::size_t i = 0; i < comp_links_.size(); ++i) {
-    LinkState& ls = link_[comp_links_[i]];
-    ls.comp = static_cast<std::uint32_t>(i);
-    comp_begin_.push_back(static_cast<std::uint32_t>(comp_entries_.size()));
-    const auto n = static_cast<std::uint32_t>(ls.flows.size());
+// The completion heap: restores order after the entry at i changed (either way).
+void FlowNetwork::due_sift(std::uint32_t i) {
+  const DueEntry e = due_[i];
+  if (i > 0 && due_before(e, due_[(i - 1) / 2])) {
+    do {
+      const std::uint32_t parent = (i - 1) / 2;
+      if (!due_before(e, due_[parent])) break;
+      due_place(i, due_[parent]);
+      i = parent;
+    } while (i > 0);
+    due_place(i, e);
+    return;
+  }
+  const auto n = static_cast<std::uint32_t>(due_.size());
+  for (;;) {
+    std::uint32_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && due_before(due_[c + 1], due_[c])) ++c;
+    if (!due_before(due_[c], e)) break;
+    due_place(i, due_[c]);
+    i = c;
+  }
+  due_place(i, e);
+}
+
+void FlowNetwork::due_remove(FlowId id) {
+  const std::uint32_t p = due_pos_[id];
+  if (p == kNotQueued) return;
+  due_pos_[id] = kNotQueued;
+  const DueEntry last = due_.back();
+  due_.pop_back();
+  if (p < due_.size()) {
+    due_place(p, last);
+    due_sift(p);
+  }
+}
+
+// Adds flow `id` (at or above the level, not yet in the component) to the re-filled set
+// and its links to the component; a link joins the search (all its flows at or above
+// the level are re-filled too) when it is a seed or saturated (see the header).
+void FlowNetwork::take_flow(FlowId id) {
+  stamps_[id].mark = stamp_;
+  comp_flows_.push_back(id);
+  for (LinkId m : flows_[id].path()) {
+    LinkState& ms = link_[m];
+    if (ms.mark != stamp_) {
+      ms.mark = stamp_;
+      ms.comp = static_cast<std::uint32_t>(comp_links_.size());
+      comp_links_.push_back(m);
+    }
+    if (ms.expanded != stamp_ && (ms.seed == stamp_ || saturated(ms))) expand(m);
+  }
+}
+
+void FlowNetwork::expand(LinkId l) {
+  link_[l].expanded = stamp_;
+  expand_q_.push_back(l);
+}
+
+// Re-fills every flow at or above the level on the queued links; their links join in
+// turn (take_flow). A link's heap yields those flows without visiting the ones below
+// the level: in a max-heap every entry at or above the level has only such ancestors,
+// so a search from the root that stops at entries below the level finds them all.
+void FlowNetwork::search(double level) {
+  while (!expand_q_.empty()) {
+    LinkState& ls = link_[expand_q_.back()];
+    expand_q_.pop_back();
+    const auto size = static_cast<std::uint32_t>(ls.flows.size());
+    for (std::uint32_t j = ls.heap_n; j < size; ++j) {  // unsolved: all re-filled
+      ++stats_.entries;
+      const FlowId id = ls.flows[j].id;
+      if (stamps_[id].mark != stamp_) take_flow(id);
+    }
+    const std::uint32_t n = ls.heap_n;
     if (n == 0) continue;
     dfs_.clear();
     dfs_.push_back(0);
@@ -340,47 +404,60 @@ void FlowNetwork::solve() {
       if (e.key < level) continue;  // and so is its whole subtree
       if (2 * j + 1 < n) dfs_.push_back(2 * j + 1);
       if (2 * j + 2 < n) dfs_.push_back(2 * j + 2);
-      comp_entries_.push_back(e.id);
-      if (stamps_[e.id].mark == stamp_) continue;
-      stamps_[e.id].mark = stamp_;
-      comp_flows_.push_back(e.id);
-      const Flow& f = flows_[e.id];
-      for (LinkId m : f.path()) {
-        LinkState& ms = link_[m];
-        if (ms.mark == stamp_) continue;
-        ms.mark = stamp_;
-        comp_links_.push_back(m);
-      }
+      ++stats_.entries;
+      if (stamps_[e.id].mark != stamp_) take_flow(e.id);
     }
   }
-  comp_begin_.push_back(static_cast<std::uint32_t>(comp_entries_.size()));
-  // 2. Progressive filling on the component; flows below the level (not re-filled)
-  // keep their rates and reserve their capacity: the link's load minus what the
-  // re-filled flows carried. A re-filled flow is at or above the level on every link
-  // it crosses (its key is its rate on each), so summing over the re-filled flows'
-  // paths gives each link's re-filled part, reading each flow once (exact sums: the
-  // order does not matter).
-  comp_refilled_.assign(comp_links_.size(), 0);
-  comp_unfixed_.assign(comp_links_.size(), 0);
+}
+
+// Progressive filling of the re-filled flows (comp_flows_) on the component's links;
+// flows not re-filled keep their rates and reserve their capacity: the link's load
+// minus what the re-filled flows carried (exact fixed-point sums: the order does not
+// matter). Leaves each link's slack in LinkState::remaining and each flow's rate in
+// new_rate.
+void FlowNetwork::fill() {
+  const std::size_t nl = comp_links_.size();
+  comp_refilled_.assign(nl, 0);
+  comp_unfixed_.assign(nl, 0);
+  comp_begin_.assign(nl + 1, 0);
   for (FlowId id : comp_flows_) {
-    Flow& f = flows_[id];
-    f.new_rate = 0;
+    const Flow& f = flows_[id];
     for (LinkId m : f.path()) {
       const std::uint32_t c = link_[m].comp;
       comp_refilled_[c] += f.load_q;
       comp_unfixed_[c] += f.weight;
+      ++comp_begin_[c + 1];
     }
   }
+  // Each component link's re-filled flows, in comp_flows_ order (a counting sort).
+  for (std::size_t i = 0; i < nl; ++i) comp_begin_[i + 1] += comp_begin_[i];
+  comp_entries_.resize(comp_begin_[nl]);
+  comp_fill_at_.assign(comp_begin_.begin(), comp_begin_.end() - 1);
+  for (FlowId id : comp_flows_)
+    for (LinkId m : flows_[id].path()) comp_entries_[comp_fill_at_[link_[m].comp]++] = id;
+  // Every re-filled flow gets its new_rate below (each of its links pops from the heap).
+  // A link crossed by one re-filled flow only can only ever fix that flow: of such
+  // links only each flow's tightest joins the heap (the others would pop after the
+  // flow is fixed, with nothing left to fix, or tie with it at the same share).
+  ++fill_stamp_;
   fill_heap_.clear();
-  for (std::size_t i = 0; i < comp_links_.size(); ++i) {
+  for (std::size_t i = 0; i < nl; ++i) {
     LinkState& ls = link_[comp_links_[i]];
-    settle_link(ls);
-    const Load refilled = comp_refilled_[i];
-    const std::uint32_t unfixed = comp_unfixed_[i];
-    ls.remaining = ls.capacity - static_cast<double>(ls.load_q - refilled) / kLoadScale;
-    ls.unfixed = unfixed;
+    ls.remaining = ls.capacity - static_cast<double>(ls.load_q - comp_refilled_[i]) / kLoadScale;
+    ls.unfixed = comp_unfixed_[i];
     ls.hpos = kNotQueued;
-    if (unfixed > 0) fill_heap_.push_back({std::max(0.0, ls.remaining) / unfixed, comp_links_[i]});
+    if (ls.unfixed == 0) continue;
+    const double share = std::max(0.0, ls.remaining) / ls.unfixed;
+    if (comp_begin_[i + 1] - comp_begin_[i] == 1) {
+      OwnLink& own = own_link_[comp_entries_[comp_begin_[i]]];
+      if (own.stamp != fill_stamp_ || share < own.share) own = {share, comp_links_[i], fill_stamp_};
+      continue;
+    }
+    fill_heap_.push_back({share, comp_links_[i]});
+  }
+  for (FlowId id : comp_flows_) {
+    const OwnLink& own = own_link_[id];
+    if (own.stamp == fill_stamp_) fill_heap_.push_back({own.share, own.link});
   }
   for (std::uint32_t i = 0; i < fill_heap_.size(); ++i) link_[fill_heap_[i].link].hpos = i;
   for (std::uint32_t i = static_cast<std::uint32_t>(fill_heap_.size() / 2); i-- > 0;) fill_sift_down(i);
@@ -396,8 +473,8 @@ void FlowNetwork::solve() {
     rekey_.clear();
     for (std::uint32_t k = comp_begin_[ls.comp]; k < comp_begin_[ls.comp + 1]; ++k) {
       const FlowId id = comp_entries_[k];
-      if (stamps_[id].fixed == stamp_) continue;
-      stamps_[id].fixed = stamp_;
+      if (stamps_[id].fixed == fill_stamp_) continue;
+      stamps_[id].fixed = fill_stamp_;
       Flow& f = flows_[id];
       f.new_rate = share;
       const double taken = share * f.weight;  // k shares for a k-flow entry
@@ -421,14 +498,57 @@ void FlowNetwork::solve() {
       fill_sift(ms.hpos);
     }
   }
-  // 3. Flows whose rate changed: bring them up to now, move their load and heap keys,
-  // re-key their completion. (Every link of a re-filled flow is a component link,
-  // settled in step 2.)
+}
+
+// Max-min rates for the flows that a change since the last solve can move (see the
+// header: level-bounded, seeded by the changed links that were saturated, grown through
+// saturated links, checked after the filling).
+void FlowNetwork::solve() {
+  ++stamp_;  // dirty links carry this stamp already (touch() marks with stamp_ + 1)
+  ++stats_.solves;
+  // A relative margin keeps flows that rounding put a hair below the level (ties in
+  // exact arithmetic) in the re-fill.
+  const double level = resolve_level_ * (1 - 1e-9);
+  resolve_level_ = kNever;
+  comp_links_.clear();
+  comp_flows_.clear();
+  for (LinkId l : dirty_links_) {
+    LinkState& ls = link_[l];
+    if (ls.seed != stamp_) {  // only lost flows, and was not saturated: no flow depends on it
+      ls.mark = 0;            // (not in the component unless a re-filled flow crosses it)
+      continue;
+    }
+    ls.comp = static_cast<std::uint32_t>(comp_links_.size());
+    comp_links_.push_back(l);
+    expand(l);
+  }
+  dirty_links_.clear();
+  search(level);
+  // Fill; a component link that was left out of the search (not saturated before) but
+  // is saturated now may hold flows at or above the level that the filling would have
+  // to slow down: search it and fill again.
+  for (;;) {
+    fill();
+    const std::size_t had = comp_flows_.size();
+    for (LinkId m : comp_links_) {
+      LinkState& ms = link_[m];
+      if (ms.expanded != stamp_ && ms.remaining <= ms.capacity * kSaturated) expand(m);
+    }
+    search(level);
+    if (comp_flows_.size() == had) break;
+    ++stats_.refills;
+  }
+  stats_.links += comp_links_.size();
+  stats_.flows += comp_flows_.size();
+  // Flows whose rate changed: bring them up to now, move their load and heap keys,
+  // re-key their completion. (Every link of a re-filled flow is a component link.)
+  for (LinkId m : comp_links_) settle_link(link_[m]);
   for (FlowId id : comp_flows_) {
     Flow& f = flows_[id];
     const bool was_solved = f.solved;
     f.solved = true;
     if (was_solved && f.new_rate == f.rate && f.finish_at != kNever) continue;
+    ++stats_.changed;
     settle_flow(f);
     f.rate = f.new_rate;
     const Load q = to_load(f.rate * f.weight);
@@ -437,13 +557,21 @@ void FlowNetwork::solve() {
     for (std::uint32_t i = 0; i < f.hops; ++i) {
       LinkState& ls = link_[links[i]];
       set_load(ls, ls.load_q + (q - f.load_q));
-      ls.flows[pos[i]].key = f.rate;
-      sift(ls, pos[i]);
+      const std::uint32_t p = pos[i];
+      if (p < ls.heap_n) {
+        ls.flows[p].key = f.rate;
+        sift(ls, p);
+        continue;
+      }
+      // First rate: from the tail into the heap (the tail's first entry takes its slot).
+      const std::uint32_t h = ls.heap_n++;
+      if (p != h) place(ls, p, ls.flows[h]);
+      place(ls, h, {f.rate, id, i});
+      sift_up(ls, h);
     }
     f.load_q = q;
     schedule_finish(id);
   }
-  if (finish_heap_.size() > 2 * active_.size() + 1024) compact_finish_heap();
 }
 
 Seconds FlowNetwork::next_event_internal() {
@@ -454,16 +582,9 @@ Seconds FlowNetwork::next_event_internal() {
     std::pop_heap(pending_heap_.begin(), pending_heap_.end(), KeyGreater{});
     pending_heap_.pop_back();
   }
-  while (!finish_heap_.empty()) {
-    const HeapEntry& e = finish_heap_.front();
-    const Flow& f = flows_[e.id];
-    if (f.version == e.version && f.state == State::active) break;
-    std::pop_heap(finish_heap_.begin(), finish_heap_.end(), KeyGreater{});
-    finish_heap_.pop_back();
-  }
   Seconds t = kNever;
   if (!pending_heap_.empty()) t = pending_heap_.front().key;
-  if (!finish_heap_.empty()) t = std::min(t, std::max(now_, finish_heap_.front().key));
+  if (!due_.empty()) t = std::min(t, std::max(now_, due_.front().key));
   return t;
 }
 
@@ -492,14 +613,10 @@ void FlowNetwork::advance_to(Seconds t, std::vector<FlowId>& completed) {
       if (f.version == e.version && f.state == State::pending) activate(e.id);
     }
     // Completions due now, in completion order; one solve afterwards for all of them.
-    while (!finish_heap_.empty() && finish_heap_.front().key <= due) {
-      const HeapEntry e = finish_heap_.front();
-      std::pop_heap(finish_heap_.begin(), finish_heap_.end(), KeyGreater{});
-      finish_heap_.pop_back();
-      const Flow& f = flows_[e.id];
-      if (f.version != e.version || f.state != State::active) continue;
-      completed.push_back(e.id);
-      finish(e.id);
+    while (!due_.empty() && due_.front().key <= due) {
+      const FlowId id = due_.front().id;
+      completed.push_back(id);
+      finish(id);  // takes it off the completion heap
     }
   }
 }

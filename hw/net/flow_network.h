@@ -31,17 +31,66 @@
 //    changed links through such flows; the flows below keep their rates and only
 //    reserve their capacity. Completions mostly remove the fastest flows, so a wave of
 //    thousands of flows (an all-to-all) no longer re-fills all of them per completion.
+//  - Which flows a solve re-fills (exact; a link counts as saturated when its load is
+//    within a relative kSaturated = 1e-9 of capacity, so near-ties count as saturated).
+//    Write L for the level above, "old" for the last solve's allocation, S for the
+//    re-filled flows; the flows below L keep their rates (above), so what follows is
+//    about the flows at or above L on the capacity the ones below leave (the same
+//    before and after the change: removed flows are at or above L, added ones unsolved).
+//    Max-min fairness is characterised by bottlenecks (Bertsekas & Gallager §6.5.2):
+//    a feasible allocation is the max-min one iff every flow crosses a saturated link
+//    on which no flow is faster. Rules, each proved by that characterisation:
+//    (a) Seeds: a link where a flow was added, or where one was removed while the link
+//        was saturated. A removed flow's unsaturated link is not a seed: no flow has it
+//        as a bottleneck, and its load only drops. (Measured in finish() before the
+//        load drops; loads only drop between solves, adds carry no load until solved.)
+//    (b) Search: a seed's flows at or above L join S; a link of an S flow that is a seed
+//        or saturated (old) has its flows at or above L join S too, and so on. A link of
+//        an S flow that is not saturated only constrains the filling (its other flows
+//        keep their rates and reserve their capacity).
+//    (c) Check: after the filling, a component link not searched in (b) that the new
+//        rates saturate is searched; if that adds flows, the filling runs again on the
+//        larger S (SolveStats::refills; rare: 0.8 % and 2.4 % of the solves of the
+//        MoE 4:1 and 1:1 bench runs, 0.3 % of ZeRO-3's).
+//    Proof that the result is the max-min allocation: a flow j not in S (at or above
+//    L) had an old bottleneck l, saturated with j fastest there. If any S flow crossed
+//    l, or l were a seed, (b) would have put j in S; so l has the same flows at the same
+//    rates as before, still saturated, j still fastest. A flow i in S is fixed by the
+//    filling on a link m that the filling saturates, where no S flow is faster; m was
+//    searched (by (b), or by (c), which repeats until every saturated component link
+//    was searched), so every flow at or above L on m is in S. The allocation is
+//    feasible (the filling respects each link's capacity less what the others reserve).
+//    So every flow has a bottleneck: it is the max-min allocation, the one a from-
+//    scratch solve finds. Breaking (a), (b) or (c) on purpose (dropping the removal
+//    seeds, searching only seeds, skipping the check) fails the randomized reference
+//    tests (tests/hw/net/flow_network_reference_test.cpp). Not done: stopping the
+//    search at S flows whose rate does not change (one that keeps its rate can still
+//    be some flow's bottleneck-mate, so it needs a check per link of its own).
+//    Per solve on the MoE 4:1 / 1:1 bench runs this re-fills 218 / 53 flows (was 596 /
+//    164 with the level bound alone) on 64 / 34 links (was 223 / 131), of which 161 /
+//    36 change rate; ZeRO-3 on 1,024 GPUs: 11.9 flows (was 12), 76 links (was 87).
 //  - A solve costs what it re-fills, not what its links carry: each link keeps its
-//    flows in a max-heap by rate (unsolved flows on top), so the flows at or above the
+//    flows in a max-heap by rate (unsolved flows behind it), so the flows at or above the
 //    level are found without visiting those below; a link's reserved capacity is its
 //    load minus the re-filled flows' part, with loads summed exactly in fixed point;
 //    the filling's heap holds each component link once (re-keyed in place once per
 //    saturated link) instead of one entry per fixed flow and link. On the 512-GPU MoE
-//    all-to-all (32,256 flows a wave) this halved the run (README "Performance").
+//    all-to-all (32,256 flows a wave) this halved the run (README "Performance"). Of
+//    the links only one re-filled flow crosses, only that flow's tightest enters the
+//    heap (the others could only tie with it or pop once it is fixed).
+//  - A flow added since the last solve waits in its links' entry lists behind the heap
+//    (LinkState::heap_n), not at the heap's top with key +inf: it joins the heap once,
+//    from the bottom, with its first rate. Before, each activation sifted a +inf entry
+//    up to the root of every link it crosses (8 % of the MoE 4:1 profile) and its first
+//    solve sifted it back down. Tried and not kept (no difference measurable through
+//    the load of a shared 2-core machine, results identical): 4-ary link heaps (half
+//    the depth), and heap moves that write a flow's position without reading its
+//    path length (one cache line of the moved flow instead of two).
 //  - Lazy progress: a flow stores (remaining bytes, rate, time of the last update) and
-//    is only brought up to date when its rate changes; its completion time sits in a
-//    min-heap, stale entries are recognised by a per-flow version counter. Pending
-//    activations are a second heap. Link statistics are integrated lazily the same way.
+//    is only brought up to date when its rate changes; its completion time sits in an
+//    indexed min-heap (moved in place when its rate changes). Pending activations are
+//    a second heap, whose stale entries a per-flow version counter recognises. Link
+//    statistics are integrated lazily the same way.
 //    So an event costs O(component · path length · log) instead of O(all flows).
 //  - Completion is decided from the same stored finish time the heap is ordered by, so
 //    a flow due within kTimeEpsilon of t always completes at t (no re-tests of a
@@ -106,6 +155,18 @@ class FlowNetwork {
   void reset_statistics();
   const Topology& topology() const { return topo_; }
 
+  // Work of the max-min solves since construction (tests check that a change re-fills
+  // what it must and no more; a probe can print them for a run).
+  struct SolveStats {
+    std::uint64_t solves = 0;
+    std::uint64_t refills = 0;  // fillings repeated after the check found a newly saturated link
+    std::uint64_t flows = 0;    // re-filled flows, summed over solves
+    std::uint64_t links = 0;    // component links, summed over solves
+    std::uint64_t entries = 0;  // (flow, link) entries at or above the level the search visited
+    std::uint64_t changed = 0;  // re-filled flows whose rate changed
+  };
+  const SolveStats& solve_stats() const { return stats_; }
+
  private:
   __extension__ typedef __int128 Load;  // fixed-point link load, see kLoadScale
   enum class State : std::uint8_t { free, pending, active };
@@ -127,7 +188,7 @@ class FlowNetwork {
     State state = State::pending;
     std::uint32_t list_pos = 0;  // index in active_
     double rate = 0;
-    std::uint32_t version = 0;  // heap entries with another version are stale
+    std::uint32_t version = 0;  // pending-heap entries with another version are stale
     int tag = 0;
     std::uint32_t hops = 0;  // path length
     Load load_q = 0;         // weight × rate on each of its links
@@ -159,7 +220,9 @@ class FlowNetwork {
   // statistics last; two whole cache lines per link (with 16-byte alignment a third of
   // the links straddled three).
   struct alignas(64) LinkState {
-    std::vector<LinkEntry> flows;  // active flows crossing the link: a max-heap on key
+    // Active flows crossing the link: [0, heap_n) solved ones, a max-heap on key (the
+    // rate); then the unsolved ones (added since the last solve), in no order.
+    std::vector<LinkEntry> flows;
     std::uint32_t mark = 0;        // component search stamp
     std::uint32_t comp = 0;        // solver scratch: index in comp_links_
     double remaining = 0;          // solver scratch
@@ -167,19 +230,23 @@ class FlowNetwork {
     std::uint32_t hpos = 0;        // solver scratch: index in fill_heap_ (kNotQueued: none)
     Load load_q = 0;               // Σ weight × rate of its flows (exact sums)
     std::uint64_t round = 0;       // solver scratch: fill round that last queued it for a re-key
+    std::uint32_t seed = 0;        // == stamp_ at the next solve: a seed of the re-fill (see the header)
+    std::uint32_t expanded = 0;    // == stamp_: its flows at or above the level are re-filled
     BytesPerSecond capacity = 0;
     std::uint32_t weight = 0;  // Σ weight of `flows`
+    std::uint32_t heap_n = 0;  // solved entries at the front of `flows`
     double load = 0;           // load_q / kLoadScale
     Seconds updated = 0;       // bytes/busy integrated up to here
     Bytes bytes = 0;
     Seconds busy = 0;
   };
+  static_assert(sizeof(LinkState) == 128, "LinkState: two cache lines, solver fields in the first");
   // Solver stamps by FlowId, apart from the flows: the component search and the filling
   // test them for every (flow, link) entry they visit (a flow is met once per link of
   // its path), 8 bytes a flow instead of a 256-byte flow record each.
   struct FlowStamps {
     std::uint32_t mark = 0;   // == stamp_: in this solve's component
-    std::uint32_t fixed = 0;  // == stamp_: its rate is fixed in this solve's filling
+    std::uint32_t fixed = 0;  // == fill_stamp_: its rate is fixed in this filling
   };
   static constexpr std::uint32_t kNotQueued = 0xffffffffu;
   struct FillEntry {  // the filling's min-heap of links by fair share, indexed (LinkState::hpos)
@@ -225,11 +292,35 @@ class FlowNetwork {
   void finish(FlowId id);  // removes an active or pending flow
   void settle_flow(Flow& f);
   void settle_link(LinkState& l);
-  void touch(LinkId l);
+  // Load within a relative kSaturated of capacity (a tie in exact arithmetic).
+  static constexpr double kSaturated = 1e-9;
+  static bool saturated(const LinkState& ls) { return ls.load >= ls.capacity * (1 - kSaturated); }
+  void touch(LinkId l, bool seed);
+  void take_flow(FlowId id);
+  void expand(LinkId l);
+  void search(double level);
+  void fill();
   void solve();
   void schedule_finish(FlowId id);
   Seconds next_event_internal();
-  void compact_finish_heap();
+  // Completions: a min-heap on (finish time, id) with each flow's index in due_pos_
+  // (a dense array: sifting touches 4 bytes per moved flow, not its record). A rate
+  // change moves the flow's entry in place: no stale entries. The id breaks ties, so
+  // flows due at the same time complete in one order whatever order the solver
+  // scheduled them in (the caller's events follow that order).
+  struct DueEntry {
+    double key;
+    FlowId id;
+  };
+  static bool due_before(const DueEntry& a, const DueEntry& b) {
+    return a.key < b.key || (a.key == b.key && a.id < b.id);
+  }
+  void due_place(std::uint32_t i, const DueEntry& e) {
+    due_[i] = e;
+    due_pos_[e.id] = i;
+  }
+  void due_sift(std::uint32_t i);
+  void due_remove(FlowId id);
 
   const Topology& topo_;
   std::vector<Flow> flows_;
@@ -239,10 +330,17 @@ class FlowNetwork {
   std::size_t num_pending_ = 0;
   std::vector<LinkState> link_;
   std::vector<FillEntry> fill_heap_;     // solver: component links by fair share
+  struct OwnLink {                       // solver scratch by FlowId: its tightest link
+    double share;                        // that no other re-filled flow crosses
+    LinkId link;
+    std::uint32_t stamp = 0;  // == fill_stamp_: set in this filling
+  };
+  std::vector<OwnLink> own_link_;
   std::vector<LinkId> rekey_;            // solver scratch: links whose share a fill round changed
   std::uint64_t round_ = 0;
   std::vector<HeapEntry> pending_heap_;  // activations by time
-  std::vector<HeapEntry> finish_heap_;   // completions by time
+  std::vector<DueEntry> due_;            // completions by (time, id)
+  std::vector<std::uint32_t> due_pos_;   // by FlowId: index in due_ (kNotQueued: none)
   std::vector<LinkId> dirty_links_;      // links whose flow set changed since the last solve
   std::vector<LinkId> comp_links_;       // solver scratch: the affected component
   std::vector<FlowId> comp_flows_;
@@ -250,8 +348,12 @@ class FlowNetwork {
   std::vector<std::uint32_t> comp_begin_;    // ... from comp_begin_[i] (by index in comp_links_)
   std::vector<Load> comp_refilled_;          // solver scratch: re-filled flows' load on each component link
   std::vector<std::uint32_t> comp_unfixed_;  // ... and their weight
+  std::vector<std::uint32_t> comp_fill_at_;  // solver scratch: next free slot of each link's entries
+  std::vector<LinkId> expand_q_;             // solver scratch: links whose flows the search visits next
   std::vector<std::uint32_t> dfs_;           // solver scratch: heap positions to visit
   std::uint32_t stamp_ = 0;
+  std::uint32_t fill_stamp_ = 0;  // FlowStamps::fixed: fixed in this filling
+  SolveStats stats_;
   double resolve_level_ = kNever;  // flows below this rate keep their rates at the next solve
   std::vector<Bytes> tag_bytes_;   // settled bytes by tag
   Seconds now_ = 0, stats_start_ = 0;

@@ -66,6 +66,28 @@ TEST(FlowNetworkIncremental, FlowDueWithinOneTickOfTCompletesAtT) {
   EXPECT_EQ(net.num_unfinished(), 0u);
 }
 
+TEST(FlowNetworkIncremental, FlowsDueAtTheSameTimeCompleteInIdOrder) {
+  // Three equal flows on three equal links end at the same time. Their ids come back
+  // from the free list in reverse (2, 1, 0), so they are activated and scheduled in
+  // that order; they must still be reported in id order, not in the order the solver
+  // happened to schedule them (which a change to the solver's search would move).
+  Topology t;
+  std::vector<VertexId> v;
+  for (int i = 0; i < 4; ++i) v.push_back(t.add_vertex(VertexKind::gpu, "v" + std::to_string(i), i));
+  std::vector<LinkId> l;
+  for (int i = 0; i < 3; ++i) l.push_back(t.connect(v[i], v[i + 1], 1 * kGB, 0));
+  FlowNetwork net(t);
+  std::vector<FlowId> first;
+  for (int i = 0; i < 3; ++i) first.push_back(net.add_flow(std::vector<LinkId>{l[i]}, 1 * kGB, 0));
+  for (FlowId id : first) net.cancel(id);
+  std::vector<FlowId> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(net.add_flow(std::vector<LinkId>{l[i]}, 1 * kGB, 0));
+  ASSERT_EQ(ids, (std::vector<FlowId>{2, 1, 0}));
+  std::vector<FlowId> done;
+  net.run_until_idle(&done);
+  EXPECT_EQ(done, (std::vector<FlowId>{0, 1, 2}));
+}
+
 TEST(FlowNetworkIncremental, MatchesAFromScratchSolveUnderChurn) {
   // 12 links of 1..12 GB/s, flows over random 1..4-link paths arrive, and some are
   // cancelled; after every change each rate must equal the one a fresh network

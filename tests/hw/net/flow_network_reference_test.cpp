@@ -117,6 +117,57 @@ TEST(FlowNetworkReference, ManyFlowsPerLinkMatchATextbookSolveAndLinkBytesIntegr
   }
 }
 
+// The re-fill set (hw/net/flow_network.h, "Which flows a solve re-fills") on networks
+// where narrow links (1-9 GB/s) and wide ones (20-60 GB/s) mix, so that many links are
+// not saturated: removals of fast and slow flows, cancellations in bursts, and links
+// that a re-fill newly saturates (the filling must be repeated, counted by refills).
+// Every rate must equal the textbook's after every event.
+TEST(FlowNetworkReference, ReFillSetOnMixedCapacitiesMatchesATextbookSolve) {
+  std::uint64_t refills = 0, solves = 0;
+  for (unsigned seed = 1; seed <= 60; ++seed) {
+    std::mt19937 rng(seed);
+    Topology t;
+    std::vector<VertexId> vs;
+    for (int i = 0; i < 8; ++i) vs.push_back(t.add_vertex(VertexKind::gpu, "v" + std::to_string(i), i));
+    std::vector<LinkId> links;
+    const int nl = 5 + static_cast<int>(rng() % 8);
+    for (int i = 0; i < nl; ++i) {
+      const double cap = rng() % 3 == 0 ? (20 + rng() % 41) * kGB : (1 + rng() % 9) * kGB;
+      links.push_back(t.connect(vs[i % 8], vs[(i + 1) % 8], cap, 0));
+    }
+    FlowNetwork net(t);
+    std::vector<RefFlow> live;
+    std::vector<FlowId> done;
+    for (int round = 0; round < 100; ++round) {
+      for (int a = static_cast<int>(rng() % 5); a > 0; --a) {
+        const std::vector<LinkId> p = testing::random_path(links, rng, 4);
+        const std::uint32_t w = 1 + rng() % 3;
+        live.push_back({net.add_flow(p, (1 + rng() % 300) * 1e6, net.now(), 0, false, w), p, w});
+      }
+      for (int c = static_cast<int>(rng() % 3); c > 0; --c) cancel_sometimes(net, live, rng, 2);
+      done.clear();
+      net.advance_to(net.now(), done);
+      drop_finished(live, done);
+      const Seconds te = net.next_event_time();
+      if (te == FlowNetwork::kNever) continue;
+      const auto ref = textbook_max_min_rates(t, live);
+      for (std::size_t i = 0; i < live.size(); ++i)
+        ASSERT_NEAR(net.rate(live[i].id), ref[i], 1e-9 * ref[i] + 1e-3)
+            << "seed " << seed << " round " << round << " flow " << i << " of " << live.size();
+      done.clear();
+      net.advance_to(te, done);
+      ASSERT_FALSE(done.empty());
+      drop_finished(live, done);
+    }
+    net.run_until_idle(&done);
+    EXPECT_EQ(net.num_unfinished(), 0u) << "seed " << seed;
+    refills += net.solve_stats().refills;
+    solves += net.solve_stats().solves;
+  }
+  // The repeated filling was exercised (a link left out of the search saturated).
+  EXPECT_GT(refills, 5u) << "of " << solves << " solves";
+}
+
 // Paths longer than the links a flow stores inline (FlowNetwork::kInlineHops = 16) keep
 // theirs out of line: mixing short and long paths (1 to 30 links of a 40-link ring) must
 // still give the textbook rates, through arrivals, cancellations and completions.
