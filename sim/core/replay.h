@@ -145,9 +145,10 @@ class Replay {
     int wait_channel = 0;
     std::vector<Msg> inbox;
     std::vector<std::uint32_t> held_sends;  // paired forward's outputs (msg_pool_ slots), sent at the pair's end
-    std::array<Channel, kNumChannels> channels;
     std::array<int, kNumDims> gid{};  // the rank's group in every dimension
+    std::int32_t slot = 0;            // index in ranks_ (and stats_, channels_)
   };
+  using Channels = std::array<Channel, kNumChannels>;
   struct GroupState {
     int expected = 0;
     int arrived = 0;
@@ -206,6 +207,9 @@ class Replay {
   ReplayOptions opt_;
   Engine engine_;
   std::vector<RankState> ranks_;            // simulated ranks
+  // Their async streams, by slot: kept out of RankState, whose hot fields every finished
+  // group's members read (a 16k-rank run was faster with the smaller record).
+  std::vector<Channels> channels_;
   std::vector<std::int32_t> slot_of_rank_;  // global rank -> index in ranks_ (-1 if folded away)
   std::vector<RankStats> stats_;
   std::array<std::vector<GroupState>, kNumDims> sync_groups_;
