@@ -79,7 +79,7 @@ void Replay::make_groups(std::vector<GroupState>& groups, Dim dim) {
 bool Replay::wait_satisfied(const RankState& r, const Instr& in) const {
   const auto& ch = channels_[static_cast<std::size_t>(r.slot)][in.channel];
   if (in.flags & kAbsoluteWait) return ch.completed >= in.count;
-  return static_cast<int>(ch.queue.size()) - ch.completed <= in.count;
+  return ch.launched - ch.completed <= in.count;
 }
 
 GroupShape Replay::pair_shape(int src, int dst) const {
@@ -316,6 +316,7 @@ bool Replay::interact(RankState& r, const Instr& in, RankStats& st) {
     case InstrKind::launch: {
       auto& ch = channels_[static_cast<std::size_t>(r.slot)][in.channel];
       ch.queue.push_back({&in, r.t, current_microbatch(r), current_phase(r)});
+      ++ch.launched;
       if (!ch.busy) start_async(r, in.channel, r.t);
       return true;
     }
@@ -472,9 +473,13 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
       self->record(sp);
     }
     ++ch.completed;
-    ++ch.head;
     ch.busy = false;
-    if (ch.head < ch.queue.size()) self->start_async(r, channel, now);
+    if (++ch.head < ch.queue.size()) {
+      self->start_async(r, channel, now);
+    } else {
+      ch.queue.clear();
+      ch.head = 0;
+    }
   }
   for (std::int32_t slot : g.resuming) {
     RankState& r = self->ranks_[static_cast<std::size_t>(slot)];

@@ -125,10 +125,12 @@ class Replay {
     SpanPhase phase;
   };
   struct Channel {  // a rank's async stream of one dimension
+    // Ops launched and not finished, from `head` on; emptied whenever it drains, so it stays
+    // in cache (a ZeRO-3 run's launches wrote fresh memory, a miss each, when it only grew).
     std::vector<Launched> queue;
     std::size_t head = 0;
     bool busy = false;
-    int completed = 0;
+    int launched = 0, completed = 0;
   };
   struct RankState {
     int rank = 0;
