@@ -29,6 +29,7 @@ Replay::Replay(const Program& program, const Layout& layout, int num_microbatche
     slot_of_rank_[rank] = static_cast<std::int32_t>(ranks_.size());
     RankState r;
     r.rank = rank;
+    r.slot = static_cast<std::int32_t>(ranks_.size());
     r.stage = c.pp;
     r.prog = &program_.stages[static_cast<std::size_t>(c.pp)];
     if (!opt_.compute_scale.empty()) r.scale = opt_.compute_scale[static_cast<std::size_t>(rank)];
@@ -37,6 +38,7 @@ Replay::Replay(const Program& program, const Layout& layout, int num_microbatche
     ranks_.push_back(std::move(r));
   }
   stats_.resize(ranks_.size());
+  channels_.resize(ranks_.size());
   for (std::size_t i = 0; i < ranks_.size(); ++i) {
     stats_[i].rank = ranks_[i].rank;
     stats_[i].stage = ranks_[i].stage;
@@ -75,9 +77,9 @@ void Replay::make_groups(std::vector<GroupState>& groups, Dim dim) {
 }
 
 bool Replay::wait_satisfied(const RankState& r, const Instr& in) const {
-  const auto& ch = r.channels[in.channel];
+  const auto& ch = channels_[static_cast<std::size_t>(r.slot)][in.channel];
   if (in.flags & kAbsoluteWait) return ch.completed >= in.count;
-  return static_cast<int>(ch.queue.size()) - ch.completed <= in.count;
+  return ch.launched - ch.completed <= in.count;
 }
 
 GroupShape Replay::pair_shape(int src, int dst) const {
@@ -312,8 +314,9 @@ bool Replay::interact(RankState& r, const Instr& in, RankStats& st) {
       send(r, in);
       return true;
     case InstrKind::launch: {
-      auto& ch = r.channels[in.channel];
+      auto& ch = channels_[static_cast<std::size_t>(r.slot)][in.channel];
       ch.queue.push_back({&in, r.t, current_microbatch(r), current_phase(r)});
+      ++ch.launched;
       if (!ch.busy) start_async(r, in.channel, r.t);
       return true;
     }
@@ -398,7 +401,7 @@ void Replay::on_group_start(void* ctx, std::uint64_t arg) {
 }
 
 void Replay::start_async(RankState& r, int channel, Tick at) {
-  auto& ch = r.channels[channel];
+  auto& ch = channels_[static_cast<std::size_t>(r.slot)][channel];
   ch.busy = true;
   const Launched& op = ch.queue[ch.head];
   arrive(r, op.instr->dim, channel, *op.instr, std::max(at, op.at));
@@ -460,7 +463,7 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
     const std::int32_t slot = g.resuming[i];
     RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
     auto& st = self->stats_[static_cast<std::size_t>(slot)];
-    auto& ch = r.channels[channel];
+    auto& ch = self->channels_[static_cast<std::size_t>(slot)][channel];
     st.wire[di] += wire;
     if (self->opt_.trace) {
       const Launched& op = ch.queue[ch.head];
@@ -470,9 +473,13 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
       self->record(sp);
     }
     ++ch.completed;
-    ++ch.head;
     ch.busy = false;
-    if (ch.head < ch.queue.size()) self->start_async(r, channel, now);
+    if (++ch.head < ch.queue.size()) {
+      self->start_async(r, channel, now);
+    } else {
+      ch.queue.clear();
+      ch.head = 0;
+    }
   }
   for (std::int32_t slot : g.resuming) {
     RankState& r = self->ranks_[static_cast<std::size_t>(slot)];

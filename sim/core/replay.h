@@ -125,10 +125,12 @@ class Replay {
     SpanPhase phase;
   };
   struct Channel {  // a rank's async stream of one dimension
+    // Ops launched and not finished, from `head` on; emptied whenever it drains, so it stays
+    // in cache (a ZeRO-3 run's launches wrote fresh memory, a miss each, when it only grew).
     std::vector<Launched> queue;
     std::size_t head = 0;
     bool busy = false;
-    int completed = 0;
+    int launched = 0, completed = 0;
   };
   struct RankState {
     int rank = 0;
@@ -145,9 +147,10 @@ class Replay {
     int wait_channel = 0;
     std::vector<Msg> inbox;
     std::vector<std::uint32_t> held_sends;  // paired forward's outputs (msg_pool_ slots), sent at the pair's end
-    std::array<Channel, kNumChannels> channels;
     std::array<int, kNumDims> gid{};  // the rank's group in every dimension
+    std::int32_t slot = 0;            // index in ranks_ (and stats_, channels_)
   };
+  using Channels = std::array<Channel, kNumChannels>;
   struct GroupState {
     int expected = 0;
     int arrived = 0;
@@ -206,6 +209,9 @@ class Replay {
   ReplayOptions opt_;
   Engine engine_;
   std::vector<RankState> ranks_;            // simulated ranks
+  // Their async streams, by slot: kept out of RankState, whose hot fields every finished
+  // group's members read (a 16k-rank run was faster with the smaller record).
+  std::vector<Channels> channels_;
   std::vector<std::int32_t> slot_of_rank_;  // global rank -> index in ranks_ (-1 if folded away)
   std::vector<RankStats> stats_;
   std::array<std::vector<GroupState>, kNumDims> sync_groups_;
