@@ -220,22 +220,20 @@ void FlowNetwork::finish(FlowId id) {
       settle_link(ls);
       set_load(ls, ls.load_q - f.load_q);
       ls.weight -= f.weight;
-      const std::uint32_t at = f.pos()[i];
-      if (at < ls.heap_n) {
-        // Out of the heap: its last entry fills the hole; the tail's last fills that slot.
+      std::uint32_t hole = f.pos()[i];
+      if (hole < ls.heap_n) {
+        // Out of the heap: the heap's last entry fills the hole, which moves to its slot.
         const std::uint32_t hl = --ls.heap_n;
-        if (at < hl) {
-          place(ls, at, ls.flows[hl]);
-          sift(ls, at);
+        if (hole < hl) {
+          place(ls, hole, ls.flows[hl]);
+          sift(ls, hole);
         }
-        const LinkEntry last = ls.flows.back();
-        ls.flows.pop_back();
-        if (hl < ls.flows.size()) place(ls, hl, last);
-      } else {
-        const LinkEntry last = ls.flows.back();
-        ls.flows.pop_back();
-        if (at < ls.flows.size()) place(ls, at, last);
+        hole = hl;
       }
+      // The hole is in the unsolved tail now: the last entry fills it.
+      const LinkEntry last = ls.flows.back();
+      ls.flows.pop_back();
+      if (hole < ls.flows.size()) place(ls, hole, last);
     }
     f.load_q = 0;
     f.linked = false;
