@@ -28,6 +28,7 @@ NetworkTransport::NetworkTransport(NetworkModel& model, const CollectiveCost& co
     : model_(model), cost_(cost), net_(model.topology()) {
   const std::size_t links = model.topology().num_links();
   use_.assign(links, LinkUse{kNone, 0, 0.0});
+  link_owner_.assign(links, kUnowned);
   slots_.resize(1024);
 }
 
@@ -45,7 +46,8 @@ std::uint64_t NetworkTransport::hash(const Key& k) {
 }
 
 const NetworkTransport::Template& NetworkTransport::get_template(CollectiveKind c, Dim d, std::int64_t gid,
-                                                                 std::span<const int> ranks, Bytes S) {
+                                                                 std::span<const int> ranks, Bytes S,
+                                                                 std::uint32_t group) {
   std::uint64_t sbits = 0;
   static_assert(sizeof(Bytes) == sizeof(std::uint64_t));
   std::memcpy(&sbits, &S, sizeof sbits);
@@ -136,7 +138,64 @@ const NetworkTransport::Template& NetworkTransport::get_template(CollectiveKind 
     p.fast_time = static_cast<double>(p.repeat) * (p.alpha + transfer);
     t.phases.push_back(std::move(p));
   }
+  t.group = group;
+  claim_links(t);
   return t;
+}
+
+// A group's template takes its links if no other group and no shared template crosses
+// them; otherwise all of its links become shared, and a group that loses a link loses
+// its private phases there (epoch_).
+void NetworkTransport::claim_links(Template& t) {
+  bool own = t.group != kSharedLink;
+  for (const PhaseT& p : t.phases)
+    for (auto l : p.links) own = own && (link_owner_[l] == kUnowned || link_owner_[l] == t.group);
+  bool lost = false;
+  for (const PhaseT& p : t.phases)
+    for (auto l : p.links) {
+      std::uint32_t& o = link_owner_[l];
+      if (own) {
+        o = t.group;
+      } else if (o != kSharedLink) {
+        lost = lost || o != kUnowned;
+        o = kSharedLink;
+      }
+    }
+  if (!lost) return;
+  ++epoch_;
+  for (const auto& memos : memo_)
+    for (const GroupMemo& m : memos)
+      if (m.private_xfer != kNone) register_private(m.private_xfer);
+}
+
+bool NetworkTransport::is_private(const Template& t, const PhaseT& p) const {
+  if (p.private_epoch != epoch_) {
+    p.private_links = t.group != kSharedLink &&
+                      std::all_of(p.links.begin(), p.links.end(), [&](auto l) { return link_owner_[l] == t.group; });
+    p.private_epoch = epoch_;
+  }
+  return p.private_links;
+}
+
+// A private transfer in flight becomes an ordinary fast-path one: it takes its links,
+// so that traffic arriving on them sees (and promotes) it.
+void NetworkTransport::register_private(std::uint32_t id) {
+  Transfer& x = transfers_[id];
+  for (auto l : x.t->phases[x.phase].links) use_[l].fast_owner = id;
+  x.priv = false;
+  memo_of(x.group).private_xfer = kNone;
+}
+
+// Private phases' link bytes, onto their links (before any link's bytes are read).
+void NetworkTransport::settle_private() const {
+  if (private_phases_.empty()) return;
+  if (private_bytes_.empty()) private_bytes_.assign(use_.size(), 0.0);
+  for (const PhaseT* p : private_phases_) {
+    for (std::size_t i = 0; i < p->links.size(); ++i)
+      private_bytes_[p->links[i]] += p->private_repeats * p->link_bytes[i];
+    p->private_repeats = 0;
+  }
+  private_phases_.clear();
 }
 
 void NetworkTransport::start_collective(Engine& engine, CollectiveKind c, Dim d, int gid, const GroupShape& shape,
@@ -146,11 +205,12 @@ void NetworkTransport::start_collective(Engine& engine, CollectiveKind c, Dim d,
     engine.schedule(engine.now(), done, ctx, arg);
     return;
   }
-  begin(engine, group_template(c, d, gid, S), static_cast<int>(d), done, ctx, arg);
+  begin(engine, group_template(c, d, gid, S), static_cast<int>(d), gid >= 0 ? group_token(d, gid) : kSharedLink, done,
+        ctx, arg);
 }
 
 const NetworkTransport::Template& NetworkTransport::group_template(CollectiveKind c, Dim d, int gid, Bytes S) {
-  if (gid < 0) return get_template(c, d, gid, model_.members(d, gid), S);
+  if (gid < 0) return get_template(c, d, gid, model_.members(d, gid), S, kSharedLink);
   std::uint64_t sbits = 0;
   std::memcpy(&sbits, &S, sizeof sbits);
   auto& memos = memo_[static_cast<std::size_t>(d)];
@@ -158,7 +218,7 @@ const NetworkTransport::Template& NetworkTransport::group_template(CollectiveKin
   GroupMemo& m = memos[static_cast<std::size_t>(gid)];
   for (int i = 0; i < 2; ++i)
     if (m.t[i] && m.c[i] == c && m.sbits[i] == sbits) return *m.t[i];
-  const Template& t = get_template(c, d, gid, model_.members(d, gid), S);
+  const Template& t = get_template(c, d, gid, model_.members(d, gid), S, group_token(d, gid));
   m.sbits[m.next] = sbits;
   m.t[m.next] = &t;
   m.c[m.next] = c;
@@ -171,12 +231,13 @@ void NetworkTransport::start_p2p(Engine& engine, int src, int dst, const GroupSh
   engine_ = &engine;
   const int ranks[2] = {src, dst};
   begin(engine,
-        get_template(CollectiveKind::send_recv, Dim::pp, (static_cast<std::int64_t>(src) << 32) | dst, ranks, bytes),
-        static_cast<int>(Dim::pp), done, ctx, arg);
+        get_template(CollectiveKind::send_recv, Dim::pp, (static_cast<std::int64_t>(src) << 32) | dst, ranks, bytes,
+                     kSharedLink),
+        static_cast<int>(Dim::pp), kSharedLink, done, ctx, arg);
 }
 
-void NetworkTransport::begin(Engine& e, const Template& t, int tag, Engine::Callback done, void* ctx,
-                             std::uint64_t arg) {
+void NetworkTransport::begin(Engine& e, const Template& t, int tag, std::uint32_t group, Engine::Callback done,
+                             void* ctx, std::uint64_t arg) {
   ++transfers_started_;
   last_time_ = std::max(last_time_, to_seconds(e.now()));
   if (t.phases.empty()) {
@@ -191,6 +252,8 @@ void NetworkTransport::begin(Engine& e, const Template& t, int tag, Engine::Call
   x.done = done;
   x.ctx = ctx;
   x.arg = arg;
+  x.group = group;
+  if (group != kSharedLink) ++memo_of(group).inflight;
   start_phase(id);
 }
 
@@ -198,6 +261,18 @@ void NetworkTransport::start_phase(std::uint32_t id) {
   Transfer& x = transfers_[id];
   const PhaseT& p = x.t->phases[x.phase];
   x.phase_start = to_seconds(engine_->now());
+  if (x.group != kSharedLink && is_private(*x.t, p)) {
+    GroupMemo& m = memo_of(x.group);
+    if (m.inflight == 1) {  // alone on links no one else crosses
+      x.mode = Mode::fast;
+      x.priv = true;
+      m.private_xfer = id;
+      x.fast_event =
+          engine_->schedule(engine_->now() + to_ticks(p.fast_time), &NetworkTransport::on_fast_done, this, id);
+      return;
+    }
+    if (m.private_xfer != kNone) register_private(m.private_xfer);  // the group's other transfer meets this one
+  }
   scratch_owners_.clear();
   bool contended = false;
   for (auto l : p.links) {
@@ -308,6 +383,7 @@ void NetworkTransport::phase_finished(std::uint32_t id) {
     return;
   }
   engine_->schedule(engine_->now(), x.done, x.ctx, x.arg);
+  if (x.group != kSharedLink) --memo_of(x.group).inflight;
   x.mode = Mode::free;
   free_transfers_.push_back(id);
 }
@@ -318,12 +394,20 @@ void NetworkTransport::on_fast_done(void* ctx, std::uint64_t arg) {
   Transfer& x = self->transfers_[id];
   const PhaseT& p = x.t->phases[x.phase];
   const double r = static_cast<double>(p.repeat);
+  self->dim_bytes_[static_cast<std::size_t>(x.tag)] += r * p.wire_bytes;
+  if (x.priv) {
+    x.priv = false;
+    self->memo_of(x.group).private_xfer = kNone;
+    if (p.private_repeats == 0) self->private_phases_.push_back(&p);
+    p.private_repeats += r;
+    self->phase_finished(id);
+    return;
+  }
   for (std::size_t i = 0; i < p.links.size(); ++i) {
     LinkUse& u = self->use_[p.links[i]];
     u.bytes += r * p.link_bytes[i];
     if (u.fast_owner == id) u.fast_owner = kNone;
   }
-  self->dim_bytes_[static_cast<std::size_t>(x.tag)] += r * p.wire_bytes;
   self->phase_finished(id);
 }
 
@@ -374,7 +458,10 @@ void NetworkTransport::on_net_event(void* ctx, std::uint64_t) {
   if (self->net_event_at_ != self->engine_->now()) self->reschedule(true);
 }
 
-Bytes NetworkTransport::link_bytes(hw::net::LinkId l) const { return use_[l].bytes + net_.link_bytes(l); }
+Bytes NetworkTransport::link_bytes(hw::net::LinkId l) const {
+  settle_private();
+  return use_[l].bytes + (private_bytes_.empty() ? 0.0 : private_bytes_[l]) + net_.link_bytes(l);
+}
 
 Bytes NetworkTransport::dim_bytes(Dim d) const {
   return dim_bytes_[static_cast<std::size_t>(d)] + net_.tag_bytes(static_cast<int>(d));

@@ -19,6 +19,17 @@
 //    the bytes they have left (they ran at their isolated rates until then), and from
 //    then on both share max-min. So the max-min solver only ever sees transfers that
 //    really overlap.
+//  - Private phases: a group's phase on links that no other group's (or p2p) template
+//    crosses, e.g. a TP collective on its node's NVSwitch ports, and while no other
+//    transfer of that group is in flight, cannot meet other traffic, so it runs the fast
+//    path without reading or writing its links' use at start and end, and its link bytes
+//    are added up per phase (private_repeats) and spread over the links when a report
+//    asks (one miss chain instead of three per transfer: at 16k GPUs millions of TP
+//    collectives). A link's owner (link_owner_) is the one group whose templates cross
+//    it; a template that crosses another group's link or a shared one makes all of its
+//    links shared, which bumps epoch_: every phase re-checks its links, and a private
+//    transfer in flight registers on its links (becomes an ordinary fast-path phase), so
+//    later traffic sees and promotes it exactly as before.
 //  - Identical flows of a step (same path and size, so the same start) are one
 //    weighted FlowNetwork flow (FlowNetwork::add_flow's weight): k of them take k
 //    shares on every link, which is the per-flow max-min answer at 1/k of the cost.
@@ -77,19 +88,29 @@ class NetworkTransport : public Transport {
     std::uint32_t count = 1;  // identical flows of the step (same path and size) it stands for
   };
   struct PhaseT {
-    std::int64_t repeat = 1;
-    Seconds alpha = 0;
+    // What a private phase reads, first (one cache line).
     Seconds fast_time = 0;  // isolated duration of the whole phase
+    std::int64_t repeat = 1;
+    Bytes wire_bytes = 0;                     // per repeat, Σ bytes of its flows that cross a link
+    mutable double private_repeats = 0;       // repeats run privately, link bytes not yet on the links
+    mutable std::uint32_t private_epoch = 0;  // epoch_ when `private_links` was decided
+    mutable bool private_links = false;       // every link owned by the template's group
+    Seconds alpha = 0;
     std::uint32_t flow_begin = 0, flow_end = 0;
     std::vector<hw::net::LinkId> links;  // distinct links of the phase
     std::vector<Bytes> link_bytes;       // per repeat, on each of `links` (fast-path accounting)
-    Bytes wire_bytes = 0;                // per repeat, Σ bytes of its flows that cross a link
   };
   struct Template {
     std::vector<PhaseT> phases;
     std::vector<FlowT> flows;
+    std::uint32_t group = kSharedLink;  // the group token (group_token) of a group's template
   };
   enum class Mode : std::uint8_t { free, fast, net };
+  // link_owner_ values besides a group token ((dim << 24) | gid).
+  static constexpr std::uint32_t kUnowned = 0xffffffffu, kSharedLink = 0xfffffffeu;
+  static std::uint32_t group_token(Dim d, int gid) {
+    return (static_cast<std::uint32_t>(d) << 24) | static_cast<std::uint32_t>(gid);
+  }
   struct Transfer {
     const Template* t = nullptr;
     std::size_t phase = 0;
@@ -101,6 +122,8 @@ class NetworkTransport : public Transport {
     Seconds phase_start = 0;
     Engine::Handle fast_event;
     std::uint32_t outstanding = 0;
+    std::uint32_t group = kSharedLink;  // group token, or kSharedLink (p2p)
+    bool priv = false;                  // fast path without registering on its links
   };
   struct Key {
     std::uint64_t a, b, c;
@@ -124,7 +147,10 @@ class NetworkTransport : public Transport {
     const Template* t[2] = {nullptr, nullptr};
     CollectiveKind c[2] = {};
     std::uint8_t next = 0;  // the entry to replace
+    std::uint32_t inflight = 0;                // the group's transfers in flight
+    std::uint32_t private_xfer = 0xffffffffu;  // the one running privately, if any
   };
+  GroupMemo& memo_of(std::uint32_t token) { return memo_[token >> 24][token & 0xffffffu]; }
   const Template& group_template(CollectiveKind c, Dim d, int gid, Bytes S);
   // Per link: who uses it, and the bytes fast-path phases put on it; one cache line
   // read per link in start_phase / on_fast_done.
@@ -134,9 +160,16 @@ class NetworkTransport : public Transport {
     Bytes bytes;               // fast-path bytes (the FlowNetwork counts its own)
   };
 
-  const Template& get_template(CollectiveKind c, Dim d, std::int64_t id, std::span<const int> ranks, Bytes S);
-  void begin(Engine& e, const Template& t, int tag, Engine::Callback done, void* ctx, std::uint64_t arg);
+  // `group`: the group token of a group's collective, kSharedLink for a p2p.
+  const Template& get_template(CollectiveKind c, Dim d, std::int64_t id, std::span<const int> ranks, Bytes S,
+                               std::uint32_t group);
+  void begin(Engine& e, const Template& t, int tag, std::uint32_t group, Engine::Callback done, void* ctx,
+             std::uint64_t arg);
   void start_phase(std::uint32_t id);
+  bool is_private(const Template& t, const PhaseT& p) const;
+  void claim_links(Template& t);
+  void register_private(std::uint32_t id);
+  void settle_private() const;
   void launch_net(std::uint32_t id);
   void promote(std::uint32_t id);
   // Transfer `id` (x) now waits for flow `fid` too.
@@ -158,6 +191,10 @@ class NetworkTransport : public Transport {
   std::vector<Transfer> transfers_;
   std::vector<std::uint32_t> free_transfers_;
   std::vector<LinkUse> use_;               // by link
+  std::vector<std::uint32_t> link_owner_;  // by link: a group token, kUnowned or kSharedLink
+  std::uint32_t epoch_ = 1;                // bumped when a group loses a link
+  mutable std::vector<const PhaseT*> private_phases_;  // phases with private_repeats > 0
+  mutable std::vector<Bytes> private_bytes_;           // by link: settled private bytes
   std::vector<std::uint32_t> flow_owner_;  // by FlowId
   std::array<Bytes, kNumDims> dim_bytes_{};
   std::vector<std::uint32_t> scratch_owners_;

@@ -136,6 +136,49 @@ TEST(NetworkTransport, AGroupCyclingThroughManyCollectivesGetsEachOnesOwnTime) {
   EXPECT_EQ(std::unique(seen.begin(), seen.end()) - seen.begin(), 4);
 }
 
+// A group's phase on links only that group crosses runs privately (without taking its
+// links); a second transfer of the same group at the same time must still meet it, and
+// both must take exactly what they take when a p2p has made those links shared (the
+// ordinary fast path and promotion). Their link bytes are the same too.
+struct TwoTensorParallelCollectives {
+  std::vector<Seconds> took;
+  std::vector<hw::net::LinkUsage> links;
+};
+TwoTensorParallelCollectives two_tp_collectives_at_once(bool share_links_first) {
+  TwoNodeRig rig;
+  if (share_links_first) {  // a p2p 8 -> 9 crosses two of TP group 1's NVSwitch ports
+    rig.tr.start_p2p(rig.e, 8, 9, GroupShape{2, 2, 0, 1}, 1e6, &Recorder::cb, &rig.rec, 3);
+    rig.e.run();
+  }
+  const Tick start = rig.e.now();
+  const auto g = rig.layout.shape(Dim::tp, 1);
+  rig.tr.start_collective(rig.e, CollectiveKind::all_reduce, Dim::tp, 1, g, 64e6, &Recorder::cb, &rig.rec, 0);
+  rig.tr.start_collective(rig.e, CollectiveKind::all_gather, Dim::tp, 1, g, 32e6, &Recorder::cb, &rig.rec, 1);
+  rig.e.run();
+  TwoTensorParallelCollectives out;
+  for (int i = 0; i < 2; ++i) out.took.push_back(to_seconds(rig.rec.at[i] - start));
+  out.links = rig.tr.busiest_links(4);
+  return out;
+}
+
+TEST(NetworkTransport, PrivatePhasesOfOneGroupMeetEachOtherAsSharedOnesDo) {
+  const auto priv = two_tp_collectives_at_once(false);
+  const auto shared = two_tp_collectives_at_once(true);
+  TwoNodeRig rig;
+  const auto ranks = rig.model->members(Dim::tp, 1);
+  EXPECT_GT(priv.took[0], rig.model->isolated_seconds(CollectiveKind::all_reduce, ranks, 64e6) + 1e-6);
+  EXPECT_GT(priv.took[1], rig.model->isolated_seconds(CollectiveKind::all_gather, ranks, 32e6) + 1e-6);
+  for (int i = 0; i < 2; ++i) EXPECT_NEAR(priv.took[i], shared.took[i], 1e-12) << i;
+  // Ring all-reduce + all-gather on 8 GPUs: each GPU sends 2·7/8 · 64 MB + 7/8 · 32 MB
+  // (to 1e3 B, as the bytes in the other tests here); the 1 MB p2p comes on top on
+  // GPU 8's port. The two runs agree to the byte.
+  const double each = 2 * 7.0 / 8 * 64e6 + 7.0 / 8 * 32e6;
+  ASSERT_EQ(priv.links.size(), 4u);
+  for (const auto& l : priv.links) EXPECT_NEAR(l.bytes, each, 1e3) << l.name;
+  EXPECT_EQ(shared.links[0].name, "node1.gpu0->node1.nvswitch");
+  EXPECT_NEAR(shared.links[0].bytes, priv.links[0].bytes + 1e6, 1e-3);
+}
+
 TEST(NetworkTransport, DataParallelAllReduceAndPipelineSendOnOneNicSlowEachOther) {
   TwoNodeRig rig;
   const double S = 100e6, P = 50e6, a = 2e-6, B = kNic, a_dp = kTwoNodeRingLatency;
