@@ -7,6 +7,7 @@
 #include <limits>
 #include <unordered_map>
 
+#include "hw/errors.h"
 #include "hw/slot_pool.h"
 
 namespace ptsim::sim {
@@ -214,13 +215,21 @@ const NetworkTransport::Template& NetworkTransport::group_template(CollectiveKin
   std::uint64_t sbits = 0;
   std::memcpy(&sbits, &S, sizeof sbits);
   auto& memos = memo_[static_cast<std::size_t>(d)];
-  if (static_cast<std::size_t>(gid) >= memos.size()) memos.resize(static_cast<std::size_t>(gid) + 1);
+  if (static_cast<std::size_t>(gid) >= memos.size()) {
+    PTSIM_CHECK(gid < (1 << 24), "group id {} does not fit a group token", gid);
+    memos.resize(static_cast<std::size_t>(gid) + 1);
+  }
   GroupMemo& m = memos[static_cast<std::size_t>(gid)];
   for (int i = 0; i < 2; ++i)
-    if (m.t[i] && m.c[i] == c && m.sbits[i] == sbits) return *m.t[i];
+    if (m.t[i] && m.c[i] == c && m.sbits[i] == sbits) {
+      __builtin_prefetch(m.t[i]);
+      __builtin_prefetch(m.first[i]);
+      return *m.t[i];
+    }
   const Template& t = get_template(c, d, gid, model_.members(d, gid), S, group_token(d, gid));
   m.sbits[m.next] = sbits;
   m.t[m.next] = &t;
+  m.first[m.next] = t.phases.empty() ? nullptr : t.phases.data();
   m.c[m.next] = c;
   m.next ^= 1;
   return t;

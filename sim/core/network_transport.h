@@ -145,6 +145,7 @@ class NetworkTransport : public Transport {
   struct GroupMemo {
     std::uint64_t sbits[2] = {0, 0};
     const Template* t[2] = {nullptr, nullptr};
+    const PhaseT* first[2] = {nullptr, nullptr};  // t[i]'s first phase (fetched with t[i]: two misses at once)
     CollectiveKind c[2] = {};
     std::uint8_t next = 0;  // the entry to replace
     std::uint32_t inflight = 0;                // the group's transfers in flight
