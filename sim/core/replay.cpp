@@ -99,7 +99,7 @@ const GroupShape& Replay::shape_of(GroupState& g, Dim d, int gid) {
   return g.shape;
 }
 
-const std::vector<Instr>& Replay::current_list(const RankState& r) const {
+const std::vector<Instr>& Replay::list_of(const RankState& r) const {
   const auto& p = *r.prog;
   if (r.step < 0) return p.prologue;
   if (r.step >= static_cast<int>(p.steps.size())) return p.epilogue;
@@ -141,14 +141,14 @@ bool Replay::next_instr(RankState& r) {
     if (r.pc < current_list(r).size()) return true;
     if (r.step > static_cast<int>(r.prog->steps.size())) return false;
     if (r.step == static_cast<int>(r.prog->steps.size())) {
-      r.step++;
+      set_step(r, r.step + 1);
       return false;
     }
     // The output of a forward overlapped with the next step (DualPipe's F&B pair)
     // leaves when that step ends.
     if (!r.held_sends.empty() && !(r.step >= 0 && r.prog->steps[static_cast<std::size_t>(r.step)].paired))
       release_held_sends(r);
-    r.step++;
+    set_step(r, r.step + 1);
     r.pc = 0;
   }
 }
@@ -227,7 +227,7 @@ void Replay::run() {
     throw EventLimitError(n, opt_.max_events, true);
   // Every rank starts at time 0 with its prologue.
   for (auto& r : ranks_) {
-    r.step = -1;
+    set_step(r, -1);
     r.pc = 0;
     if (current_list(r).empty()) {
       r.pc = static_cast<std::size_t>(-1);

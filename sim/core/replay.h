@@ -137,6 +137,7 @@ class Replay {
     int stage = 0;
     const StageProgram* prog = nullptr;
     int step = -1;  // -1 prologue, [0, steps) schedule, steps epilogue
+    const std::vector<Instr>* list = nullptr;  // list_of(step), kept with `step` (read per instruction)
     std::size_t pc = 0;
     Tick t = 0;
     double scale = 1.0;  // compute slowdown (ReplayOptions::compute_scale)
@@ -163,7 +164,12 @@ class Replay {
     std::vector<std::int32_t> waiters, resuming;
   };
 
-  const std::vector<Instr>& current_list(const RankState& r) const;
+  const std::vector<Instr>& current_list(const RankState& r) const { return *r.list; }
+  const std::vector<Instr>& list_of(const RankState& r) const;  // of r.step
+  void set_step(RankState& r, int step) {
+    r.step = step;
+    r.list = &list_of(r);
+  }
   bool skipped(const RankState& r, const Instr& in) const;
   void release_held_sends(RankState& r);
   void start_send(std::uint32_t idx, Tick at);
