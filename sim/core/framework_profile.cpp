@@ -77,6 +77,29 @@ FrameworkProfile default_profile(Framework f) {
   throw std::invalid_argument(fmt::format("unknown Framework value {}", static_cast<int>(f)));
 }
 
+double grad_reduce_element_bytes(const FrameworkProfile& fp, models::Precision precision) {
+  if (precision == models::Precision::fp32) return 4.0;
+  switch (fp.framework) {
+    case Framework::megatron_core:
+    case Framework::megatron_lm:
+      // Megatron-LM megatron/training/arguments.py (validate_args): "bfloat16 requires
+      // gradient accumulation and all-reduce to be done in fp32", so bf16 (and fp8,
+      // which keeps bf16 weights) sets accumulate_allreduce_grads_in_fp32, which
+      // training.py passes to DistributedDataParallelConfig as grad_reduce_in_fp32:
+      // the DDP buffer and its reduce-scatter / all-reduce are fp32. fp16 keeps the
+      // flag's default, False: fp16 gradients are reduced. (The memory model's 18 bytes
+      // per bf16 parameter are the same fp32 buffer, models/memory.cpp.)
+      return precision == models::Precision::fp16 ? 2.0 : 4.0;
+    case Framework::fsdp:
+      return fp.reduce_fp32 ? 4.0 : 2.0;
+    case Framework::deepspeed:
+      // ZeRO's reduce_ipg_grads / average_tensor reduce the 16-bit gradients (ZeRO
+      // paper §3.1 counts 2 bytes per gradient).
+      return 2.0;
+  }
+  throw std::invalid_argument(fmt::format("unknown Framework value {}", static_cast<int>(fp.framework)));
+}
+
 DeepSpeedVersion parse_deepspeed_version(std::string_view text) {
   const std::string_view form = "\"0.MINOR\" or \"0.MINOR.PATCH\" from 0.3.12, e.g. \"0.3.16\" or \"0.14\"";
   DeepSpeedVersion v;

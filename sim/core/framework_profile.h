@@ -57,6 +57,10 @@ struct FrameworkProfile {
   // all-gather before the current unit's gradient computation; BACKWARD_POST and
   // none issue it after, so it does not overlap compute.
   bool backward_prefetch = true;
+  // FSDP MixedPrecision reduce_dtype float32 (training.fsdp.reduce_dtype: fp32):
+  // gradients reduce-scattered in fp32 whatever the compute dtype. PyTorch's default
+  // (reduce_dtype None) reduces in the parameter dtype.
+  bool reduce_fp32 = false;
   // DeepSpeed releases before 0.6 (training.deepspeed.version; framework_profile.cpp
   // cites each): every ZeRO-3 gather blocks the host, so nothing is prefetched and
   // no compute runs under a gather (before 0.6.0); each gather is the list form of
@@ -79,6 +83,10 @@ struct FrameworkProfile {
 
 // The documented defaults of `f` (every figure cited in framework_profile.cpp).
 FrameworkProfile default_profile(Framework f);
+
+// Bytes per gradient element on the wire of the data-parallel reduction: the dtype
+// the framework reduces in (framework_profile.cpp cites each rule).
+double grad_reduce_element_bytes(const FrameworkProfile& fp, models::Precision precision);
 
 // A DeepSpeed release, "0.MINOR" or "0.MINOR.PATCH" (training.deepspeed.version), from
 // 0.3.12, the first with ZeRO-3.

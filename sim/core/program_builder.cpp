@@ -49,10 +49,9 @@ class Builder {
     hidden_msg_ = tokens_ * static_cast<double>(m.hidden_size) * act_bytes_;
     dense_layer_local_ = static_cast<double>(models::layer_params_per_gpu(m, par_.tp, par_.ep, false).total());
     if (m.moe) moe_layer_local_ = static_cast<double>(models::layer_params_per_gpu(m, par_.tp, par_.ep, true).total());
-    // Gradients travel in the compute dtype (4 bytes in fp32 training, else 2) as
-    // the ZeRO paper counts them; which dtype a framework reduces in belongs to its
-    // profile. What the gradients occupy in memory is models::model_states.
-    grad_elem_bytes_ = par_.precision == models::Precision::fp32 ? 4.0 : 2.0;
+    // Gradients travel in the dtype the framework reduces in (framework_profile.h);
+    // what they occupy in memory is models::model_states.
+    grad_elem_bytes_ = grad_reduce_element_bytes(fw_, par_.precision);
   }
 
   Program build() {

@@ -152,6 +152,8 @@ const std::vector<ScenarioKey>& key_table() {
       {"training.fsdp", "", "", "PyTorch FSDP's own keys (framework fsdp)", "", ""},
       {"training.fsdp.reshard_after_forward", "", "true", "free gathered parameters after forward", "", ""},
       {"training.fsdp.backward_prefetch", "", "BACKWARD_PRE", "BACKWARD_PRE | BACKWARD_POST | none", "", ""},
+      {"training.fsdp.reduce_dtype", "", "the compute dtype", "fp32 | bf16 | fp16: gradient reduce-scatter dtype", "",
+       ""},
       {"training.megatron", "", "", "Megatron's own keys (framework megatron-core / megatron-lm)", "", ""},
       {"training.megatron.bucket_size", "parameters", "max(4e7, 1e6 × dp)", "DDP gradient bucket", "--ddp-bucket-size",
        ""},

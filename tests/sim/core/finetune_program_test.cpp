@@ -44,15 +44,16 @@ double dp_launched_bytes(const StageProgram& sp, CollectiveKind kind) {
 
 TEST(FinetuneProgram, DataParallelReducesOnlyTheAdapterGradients) {
   // dp = 2, two layers: the gradient all-reduce carries 2 layers × 131,072 adapter
-  // parameters × 2 bytes = 524,288 bytes; full training would carry every weight.
+  // parameters × 4 bytes (bf16 gradients reduced in fp32, framework_profile.cpp) =
+  // 1,048,576 bytes; full training would carry every weight.
   const Scenario s = scenario(2, 2, 2, kLora);
   EXPECT_EQ(models::trainable_stage_params(s.model, s.plan.par, 0).total(), 2 * 131'072);
   const Program p = build_program(s, FlopsOnlyCost(s.cluster.gpu));
-  EXPECT_DOUBLE_EQ(dp_launched_bytes(p.stages[0], CollectiveKind::all_reduce), 2.0 * 2 * 131'072);
+  EXPECT_DOUBLE_EQ(dp_launched_bytes(p.stages[0], CollectiveKind::all_reduce), 4.0 * 2 * 131'072);
   // ZeRO-1: reduce-scatter of the adapter gradients, all-gather of the updated adapters.
   const Scenario z = scenario(2, 2, 2, kLora, "  zero_stage: 1");
   const Program pz = build_program(z, FlopsOnlyCost(z.cluster.gpu));
-  EXPECT_DOUBLE_EQ(dp_launched_bytes(pz.stages[0], CollectiveKind::reduce_scatter), 2.0 * 2 * 131'072);
+  EXPECT_DOUBLE_EQ(dp_launched_bytes(pz.stages[0], CollectiveKind::reduce_scatter), 4.0 * 2 * 131'072);
   EXPECT_DOUBLE_EQ(dp_launched_bytes(pz.stages[0], CollectiveKind::all_gather), 2.0 * 2 * 131'072);
 }
 

@@ -12,6 +12,7 @@
 
 #include "models/memory.h"
 #include "models/params.h"
+#include "sim/core/framework_profile.h"
 #include "sim/core/program_builder.h"
 #include "sim/io/scenario_file.h"
 #include "tests/sim/core/program_fixtures.h"
@@ -192,6 +193,31 @@ TEST(ProgramBuilderFramework, DeepSpeedRegathersBeyondTheReuseDistance) {
             8);
 }
 
+// The dtype of the gradient reduction (framework_profile.cpp): a layer's reduce-scatter
+// carries its parameters × 2 bytes in bf16 under FSDP's default (the parameter dtype),
+// × 4 with reduce_dtype fp32 (Composer's DEFAULT mixed precision), and × 4 under
+// Megatron in bf16 (accumulate_allreduce_grads_in_fp32), × 2 in fp16.
+TEST(ProgramBuilderFramework, GradientsAreReducedInTheFrameworksDtype) {
+  const std::string z3 = "  zero_stage: 3";
+  const Built b = build(one_stage_yaml(2, 4, 4, z3, "  framework: fsdp"));
+  const double layer = static_cast<double>(models::layer_params_per_gpu(b.s.model, 1, 1, false).total());
+  EXPECT_DOUBLE_EQ(per_layer(z3, "  framework: fsdp", true, CollectiveKind::reduce_scatter).bytes, 2 * layer);
+  EXPECT_DOUBLE_EQ(
+      per_layer(z3, "  framework: fsdp\n  fsdp: {reduce_dtype: fp32}", true, CollectiveKind::reduce_scatter).bytes,
+      4 * layer);
+  EXPECT_DOUBLE_EQ(
+      per_layer(z3, "  framework: fsdp\n  fsdp: {reduce_dtype: bf16}", true, CollectiveKind::reduce_scatter).bytes,
+      2 * layer);
+  FrameworkProfile megatron = default_profile(Framework::megatron_core), fsdp = default_profile(Framework::fsdp);
+  EXPECT_EQ(grad_reduce_element_bytes(megatron, models::Precision::bf16), 4.0);
+  EXPECT_EQ(grad_reduce_element_bytes(megatron, models::Precision::fp8), 4.0);
+  EXPECT_EQ(grad_reduce_element_bytes(megatron, models::Precision::fp16), 2.0);
+  EXPECT_EQ(grad_reduce_element_bytes(default_profile(Framework::deepspeed), models::Precision::bf16), 2.0);
+  EXPECT_EQ(grad_reduce_element_bytes(fsdp, models::Precision::fp32), 4.0);
+  fsdp.reduce_fp32 = true;
+  EXPECT_EQ(grad_reduce_element_bytes(fsdp, models::Precision::bf16), 4.0);
+}
+
 TEST(ProgramBuilderFramework, FsdpReshardAndPerUnitReduceScatter) {
   const std::string z3 = "  zero_stage: 3";
   // One reduce-scatter per layer (FSDP reduces each unit's gradients after its
@@ -237,7 +263,7 @@ TEST(ProgramBuilderFramework, MegatronBucketSizeOverride) {
   const double psi = static_cast<double>(models::stage_params(b.s.model, b.s.plan.par, 0).total());
   const Tally rs = tally(phase(b.p.stages[0], true), CollectiveKind::reduce_scatter);
   EXPECT_EQ(rs.count, 2);
-  EXPECT_DOUBLE_EQ(rs.bytes, 2 * psi);
+  EXPECT_DOUBLE_EQ(rs.bytes, 4 * psi);  // bf16 gradients reduced in fp32 (framework_profile.cpp)
   EXPECT_EQ(tally(phase(build(one_stage_yaml(2, 4, 4, "  zero_stage: 1", "")).p.stages[0], true),
                   CollectiveKind::reduce_scatter)
                 .count,

@@ -23,18 +23,23 @@ Result run(const std::string& yaml, const std::vector<std::string>& sets = {}, b
 }
 
 TEST(Strategies, ZeroCommunicationVolumeMatchesThePaper) {
-  // One stage, one micro-batch, dp = n: Ψ parameters of 2 bytes. ZeRO paper §7:
-  // DP / ZeRO-1 / ZeRO-2 move 2Ψ per GPU (reduce-scatter + all-gather, each
-  // (n−1)/n·Ψ), ZeRO-3 3Ψ (a second parameter all-gather for the backward).
+  // One stage, one micro-batch, dp = n: Ψ parameters of 2 bytes, fp16 as in the paper.
+  // ZeRO paper §7: DP / ZeRO-1 / ZeRO-2 move 2Ψ per GPU (reduce-scatter + all-gather,
+  // each (n−1)/n·Ψ), ZeRO-3 3Ψ (a second parameter all-gather for the backward).
+  // In bf16 Megatron reduces the gradients in fp32 (framework_profile.cpp): their
+  // half of each volume doubles, so DP moves 4Ψ, ZeRO-1/2 3Ψ and ZeRO-3 4Ψ.
   const int n = 4;
-  for (int stage = 0; stage <= 3; ++stage) {
-    const std::string yaml = tiny_gpt_yaml(1, n, 1, 4, n, fmt::format("  zero_stage: {}", stage), 51200);
-    const Scenario s = parse_scenario(yaml, "test");
-    const double psi_bytes = 2.0 * static_cast<double>(models::stage_params(s.model, s.plan.par, 0).total());
-    const double expected = (stage == 3 ? 3.0 : 2.0) * (n - 1) / n * psi_bytes;
-    const Result r = simulate(s).result;
-    EXPECT_NEAR(r.comm_bytes_per_gpu[kDp], expected, 1e-9 * expected) << "ZeRO-" << stage;
-  }
+  for (const char* precision : {"fp16", "bf16"})
+    for (int stage = 0; stage <= 3; ++stage) {
+      const std::string yaml = tiny_gpt_yaml(1, n, 1, 4, n, fmt::format("  zero_stage: {}", stage), 51200);
+      const Scenario s = parse_scenario(yaml, "test", {std::string("training.precision=") + precision});
+      const double psi_bytes = 2.0 * static_cast<double>(models::stage_params(s.model, s.plan.par, 0).total());
+      const bool fp16 = std::string(precision) == "fp16";
+      const double units = fp16 ? (stage == 3 ? 3.0 : 2.0) : (stage == 1 || stage == 2 ? 3.0 : 4.0);
+      const double expected = units * (n - 1) / n * psi_bytes;
+      const Result r = simulate(s).result;
+      EXPECT_NEAR(r.comm_bytes_per_gpu[kDp], expected, 1e-9 * expected) << precision << " ZeRO-" << stage;
+    }
 }
 
 TEST(Strategies, ZeroStagesShrinkModelStates) {
