@@ -444,7 +444,7 @@ void FlowNetwork::fill() {
   fill_heap_.clear();
   for (std::size_t i = 0; i < nl; ++i) {
     LinkState& ls = link_[comp_links_[i]];
-    ls.remaining = ls.capacity - static_cast<double>(ls.load_q - comp_refilled_[i]) / kLoadScale;
+    ls.remaining = ls.capacity - to_double(ls.load_q - comp_refilled_[i]) / kLoadScale;
     ls.unfixed = comp_unfixed_[i];
     ls.hpos = kNotQueued;
     if (ls.unfixed == 0) continue;

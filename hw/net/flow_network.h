@@ -266,9 +266,16 @@ class FlowNetwork {
   // flows' part without visiting the flows below the level.
   static constexpr double kLoadScale = 16777216.0;  // 2^24
   static Load to_load(double bytes_per_s) { return static_cast<Load>(std::nearbyint(bytes_per_s * kLoadScale)); }
+  // The same correctly rounded value as static_cast<double>(q), without the libgcc
+  // 128-bit conversion (__floattidf) for the loads that fit 64 bits (links below
+  // ~550 GB/s): both round the same integer to the nearest double.
+  static double to_double(Load q) {
+    const auto narrow = static_cast<std::int64_t>(q);
+    return narrow == q ? static_cast<double>(narrow) : static_cast<double>(q);
+  }
   void set_load(LinkState& ls, Load q) {
     ls.load_q = q;
-    ls.load = static_cast<double>(q) / kLoadScale;
+    ls.load = to_double(q) / kLoadScale;
   }
   // The link's max-heap by rate; entries know their flow and path slot, so a move
   // updates the flow's pos() directly.
