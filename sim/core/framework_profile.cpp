@@ -78,6 +78,7 @@ FrameworkProfile default_profile(Framework f) {
 }
 
 double grad_reduce_element_bytes(const FrameworkProfile& fp, models::Precision precision) {
+  if (fp.framework == Framework::fsdp && fp.reduce_bytes > 0) return fp.reduce_bytes;
   if (precision == models::Precision::fp32) return 4.0;
   switch (fp.framework) {
     case Framework::megatron_core:
@@ -91,7 +92,7 @@ double grad_reduce_element_bytes(const FrameworkProfile& fp, models::Precision p
       // per bf16 parameter are the same fp32 buffer, models/memory.cpp.)
       return precision == models::Precision::fp16 ? 2.0 : 4.0;
     case Framework::fsdp:
-      return fp.reduce_fp32 ? 4.0 : 2.0;
+      return 2.0;  // the parameter dtype (reduce_bytes above when given)
     case Framework::deepspeed:
       // ZeRO's reduce_ipg_grads / average_tensor reduce the 16-bit gradients (ZeRO
       // paper §3.1 counts 2 bytes per gradient).

@@ -57,10 +57,10 @@ struct FrameworkProfile {
   // all-gather before the current unit's gradient computation; BACKWARD_POST and
   // none issue it after, so it does not overlap compute.
   bool backward_prefetch = true;
-  // FSDP MixedPrecision reduce_dtype float32 (training.fsdp.reduce_dtype: fp32):
-  // gradients reduce-scattered in fp32 whatever the compute dtype. PyTorch's default
-  // (reduce_dtype None) reduces in the parameter dtype.
-  bool reduce_fp32 = false;
+  // FSDP MixedPrecision reduce_dtype (training.fsdp.reduce_dtype) as bytes per
+  // gradient element: 4 for fp32, 2 for bf16 / fp16; 0 = PyTorch's default
+  // (reduce_dtype None), the parameter dtype.
+  double reduce_bytes = 0;
   // DeepSpeed releases before 0.6 (training.deepspeed.version; framework_profile.cpp
   // cites each): every ZeRO-3 gather blocks the host, so nothing is prefetched and
   // no compute runs under a gather (before 0.6.0); each gather is the list form of

@@ -79,7 +79,8 @@ void read_fsdp(const hw::StrictReader& r, const YAML::Node& f, Scenario& s) {
       fp.backward_prefetch = r.choice(f["backward_prefetch"], "training.fsdp.backward_prefetch",
                                       {"BACKWARD_PRE", "BACKWARD_POST", "none"}) == "BACKWARD_PRE";
     if (f["reduce_dtype"])
-      fp.reduce_fp32 = r.choice(f["reduce_dtype"], "training.fsdp.reduce_dtype", {"fp32", "bf16", "fp16"}) == "fp32";
+      fp.reduce_bytes =
+          r.choice(f["reduce_dtype"], "training.fsdp.reduce_dtype", {"fp32", "bf16", "fp16"}) == "fp32" ? 4.0 : 2.0;
   }
   // Gradients are reduce-scattered on FSDP's own stream after each unit's backward.
   s.plan.overlap_grad_reduce = true;

@@ -214,8 +214,10 @@ TEST(ProgramBuilderFramework, GradientsAreReducedInTheFrameworksDtype) {
   EXPECT_EQ(grad_reduce_element_bytes(megatron, models::Precision::fp16), 2.0);
   EXPECT_EQ(grad_reduce_element_bytes(default_profile(Framework::deepspeed), models::Precision::bf16), 2.0);
   EXPECT_EQ(grad_reduce_element_bytes(fsdp, models::Precision::fp32), 4.0);
-  fsdp.reduce_fp32 = true;
+  fsdp.reduce_bytes = 4;
   EXPECT_EQ(grad_reduce_element_bytes(fsdp, models::Precision::bf16), 4.0);
+  fsdp.reduce_bytes = 2;  // fp32 training reducing in bf16
+  EXPECT_EQ(grad_reduce_element_bytes(fsdp, models::Precision::fp32), 2.0);
 }
 
 TEST(ProgramBuilderFramework, FsdpReshardAndPerUnitReduceScatter) {
