@@ -179,6 +179,77 @@ TEST(NetworkTransport, PrivatePhasesOfOneGroupMeetEachOtherAsSharedOnesDo) {
   EXPECT_NEAR(shared.links[0].bytes, priv.links[0].bytes + 1e6, 1e-3);
 }
 
+// Randomized: a sequence of overlapping TP and DP collectives (several per group at
+// once, started at random times) finishes at exactly the same times whether the groups
+// own their links (private phases) or p2p transfers run beforehand have made every link
+// shared (the ordinary fast path and promotion).
+struct RandomCollectives {
+  struct Op {
+    Tick at;
+    Dim d;
+    int gid;
+    CollectiveKind c;
+    double bytes;
+  };
+  TwoNodeRig rig;
+  std::vector<Op> ops;
+  std::vector<Tick> done;
+  std::size_t next = 0;
+  static void start(void* ctx, std::uint64_t i) {
+    auto* self = static_cast<RandomCollectives*>(ctx);
+    const Op& op = self->ops[i];
+    self->rig.tr.start_collective(self->rig.e, op.c, op.d, op.gid, self->rig.layout.shape(op.d, op.gid), op.bytes,
+                                  &RandomCollectives::finished, self, i);
+  }
+  static void finished(void* ctx, std::uint64_t i) {
+    auto* self = static_cast<RandomCollectives*>(ctx);
+    self->done[i] = self->rig.e.now();
+  }
+  std::vector<Tick> run(std::uint64_t seed, bool share_links_first) {
+    if (share_links_first) {  // every NVSwitch port and every cross-node path, both ways
+      Recorder sink{&rig.e};
+      for (int n = 0; n < 2; ++n)
+        for (int i = 0; i < 8; ++i)
+          rig.tr.start_p2p(rig.e, 8 * n + i, 8 * n + (i + 1) % 8, GroupShape{2, 2, 0, 1}, 1e3, &Recorder::cb, &sink, 0);
+      for (int i = 0; i < 8; ++i) {
+        rig.tr.start_p2p(rig.e, i, 8 + i, GroupShape{2, 2, 0, 8}, 1e3, &Recorder::cb, &sink, 0);
+        rig.tr.start_p2p(rig.e, 8 + i, i, GroupShape{2, 2, 0, 8}, 1e3, &Recorder::cb, &sink, 0);
+      }
+      rig.e.run();
+    }
+    const Tick t0 = rig.e.now();
+    std::uint64_t x = seed;
+    auto draw = [&x](std::uint64_t n) {  // splitmix64
+      x += 0x9e3779b97f4a7c15ULL;
+      std::uint64_t z = x;
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      return (z ^ (z >> 31)) % n;
+    };
+    const CollectiveKind kinds[] = {CollectiveKind::all_reduce, CollectiveKind::all_gather,
+                                    CollectiveKind::reduce_scatter};
+    for (int i = 0; i < 40; ++i) {
+      const bool tp = draw(3) != 0;
+      ops.push_back({t0 + static_cast<Tick>(draw(4000)) * 1'000, tp ? Dim::tp : Dim::dp,
+                     static_cast<int>(draw(tp ? 2 : 8)), kinds[draw(3)], 1e6 * static_cast<double>(1 + draw(64))});
+    }
+    done.assign(ops.size(), -1);
+    for (std::size_t i = 0; i < ops.size(); ++i) rig.e.schedule(ops[i].at, &RandomCollectives::start, this, i);
+    rig.e.run();
+    for (Tick& t : done) t -= t0;
+    return done;
+  }
+};
+
+TEST(NetworkTransport, PrivatePhasesGiveTheSharedPathsTimesOnRandomOverlaps) {
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    RandomCollectives priv, shared;
+    const auto a = priv.run(seed, false), b = shared.run(seed, true);
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "seed " << seed << " op " << i;
+  }
+}
+
 TEST(NetworkTransport, DataParallelAllReduceAndPipelineSendOnOneNicSlowEachOther) {
   TwoNodeRig rig;
   const double S = 100e6, P = 50e6, a = 2e-6, B = kNic, a_dp = kTwoNodeRingLatency;
