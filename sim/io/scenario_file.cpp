@@ -579,6 +579,12 @@ void validate_model(const hw::StrictReader& r, const models::ModelSpec& m) {
     limit("moe.num_experts", m.moe->num_experts, models::kMaxExperts);
     limit("moe.ffn_hidden_size", m.moe->ffn_hidden_size, models::kMaxFfnHiddenSize);
   }
+  // A model written key by key must give its shape (a preset or HF config gives all of it).
+  const std::pair<const char*, std::int64_t> shape[] = {
+      {"num_layers", m.num_layers}, {"hidden_size", m.hidden_size}, {"num_attention_heads", m.num_attention_heads}};
+  for (const auto& [key, v] : shape)
+    if (v <= 0)
+      r.fail(std::string("model.") + key, "not given", "give it, or model.preset / model.hf_config for the whole shape");
   if (m.hidden_size % m.num_attention_heads != 0)
     r.fail("model.hidden_size",
            fmt::format("{} is not divisible by model.num_attention_heads ({})", m.hidden_size, m.num_attention_heads));
