@@ -142,6 +142,7 @@ class NetworkTransport : public Transport {
   // under sequence parallelism), and at 16k GPUs the table probe was a cache miss per
   // transfer (8 % of the run) plus a member list built per call; the groups' memos are
   // small enough to stay cached. The same Template as the table's, so results do not move.
+  // It also counts the group's transfers in flight (private phases need to be alone).
   struct GroupMemo {
     std::uint64_t sbits[2] = {0, 0};
     const Template* t[2] = {nullptr, nullptr};

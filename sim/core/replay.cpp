@@ -189,7 +189,7 @@ void Replay::record(const Span& s) {
 }
 
 void Replay::note_memory(RankState& r, const Instr& in, bool alloc) {
-  auto& st = stats_[static_cast<std::size_t>(slot_of_rank_[r.rank])];
+  auto& st = stats_[static_cast<std::size_t>(r.slot)];
   const Bytes delta = alloc ? in.bytes : -in.bytes;
   st.mem_now += delta;
   if (in.mem == MemCat::activations) st.activations_now += delta;
@@ -236,7 +236,7 @@ void Replay::run() {
         continue;
       }
     }
-    engine_.schedule(0, &Replay::on_resume, this, static_cast<std::uint64_t>(slot_of_rank_[r.rank]));
+    engine_.schedule(0, &Replay::on_resume, this, static_cast<std::uint64_t>(r.slot));
   }
   while (engine_.pending() > 0) {
     if (engine_.events_executed() >= opt_.max_events)
@@ -262,7 +262,7 @@ void Replay::on_resume(void* ctx, std::uint64_t arg) {
 }
 
 void Replay::advance(RankState& r) {
-  auto& st = stats_[static_cast<std::size_t>(slot_of_rank_[r.rank])];
+  auto& st = stats_[static_cast<std::size_t>(r.slot)];
   r.block = Block::none;
   for (;;) {
     const Instr& in = current_list(r)[r.pc];
@@ -355,7 +355,7 @@ bool Replay::collective_on_compute_stream(RankState& r, const Instr& in, RankSta
 
 void Replay::mark_finished(RankState& r) {
   r.block = Block::finished;
-  stats_[static_cast<std::size_t>(slot_of_rank_[r.rank])].end = r.t;
+  stats_[static_cast<std::size_t>(r.slot)].end = r.t;
   ++finished_;
 }
 
@@ -376,7 +376,7 @@ void Replay::arrive(RankState& r, Dim d, int channel, const Instr& in, Tick at) 
   }
   ++g.arrived;
   g.start = std::max(g.start, at);
-  g.waiters.push_back(static_cast<std::int32_t>(slot_of_rank_[r.rank]));
+  g.waiters.push_back(r.slot);
   if (g.arrived < g.expected) return;
   const GroupShape& shape = shape_of(g, d, gid);
   const std::uint64_t arg = static_cast<std::uint64_t>(d) | (static_cast<std::uint64_t>(channel + 1) << 8) |
@@ -494,7 +494,7 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
 void Replay::resume_after_wait(RankState& r) {
   const Instr& in = current_list(r)[r.pc];
   if (!wait_satisfied(r, in)) return;
-  auto& st = stats_[static_cast<std::size_t>(slot_of_rank_[r.rank])];
+  auto& st = stats_[static_cast<std::size_t>(r.slot)];
   // The rank may have blocked ahead of the clock: it goes on at its own time or now.
   const Tick now = std::max(engine_.now(), r.wait_start);
   st.exposed[static_cast<int>(in.dim)] += now - r.wait_start;
@@ -511,7 +511,7 @@ void Replay::send(RankState& r, const Instr& in) {
   Coords c = layout_.coords(r.rank);
   c.pp = dst.stage;
   const int dst_rank = layout_.rank_of(c);
-  auto& st = stats_[static_cast<std::size_t>(slot_of_rank_[r.rank])];
+  auto& st = stats_[static_cast<std::size_t>(r.slot)];
   st.wire[static_cast<int>(Dim::pp)] += in.bytes;
   const std::uint32_t idx = take_slot(msg_free_, msg_pool_, msg_dst_);
   msg_pool_[idx] = {msg_key(s.phase, s.microbatch, dst.chunk), r.t, 0, r.rank, in.label, in.bytes};
