@@ -399,10 +399,10 @@ std::string validation_text(const ValidationReport& r) {
     out += fmt::format("efficiency override for {}: gemm {:.4f}, attention {:.4f}, memory {:.4f}\n", r.override_gpu,
                        r.efficiency_override->gemm, r.efficiency_override->attention, r.efficiency_override->memory);
   }
-  out += fmt::format("{:<30} {:<20} {:>10} {:>10} {:>8} {:>11}  {}\n", "run", "metric", "published", "predicted",
+  out += fmt::format("{:<36} {:<20} {:>10} {:>10} {:>8} {:>11}  {}\n", "run", "metric", "published", "predicted",
                      "error", "iteration", "fitted");
   for (const auto& row : r.rows) {
-    out += fmt::format("{:<30} {:<20} {:>10.2f} {:>10.2f} {:>+7.1f}% {:>10.2f}s  {}\n", row.run, row.metric,
+    out += fmt::format("{:<36} {:<20} {:>10.2f} {:>10.2f} {:>+7.1f}% {:>10.2f}s  {}\n", row.run, row.metric,
                        row.published, row.predicted, row.error_pct, row.iteration_time_s, row.fitted ? "yes" : "no");
   }
   out += fmt::format("{:<24} {:>4} {:>14} {:>9}  {}\n", "source", "runs", "mean |error|", "worst", "worst run");
