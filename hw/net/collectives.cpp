@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <stdexcept>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "hw/net/double_binary_tree.h"
@@ -168,17 +169,53 @@ void expand_hierarchical(Expansion& e, const std::vector<VertexId>& v, Bytes S, 
   }
 }
 
-void expand_direct(Expansion& e, const std::vector<VertexId>& v, Bytes S) {
+void expand_direct(Expansion& e, const std::vector<VertexId>& v, Bytes S, const Topology& topo,
+                   const ExpandOptions& opt) {
   std::vector<Flow> f;
   if (e.kind == CollectiveKind::send_recv) {
     f.push_back({v[0], v[1], S});
-  } else {
-    const std::size_t n = v.size();
-    f.reserve(n * (n - 1));
-    for (std::size_t i = 0; i < n; ++i)
-      for (std::size_t j = 0; j < n; ++j)
-        if (i != j) f.push_back({v[i], v[j], S / static_cast<double>(n)});
+    push_step(e, std::move(f));
+    return;
   }
+  const std::size_t n = v.size();
+  const Bytes chunk = S / static_cast<double>(n);
+  // The PXN proxy of a send from v[i] to v[j]: the member on v[i]'s node with v[j]'s
+  // local index, when that node's GPUs share an NVSwitch (NCCL requires an NVLink path
+  // to the proxy). Keyed by (node, local index) over the group's members only: NCCL's
+  // proxy must be a rank of the communicator (ncclTopoGetLocalGpu searches comm->topo).
+  std::unordered_map<std::uint64_t, VertexId> member_at;
+  auto key = [](int node, int local) {
+    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(node)) << 32) | static_cast<std::uint32_t>(local);
+  };
+  if (opt.pxn)
+    for (VertexId x : v)
+      if (topo.nvswitch_of_node(topo.node(x)) != kNoVertex)
+        member_at.emplace(key(topo.node(x), topo.local_index(x)), x);
+  // One flow per (source, destination) vertex pair, bytes summed, in first-seen order
+  // (deterministic: the pairs are visited in group order).
+  std::unordered_map<std::uint64_t, std::size_t> flow_of;
+  f.reserve(n * (n - 1));
+  auto add = [&](VertexId a, VertexId b) {
+    const auto [it, fresh] = flow_of.emplace((static_cast<std::uint64_t>(a) << 32) | b, f.size());
+    if (fresh)
+      f.push_back({a, b, chunk});
+    else
+      f[it->second].bytes += chunk;
+  };
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      if (i == j) continue;
+      const int from = topo.node(v[i]);
+      if (!member_at.empty() && from != topo.node(v[j]) && from >= 0) {
+        const auto p = member_at.find(key(from, topo.local_index(v[j])));
+        if (p != member_at.end()) {
+          if (p->second != v[i]) add(v[i], p->second);  // NVLink hop to the proxy
+          add(p->second, v[j]);                         // the proxy's aggregated send
+          continue;
+        }
+      }
+      add(v[i], v[j]);
+    }
   push_step(e, std::move(f));
 }
 
@@ -336,7 +373,7 @@ Expansion expand(CollectiveKind kind, std::span<const int> ranks, Bytes bytes, A
       expand_hierarchical(e, v, bytes, topo);
       break;
     case Algorithm::direct:
-      expand_direct(e, v, bytes);
+      expand_direct(e, v, bytes, topo, opt);
       break;
     case Algorithm::automatic:
       break;  // rejected above

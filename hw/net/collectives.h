@@ -28,6 +28,9 @@
 //               the same local index (one ring per rail), intra-node all-gather
 //               (as Horovod / NCCL "CollNet"-style 2D schemes; Jia et al. 2018).
 //  direct       all-to-all as one step in which every pair exchanges S/n; send/recv.
+//               With PXN (ExpandOptions::pxn) a cross-node pair's S/n goes over NVLink
+//               to the sender's node-mate with the receiver's local index, and that
+//               GPU sends one flow per remote peer carrying its node-mates' data.
 #pragma once
 
 #include <cstdint>
@@ -80,6 +83,13 @@ struct ExpandOptions {
   Bytes chunk_bytes = 512 * 1024;
   int max_broadcast_chunks = 64;  // bounds the O(chunks · n) flows of a ring broadcast
   int root = 0;                   // broadcast root, as a position in the group
+  // NCCL's PXN for all-to-all (NCCL_P2P_PXN_LEVEL, default 2 = "use PXN as much as
+  // possible to maximize aggregation", src/graph/paths.cc ncclTopoGetNetDev; PXN since
+  // NCCL 2.12): a send to a GPU on another node leaves through the NIC of the sender's
+  // node-mate that has the receiver's local index, when that GPU is in the communicator
+  // and reached over NVLink; its proxy aggregates every node-mate's data for that peer
+  // into one network connection. false = NCCL_PXN_DISABLE=1.
+  bool pxn = true;
 };
 
 // Expands one collective over `ranks` (global GPU ranks, in ring order; send/recv:

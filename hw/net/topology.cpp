@@ -56,6 +56,12 @@ VertexId Topology::add_vertex(VertexKind kind, std::string_view name, int node) 
   if (kind == VertexKind::gpu) {
     rank_of_vertex_[v] = static_cast<int>(gpus_.size());
     gpus_.push_back(v);
+    int local = -1;
+    if (node >= 0) {
+      if (gpus_in_node_.size() <= static_cast<std::size_t>(node)) gpus_in_node_.resize(node + 1, 0);
+      local = gpus_in_node_[node]++;
+    }
+    local_index_.push_back(local);
   }
   if (node >= num_nodes_) num_nodes_ = node + 1;
   if (kind == VertexKind::nvswitch && node >= 0) {

@@ -78,6 +78,12 @@ class Topology {
   std::span<const VertexId> gpus() const { return gpus_; }
   int rank_of(VertexId v) const;  // -1 when v is not a GPU
   int node_of_rank(int rank) const { return node_[gpu(rank)]; }
+  // A GPU's index inside its node (its CUDA / NVML device number there): the order its
+  // node's GPUs were added in; -1 for a vertex that is no GPU or belongs to no node.
+  int local_index(VertexId v) const {
+    const int r = rank_of(v);
+    return r < 0 ? -1 : local_index_[static_cast<std::size_t>(r)];
+  }
   int num_nodes() const { return num_nodes_; }
   // The NVSwitch vertex of a node, or kNoVertex when that node has none.
   VertexId nvswitch_of_node(int node) const;
@@ -99,6 +105,8 @@ class Topology {
   HugeVector<Link> links_;  // 25 MB at 65,536 GPUs (huge_pages.h)
   std::vector<VertexId> gpus_;
   std::vector<int> rank_of_vertex_;  // indexed by vertex
+  std::vector<int> local_index_;     // by rank (local_index())
+  std::vector<int> gpus_in_node_;    // by node: GPUs added so far
   std::vector<VertexId> nvswitch_of_node_;
   int num_nodes_ = 0;
   bool nvls_ = false;

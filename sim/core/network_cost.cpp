@@ -98,6 +98,7 @@ NetworkModel::NetworkModel(const ClusterConfig& cluster, const Layout& layout)
       nccl_version_(hw::net::parse_nccl_version(cluster.nccl_version)) {
   const hw::net::ClusterNetSpec spec = cluster_net_spec(cluster);
   nvlink_bw_ = spec.intra_bandwidth;
+  expand_options_.pxn = cluster.pxn;
   nic_bw_ = spec.nic_bandwidth;
   if (topo_.num_gpus() < layout_.world())
     throw std::invalid_argument(

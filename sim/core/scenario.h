@@ -47,6 +47,9 @@ struct ClusterConfig {
   std::string graph_file;       // inter_node.graph_file: topology `user`
   bool nvls = false;            // intra_node.nvls: NVLink SHARP all-reduce (H100+)
   bool link_sharing = true;     // cluster.link_sharing: overlapping transfers share links
+  // cluster.pxn: NCCL's PXN for all-to-all (hw/net/collectives.h ExpandOptions::pxn);
+  // false stands for NCCL_PXN_DISABLE=1.
+  bool pxn = true;
   // cluster.nccl_version: which NCCL's cost model and algorithms (hw/net/nccl_tuning.h;
   // the default is hw::net::kDefaultNcclVersion).
   std::string nccl_version = "2.27";

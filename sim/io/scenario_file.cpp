@@ -352,6 +352,7 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c, Scena
       r.fail("cluster.inter_node.graph_file", "missing: topology 'user' reads its graph from this YAML file");
   }
   if (c["link_sharing"]) cc.link_sharing = r.boolean(c["link_sharing"], "cluster.link_sharing");
+  if (c["pxn"]) cc.pxn = r.boolean(c["pxn"], "cluster.pxn");
   if (c["nccl_version"]) {
     cc.nccl_version = r.string(c["nccl_version"], "cluster.nccl_version");
     try {

@@ -76,6 +76,8 @@ const std::vector<ScenarioKey>& key_table() {
       {"cluster.calibration", "path", "datasheet roofline",
        "a cost table of `ptsim calibrate`; relative to the scenario file", "", ""},
       {"cluster.link_sharing", "", "true", "overlapping transfers share links", "", ""},
+      {"cluster.pxn", "", "true",
+       "all-to-all sends leave through the receiver's rail, aggregated (NCCL PXN; false = NCCL_PXN_DISABLE=1)", "", ""},
       {"cluster.collectives", "", "", "per-kind algorithm override", "", ""},
       {"cluster.collectives.all_reduce", "", "auto", "auto | ring | tree | nvls | hierarchical | direct", "", ""},
       {"cluster.collectives.reduce_scatter", "", "auto", "as all_reduce", "", ""},

@@ -176,6 +176,57 @@ TEST(Collectives, AllToAllAndSendRecv) {
   EXPECT_EQ(collective_time(expand(CollectiveKind::all_reduce, iota(1), S, Algorithm::ring, t), r), 0);
 }
 
+// NCCL's PXN (ExpandOptions::pxn): a cross-node send goes over NVLink to the sender's
+// node-mate with the receiver's local index, which sends one aggregated flow per remote
+// peer; pairs whose proxy is not in the group keep their own flow.
+TEST(Collectives, AllToAllThroughPxnProxies) {
+  ClusterNetSpec s;  // 2 DGX nodes: 8 GPUs and 8 NICs of 25 GB/s each, one leaf
+  s.num_gpus = 16;
+  Topology t = build_cluster(s);
+  Router r(t);
+  const double S = 64 * kMiB, chunk = S / 16;
+  ExpandOptions off;
+  off.pxn = false;
+  const Expansion plain = expand(CollectiveKind::all_to_all, iota(16), S, Algorithm::direct, t, off);
+  const Expansion pxn = expand(CollectiveKind::all_to_all, iota(16), S, Algorithm::direct, t);
+  EXPECT_EQ(plain.steps[0].flows.size(), 240u);
+  // 2 x 56 NVLink pairs (a node-mate's own chunk plus the one relayed for its rail) and
+  // 2 x 8 network flows (one per proxy and remote peer, the 8 node-mates' chunks).
+  ASSERT_EQ(pxn.steps[0].flows.size(), 128u);
+  int network = 0;
+  for (const Flow& f : pxn.steps[0].flows) {
+    const bool cross = t.node(f.src) != t.node(f.dst);
+    network += cross;
+    if (!cross) continue;
+    EXPECT_EQ(t.local_index(f.src), t.local_index(f.dst)) << "a cross-node flow stays on its rail";
+    EXPECT_DOUBLE_EQ(f.bytes, 8 * chunk);
+  }
+  EXPECT_EQ(network, 16);
+  for (const Flow& f : pxn.steps[0].flows)
+    if (t.node(f.src) == t.node(f.dst)) EXPECT_DOUBLE_EQ(f.bytes, 2 * chunk);
+  // Every NIC still sends and receives 8 chunks, so alone on the network both take
+  // α + 8·chunk / B (the NVLink relay, 14 chunks at 300 GB/s, is faster).
+  const double a = 2e-6, B = 25e9;
+  expect_time(plain, r, a + 8 * chunk / B);
+  expect_time(pxn, r, a + 8 * chunk / B);
+  // Ranks 0, 1 (node 0) and 8 (node 1): 1 -> 8 goes through 0 (local index 0, a member);
+  // 8 -> 1 has no member with local index 1 on node 1 and goes direct.
+  const std::vector<int> g = {0, 1, 8};
+  const Expansion small = expand(CollectiveKind::all_to_all, g, 3 * S, Algorithm::direct, t);
+  auto bytes = [&](int a_rank, int b_rank) {
+    for (const Flow& f : small.steps[0].flows)
+      if (f.src == t.gpu(a_rank) && f.dst == t.gpu(b_rank)) return f.bytes;
+    return -1.0;
+  };
+  EXPECT_EQ(small.steps[0].flows.size(), 5u);
+  EXPECT_DOUBLE_EQ(bytes(1, 0), 2 * S);  // its own chunk for 0 and the one relayed to 8
+  EXPECT_DOUBLE_EQ(bytes(0, 8), 2 * S);  // 0's and 1's chunks for 8
+  EXPECT_DOUBLE_EQ(bytes(0, 1), S);
+  EXPECT_DOUBLE_EQ(bytes(8, 0), S);
+  EXPECT_DOUBLE_EQ(bytes(8, 1), S);
+  EXPECT_DOUBLE_EQ(bytes(1, 8), -1.0);
+}
+
 TEST(Collectives, BigRingStaysCompact) {
   Topology t = single_gpu_nodes(64);
   Expansion e = expand(CollectiveKind::all_reduce, iota(64), 1e9, Algorithm::ring, t);

@@ -331,8 +331,8 @@ TEST(NetworkScenario, OversubscribedFabricGivesALongerIterationAndNamesTheBottle
 
 TEST(NetworkScenario, MoeAllToAllOnA4to1FabricIsSlowerThan1to1AndNamesTheHotUplinks) {
   // Issue 12's many-flows case (bench/scenarios: 64 experts, ep 64, 512 H100s, radix-16
-  // fat tree), cut to one layer: every all-to-all of the 8 EP groups puts 32,256 flows
-  // on the fabric. With link sharing the 4:1 leaves must make the iteration longer than
+  // fat tree), cut to one layer: every all-to-all of the 8 EP groups puts 7,168 flows
+  // on the fabric (32,256 without NCCL's PXN aggregation, cluster.pxn). With link sharing the 4:1 leaves must make the iteration longer than
   // 1:1, and the busiest fabric links must be leaf <-> spine uplinks.
   const std::vector<std::string> one_layer = {"model.num_layers=1"};
   const auto r1 = simulate(load_scenario(test::repo_path("bench/scenarios/moe-64e-512xh100-1to1.yaml"), one_layer));
