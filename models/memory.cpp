@@ -328,7 +328,11 @@ ModelStates model_states(const ModelSpec& m, const Parallelism& p, int stage) {
 //   log-sum-exp, 4·a·s·b/t bytes, is < 0.1 % of the layer and left out, so flash
 //   equals the selective row, as Korthikanti note for FlashAttention).
 //   Context parallelism: s → s/cp for every term; naive scores s/cp × s.
-// Dropout masks are counted for every model (Megatron's hidden_dropout default 0.1).
+// Dropout masks are counted when the dropout probability is above 0 (Megatron's
+// hidden_dropout and attention_dropout default 0.1); at 0, PyTorch's dropout returns its
+// input and saves nothing (aten Dropout.cpp), so a Llama-style model without dropout keeps
+// neither the two hidden masks nor, with naive attention, the score mask and the
+// dropout output (its softmax output is what P·V reads).
 // LoRA adapters save what their GEMMs need beyond the base layer's tensors: the
 // input x of A is the (already saved) input of the adapted weight; the r-wide
 // output of A, x·A, is saved for B's weight gradient: e·rows·r per adapter (the
@@ -370,12 +374,15 @@ double activation_bytes_per_layer(const ModelSpec& m, const Parallelism& p, bool
   const double a = m.num_attention_heads;
   const double g = m.num_query_groups;
   // Replicated part: LN1 in, QKV in, LN2 in, MLP in (4e) + two dropout masks (2).
-  double bytes = sbh * rep * (4.0 * e + 2.0);
+  const double hidden_masks = m.hidden_dropout > 0 ? 2.0 : 0.0;
+  double bytes = sbh * rep * (4.0 * e + hidden_masks);
   bytes += e * tokens * (a * d + 2.0 * g * d) / t;  // Q, K, V
   bytes += e * tokens * a * d / t;                  // projection input
   if (p.attention == AttentionImpl::naive && p.recompute == Recompute::none) {
-    // softmax (e) + dropout mask (1) + dropout output (e) per score.
-    bytes += p.micro_batch_size * (a / t) * s_local * static_cast<double>(m.seq_length) * (2.0 * e + 1.0);
+    // softmax (e) + dropout mask (1) + dropout output (e) per score; softmax alone
+    // without attention dropout.
+    const double per_score = m.attention_dropout > 0 ? 2.0 * e + 1.0 : e;
+    bytes += p.micro_batch_size * (a / t) * s_local * static_cast<double>(m.seq_length) * per_score;
   }
   const double mlp_per_ffn = m.mlp == Mlp::swiglu ? 3.0 * e : 2.0 * e;
   bytes += lora_activation_bytes(m, p, moe_layer);
@@ -395,7 +402,8 @@ double activation_bytes_per_layer(const ModelSpec& m, const Parallelism& p, bool
 double embedding_activation_bytes(const ModelSpec& m, const Parallelism& p) {
   check_sharding(m, p);
   // The embedding output goes through dropout: its 1-byte mask is saved (the
-  // output itself is the first layer's input, counted there).
+  // output itself is the first layer's input, counted there); none without dropout.
+  if (m.hidden_dropout <= 0) return 0.0;
   const double tokens = p.micro_batch_size * static_cast<double>(m.seq_length) / p.cp;
   const double rep = p.sequence_parallel ? 1.0 / p.tp : 1.0;
   return tokens * static_cast<double>(m.hidden_size) * rep;

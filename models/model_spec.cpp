@@ -83,7 +83,7 @@ ModelSpec parse_preset(const Origin& o, const YAML::Node& node) {
   reject_unknown_keys(o, node,
                       {"name", "source", "num_layers", "hidden_size", "num_attention_heads", "num_query_groups",
                        "ffn_hidden_size", "vocab_size", "seq_length", "mlp", "norm", "untie_embeddings",
-                       "add_bias_linear", "learned_position_embeddings", "moe"},
+                       "add_bias_linear", "learned_position_embeddings", "hidden_dropout", "attention_dropout", "moe"},
                       m.name);
   m.source = required<std::string>(o, node, m.name, "source");
   m.num_layers = required<int>(o, node, m.name, "num_layers");
@@ -99,6 +99,12 @@ ModelSpec parse_preset(const Origin& o, const YAML::Node& node) {
   m.untie_embeddings = required<bool>(o, node, m.name, "untie_embeddings");
   m.add_bias_linear = required<bool>(o, node, m.name, "add_bias_linear");
   m.learned_position_embeddings = required<bool>(o, node, m.name, "learned_position_embeddings");
+  for (auto [key, field] :
+       {std::pair{"hidden_dropout", &m.hidden_dropout}, {"attention_dropout", &m.attention_dropout}})
+    if (node[key]) {
+      *field = required<double>(o, node, m.name, key);
+      if (!(*field >= 0 && *field < 1)) preset_error(o, m.name, key, "must be in [0, 1)");
+    }
   if (const YAML::Node moe = node["moe"]) {
     reject_unknown_keys(o, moe, {"num_experts", "top_k", "ffn_hidden_size", "layer_freq", "shared_experts"}, m.name);
     MoeSpec s;
@@ -285,6 +291,27 @@ ModelSpec from_hf_config(const std::string& given) {
   // transformers' PretrainedConfig defaults tie_word_embeddings to true; Llama,
   // Mistral, Mixtral and GPT-NeoX configs override that default with false.
   m.untie_embeddings = !hf_bool(j, path, "tie_word_embeddings", gpt2);
+  // Dropout: GPT-2's resid_pdrop / attn_pdrop (transformers GPT2Config default 0.1),
+  // GPT-NeoX's hidden_dropout / attention_dropout (default 0.0); Llama, Mistral and
+  // Mixtral have an attention_dropout (default 0.0) and no hidden dropout module.
+  auto prob = [&](const char* key, double dflt) {
+    const auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return dflt;
+    if (!it->is_number()) hf_error(path, key, "expected a number");
+    const double v = it->get<double>();
+    if (!(v >= 0 && v < 1)) hf_error(path, key, fmt::format("{} is not a probability in [0, 1)", v));
+    return v;
+  };
+  if (gpt2) {
+    m.hidden_dropout = prob("resid_pdrop", 0.1);
+    m.attention_dropout = prob("attn_pdrop", 0.1);
+  } else if (neox) {
+    m.hidden_dropout = prob("hidden_dropout", 0.0);
+    m.attention_dropout = prob("attention_dropout", 0.0);
+  } else {
+    m.hidden_dropout = 0.0;
+    m.attention_dropout = prob("attention_dropout", 0.0);
+  }
 
   if (auto experts = hf_opt_int(j, path, {"num_local_experts", "num_experts"}, kMaxExperts)) {
     MoeSpec s;

@@ -44,6 +44,12 @@ struct ModelSpec {
   bool untie_embeddings = false;
   bool add_bias_linear = true;              // GPT: biases on linear layers; Llama: none
   bool learned_position_embeddings = true;  // GPT: s×h table; Llama: RoPE (no params)
+  // Dropout probabilities (Megatron-LM --hidden-dropout / --attention-dropout, default
+  // 0.1 each). With 0, PyTorch's dropout returns its input (aten Dropout.cpp: p == 0 is
+  // the identity): no mask is saved and no dropout kernel runs. Llama and Mixtral train
+  // without dropout (their HF configs: attention_dropout 0.0, no hidden dropout module).
+  double hidden_dropout = 0.1;
+  double attention_dropout = 0.1;
   std::optional<MoeSpec> moe;
 
   std::int64_t head_dim() const { return hidden_size / num_attention_heads; }

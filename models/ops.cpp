@@ -105,12 +105,14 @@ Op norm(std::string name, const ModelSpec& m, const Dims& x) {
   return pointwise(std::move(name), OpClass::norm, x.sp_tokens * x.h, f, 2.0 * x.ab, 2.0 * f, 3.0 * x.ab);
 }
 
-Op bias_dropout_add(std::string name, const Dims& x) {
+Op bias_dropout_add(std::string name, const ModelSpec& m, const Dims& x) {
   // Fused bias + dropout + residual add (Megatron bias_dropout_add_fused):
   // forward reads input and residual, writes output and a 1-byte dropout mask;
-  // backward reads dy and the mask and writes the branch gradient.
-  return pointwise(std::move(name), OpClass::elementwise, x.sp_tokens * x.h, 3.0, 3.0 * x.ab + 1.0, 1.0,
-                   2.0 * x.ab + 1.0);
+  // backward reads dy and the mask and writes the branch gradient. Without
+  // dropout (hidden_dropout 0) no mask is written or read.
+  const double mask = m.hidden_dropout > 0 ? 1.0 : 0.0;
+  return pointwise(std::move(name), OpClass::elementwise, x.sp_tokens * x.h, 3.0, 3.0 * x.ab + mask, 1.0,
+                   2.0 * x.ab + mask);
 }
 
 // Activation of an MLP whose up projection produced `rows` × `ffn_local`.
@@ -140,7 +142,7 @@ void add_mlp(std::vector<Op>& ops, const std::string& prefix, const ModelSpec& m
   ops.push_back(gemm(prefix + "_down", rows, x.h, ffn_local, count, x));
 }
 
-Op attention(const ModelSpec& /*m*/, const Parallelism& p, const Dims& x) {
+Op attention(const ModelSpec& m, const Parallelism& p, const Dims& x) {
   Op op;
   op.name = "attention";
   op.cls = OpClass::attention;
@@ -166,10 +168,13 @@ Op attention(const ModelSpec& /*m*/, const Parallelism& p, const Dims& x) {
     // score element: write Q·Kᵀ, read it for softmax, write softmax, read it for
     // dropout, write mask (1 B) and dropout output, read that for P·V: 6·ab + 1.
     // Backward: read dropout output (dV), write dP, read dP + mask + softmax,
-    // write dS, read dS for dQ and dK: 7·ab + 1.
+    // write dS, read dS for dQ and dK: 7·ab + 1. Without attention dropout P·V
+    // reads the softmax output itself (forward 4·ab: no dropout read, mask or
+    // output) and backward reads no mask (7·ab).
     const double scores = bh * x.s_local * x.s_full;
-    op.fwd_bytes += scores * (6.0 * x.ab + 1.0);
-    op.bwd_bytes += scores * (7.0 * x.ab + 1.0);
+    const bool dropout = m.attention_dropout > 0;
+    op.fwd_bytes += scores * (dropout ? 6.0 * x.ab + 1.0 : 4.0 * x.ab);
+    op.bwd_bytes += scores * (dropout ? 7.0 * x.ab + 1.0 : 7.0 * x.ab);
   }
   return op;
 }
@@ -307,7 +312,7 @@ std::vector<Op> layer_ops(const ModelSpec& m, const Parallelism& p, bool moe_lay
   ops.push_back(with_role(gemm("qkv", x.tokens, (x.heads + 2.0 * x.groups) * x.d, x.h, 1, x), OpRole::attn_enter));
   ops.push_back(attention(m, p, x));
   ops.push_back(gemm("proj", x.tokens, x.h, x.heads * x.d, 1, x));
-  ops.push_back(with_role(bias_dropout_add("attn_bias_dropout_add", x), OpRole::attn_leave));
+  ops.push_back(with_role(bias_dropout_add("attn_bias_dropout_add", m, x), OpRole::attn_leave));
   ops.push_back(norm("post_attn_norm", m, x));
 
   if (!moe_layer) {
@@ -342,7 +347,7 @@ std::vector<Op> layer_ops(const ModelSpec& m, const Parallelism& p, bool moe_lay
               static_cast<double>(moe.shared_experts) * static_cast<double>(moe.ffn_hidden_size) / p.tp, 1, x);
     }
   }
-  ops.push_back(with_role(bias_dropout_add("mlp_bias_dropout_add", x), OpRole::mlp_leave));
+  ops.push_back(with_role(bias_dropout_add("mlp_bias_dropout_add", m, x), OpRole::mlp_leave));
   if (p.finetune.active()) return finetune_layer(std::move(ops), m, p, moe_layer, x);
   return ops;
 }
@@ -370,9 +375,10 @@ std::vector<Op> embedding_ops(const ModelSpec& m, const Parallelism& p) {
     lookup.bwd_flops += elems;
   }
   ops.push_back(lookup);
-  // Embedding dropout (Megatron hidden_dropout on the embedding output).
-  ops.push_back(pointwise("embedding_dropout", OpClass::elementwise, x.sp_tokens * x.h, 1.0, 2.0 * x.ab + 1.0, 1.0,
-                          2.0 * x.ab + 1.0));
+  // Embedding dropout (Megatron hidden_dropout on the embedding output); at 0 no kernel.
+  if (m.hidden_dropout > 0)
+    ops.push_back(pointwise("embedding_dropout", OpClass::elementwise, x.sp_tokens * x.h, 1.0, 2.0 * x.ab + 1.0, 1.0,
+                            2.0 * x.ab + 1.0));
   if (p.finetune.active()) {
     // Frozen embedding, nothing before it trains: no backward at all.
     for (Op& op : ops) op.bwd_flops = op.bwd_bytes = 0;

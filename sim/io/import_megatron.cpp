@@ -121,6 +121,15 @@ class Mapper {
       throw InputError(source_, f.name, fmt::format("'{}' is not a positive number", *v));
     return x;
   }
+  std::optional<double> probability(const Flag& f) const {  // [0, 1)
+    const auto v = value(f);
+    if (!v) return std::nullopt;
+    double x = 0;
+    const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), x);
+    if (ec != std::errc() || end != v->data() + v->size() || !(x >= 0 && x < 1))
+      throw InputError(source_, f.name, fmt::format("'{}' is not a probability in [0, 1)", *v));
+    return x;
+  }
   std::optional<std::string> one_of(const Flag& f, const std::vector<std::string>& options) const {
     const auto v = value(f);
     if (!v) return std::nullopt;
@@ -227,6 +236,10 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
       model["norm"] = *v == "LayerNorm" ? "layernorm" : "rmsnorm";
   model["untie_embeddings"] = static_cast<bool>(use("--untie-embeddings-and-output-weights"));
   model["add_bias_linear"] = !use("--disable-bias-linear");
+  if (const Flag* f = use("--hidden-dropout"))
+    if (const auto v = m.probability(*f)) model["hidden_dropout"] = *v;
+  if (const Flag* f = use("--attention-dropout"))
+    if (const auto v = m.probability(*f)) model["attention_dropout"] = *v;
   model["position_embedding"] = "learned_absolute";
   if (const Flag* f = use("--position-embedding-type"))
     if (const auto v = m.one_of(*f, {"learned_absolute", "rope"})) model["position_embedding"] = *v;

@@ -188,6 +188,13 @@ models::ModelSpec read_model(const hw::StrictReader& r, const YAML::Node& m, Sce
                                                                                            : models::Norm::rmsnorm;
   if (m["untie_embeddings"]) spec.untie_embeddings = r.boolean(m["untie_embeddings"], "model.untie_embeddings");
   if (m["add_bias_linear"]) spec.add_bias_linear = r.boolean(m["add_bias_linear"], "model.add_bias_linear");
+  for (auto [key, field] :
+       {std::pair{"hidden_dropout", &spec.hidden_dropout}, {"attention_dropout", &spec.attention_dropout}})
+    if (m[key]) {
+      const std::string path = std::string("model.") + key;
+      *field = r.number(m[key], path);
+      if (!(*field >= 0 && *field < 1)) r.fail(path, fmt::format("{} is not a probability in [0, 1)", *field));
+    }
   if (m["position_embedding"])
     spec.learned_position_embeddings = r.choice(m["position_embedding"], "model.position_embedding",
                                                 {"learned_absolute", "rope"}) == "learned_absolute";

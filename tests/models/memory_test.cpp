@@ -146,21 +146,41 @@ TEST_F(Table2, Fp32) {
 }
 
 TEST(Activations, GqaSwiGlu) {
-  // Llama-3 8B, flash, bf16, no TP, per sbh: replicated 10, Q K V 2·(h + 2048)/h = 3,
-  // projection input 2, SwiGLU 3·2·ffn/h = 6·3.5 = 21 → 36·sbh.
+  // Llama-3 8B, flash, bf16, no TP, per sbh: replicated 8 (LN1, QKV, LN2 and MLP
+  // inputs; no dropout masks: the preset has no dropout), Q K V 2·(h + 2048)/h = 3,
+  // projection input 2, SwiGLU 3·2·ffn/h = 6·3.5 = 21 → 34·sbh.
   const double sbh = 8192.0 * 4096;
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(preset("llama3-8b"), Parallelism{}, false), 36 * sbh);
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(preset("llama3-8b"), Parallelism{}, false), 34 * sbh);
+}
+
+TEST(Activations, DropoutMasksOnlyWithDropout) {
+  // GPT-3 175B, t = 8, SP, naive attention, no recompute. With dropout (the default
+  // 0.1): per sbh/t the replicated 4·2 + 2 masks, and per score softmax 2 + mask 1 +
+  // dropout output 2. Without: no hidden masks, softmax alone per score, and no
+  // embedding dropout mask.
+  ModelSpec m = preset("gpt3-175b");
+  Parallelism p;
+  p.tp = 8;
+  p.sequence_parallel = true;
+  p.attention = AttentionImpl::naive;
+  const double sbh = 2048.0 * 12288, scores = (96.0 / 8) * 2048 * 2048;
+  const double with = activation_bytes_per_layer(m, p, false);
+  m.hidden_dropout = 0;
+  EXPECT_DOUBLE_EQ(with - activation_bytes_per_layer(m, p, false), 2 * sbh / 8);
+  m.attention_dropout = 0;
+  EXPECT_DOUBLE_EQ(with - activation_bytes_per_layer(m, p, false), 2 * sbh / 8 + 3 * scores);
+  EXPECT_DOUBLE_EQ(embedding_activation_bytes(m, p), 0);
 }
 
 TEST(Activations, Moe) {
-  // Mixtral 8x7B, flash, bf16, no TP/EP, s = 32768, b = 1, per sbh: replicated 10,
-  // Q K V 3, projection input 2; router probabilities 4·8/h = 1/128; two routed
-  // copies per token, each: dispatched input 2 + expert output 2 + SwiGLU 6·3.5 = 25
-  // → 50. Total (65 + 1/128)·sbh.
+  // Mixtral 8x7B, flash, bf16, no TP/EP, s = 32768, b = 1, per sbh: replicated 8 (no
+  // dropout masks), Q K V 3, projection input 2; router probabilities 4·8/h = 1/128;
+  // two routed copies per token, each: dispatched input 2 + expert output 2 + SwiGLU
+  // 6·3.5 = 25 → 50. Total (63 + 1/128)·sbh.
   const double sbh = 32768.0 * 4096;
   Parallelism p;
   p.moe_capacity_factor = 0;
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(preset("mixtral-8x7b"), p, true), (65 + 1.0 / 128) * sbh);
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(preset("mixtral-8x7b"), p, true), (63 + 1.0 / 128) * sbh);
 }
 
 TEST(Activations, EmbeddingAndHead) {

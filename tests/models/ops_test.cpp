@@ -125,6 +125,28 @@ TEST(Ops, NaiveAttentionBackwardAndScoreTraffic) {
   EXPECT_DOUBLE_EQ(f.fwd_bytes, 4.0 * 2048 * 12288 * 2 + 4.0 * 96 * 2048);
 }
 
+TEST(Ops, WithoutDropoutNoMasksAndNoEmbeddingDropout) {
+  // dropout 0 (model.hidden_dropout / attention_dropout): the naive scores lose the
+  // dropout read, mask and output in forward (6·2 + 1 -> 4·2 bytes per score) and the
+  // mask in backward (7·2 + 1 -> 7·2); bias-dropout-add writes and reads no 1-byte
+  // mask (s·h elements); the embedding dropout kernel is gone.
+  ModelSpec m = preset("gpt3-175b");
+  Parallelism naive;
+  naive.attention = AttentionImpl::naive;
+  const auto with = layer_ops(m, naive, false);
+  m.hidden_dropout = m.attention_dropout = 0;
+  const auto without = layer_ops(m, naive, false);
+  const double scores = 96.0 * 2048 * 2048, elems = 2048.0 * 12288;
+  EXPECT_DOUBLE_EQ(find(with, "attention").fwd_bytes - find(without, "attention").fwd_bytes, 5.0 * scores);
+  EXPECT_DOUBLE_EQ(find(with, "attention").bwd_bytes - find(without, "attention").bwd_bytes, 1.0 * scores);
+  for (const char* name : {"attn_bias_dropout_add", "mlp_bias_dropout_add"}) {
+    EXPECT_DOUBLE_EQ(find(with, name).fwd_bytes - find(without, name).fwd_bytes, elems);
+    EXPECT_DOUBLE_EQ(find(with, name).bwd_bytes - find(without, name).bwd_bytes, elems);
+  }
+  Parallelism p;
+  EXPECT_EQ(embedding_ops(preset("gpt3-175b"), p).size(), embedding_ops(m, p).size() + 1);
+}
+
 TEST(Ops, TensorSequenceAndContextParallelSharding) {
   const ModelSpec m = preset("gpt3-175b");
   Parallelism base;

@@ -93,6 +93,9 @@ TEST(Presets, LlamaAndMixtralShapes) {
   EXPECT_FALSE(l.learned_position_embeddings);
   EXPECT_EQ(l.norm, Norm::rmsnorm);
   EXPECT_EQ(l.mlp, Mlp::swiglu);
+  EXPECT_EQ(l.hidden_dropout, 0.0);  // no dropout in Llama; GPT presets keep Megatron's 0.1
+  EXPECT_EQ(l.attention_dropout, 0.0);
+  EXPECT_EQ(find_preset("gpt3-175b")->hidden_dropout, 0.1);
   // mistralai/Mixtral-8x7B-v0.1: 8 experts, top-2, expert ffn 14336, every layer MoE.
   const ModelSpec x = *find_preset("mixtral-8x7b");
   ASSERT_TRUE(x.moe.has_value());
@@ -176,6 +179,8 @@ TEST(HfConfig, Llama2_7b) {
   EXPECT_TRUE(m.untie_embeddings);
   EXPECT_FALSE(m.add_bias_linear);
   EXPECT_FALSE(m.learned_position_embeddings);
+  EXPECT_EQ(m.hidden_dropout, 0.0);     // no hidden dropout module in LlamaDecoderLayer
+  EXPECT_EQ(m.attention_dropout, 0.0);  // attention_dropout 0.0
   // Same count as the preset: 6,738,415,616 (see params_test).
   EXPECT_EQ(count_params(m).total, 6'738'415'616);
 }
@@ -195,6 +200,8 @@ TEST(HfConfig, Gpt2KeysAndDefaults) {
   EXPECT_EQ(m.norm, Norm::layernorm);
   EXPECT_FALSE(m.untie_embeddings);
   EXPECT_TRUE(m.learned_position_embeddings);
+  EXPECT_EQ(m.hidden_dropout, 0.1);  // resid_pdrop / attn_pdrop: GPT2Config's defaults
+  EXPECT_EQ(m.attention_dropout, 0.1);
   EXPECT_EQ(count_params(m).total, 124'439'808);
 }
 

@@ -93,6 +93,10 @@ TEST(ImportMegatron, DefaultsAndBadValues) {
   EXPECT_EQ(k.keys["model"]["ffn_hidden_size"].as<int>(), 10880);        // int(4·4096·2/3 / 64)·64
   EXPECT_EQ(k.keys["training"]["global_batch_size"].as<int>(), 2 * 16);  // micro × dp
   EXPECT_EQ(k.keys["training"]["precision"].as<std::string>(), "fp32");
+  const auto d = import_megatron_args("--hidden-dropout 0 --attention-dropout 0.0", "a", 64);
+  EXPECT_EQ(d.keys["model"]["hidden_dropout"].as<double>(), 0.0);
+  EXPECT_EQ(d.keys["model"]["attention_dropout"].as<double>(), 0.0);
+  EXPECT_THROW(import_megatron_args("--hidden-dropout 1.5", "a"), InputError);
   EXPECT_THROW(import_megatron_args("--num-layers twelve", "a"), InputError);
   EXPECT_THROW(import_megatron_args("--recompute-granularity partial", "a"), InputError);
   EXPECT_THROW(import_megatron_args("--train-iters 10 --train-samples 100 --seq-length 8", "a"), InputError);

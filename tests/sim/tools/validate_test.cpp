@@ -222,9 +222,9 @@ TEST(Validate, PublishedRankingsThatHold) {
   ASSERT_GE(checks.size(), 18u);
   EXPECT_EQ(rep.rankings.size(), checks.size());  // every pair's runs are feasible
   const std::set<std::string> hold = {
-      "PTD-P 175B: 384 vs 1,536 GPUs (fixed batch)",       "PTD-P 530B: 560 vs 2,240 GPUs (fixed batch)",
-      "MT-NLG 530B: 2,240 vs 3,360 GPUs (dp 8 vs 12)",     "MPT-70B FSDP: 64 vs 32 A100 (micro-batch 8 vs 2)",
-      "FSDP on 128 A100-40GB: MPT-7B vs MPT-70B (tokens)", "Llama 3 405B: 8,192 vs 16,384 H100 (dp 64 vs 128)",
+      "PTD-P 175B: 384 vs 1,536 GPUs (fixed batch)", "PTD-P 530B: 560 vs 2,240 GPUs (fixed batch)",
+      "MT-NLG 530B: 2,240 vs 3,360 GPUs (dp 8 vs 12)", "MPT-70B FSDP: 64 vs 32 A100 (micro-batch 8 vs 2)",
+      "FSDP on 128 A100-40GB: MPT-7B vs MPT-70B (tokens)",
       // Korthikanti et al. 2022 Table 5 and Sec. 6.3: selective recompute + SP against full
       // recompute, and 530B's data-parallel scaling.
       "22B: selective recompute + SP vs full recompute", "175B: selective recompute + SP vs full recompute",
@@ -234,7 +234,11 @@ TEST(Validate, PublishedRankingsThatHold) {
   // PTD-P, as measured, since DeepSpeed's 2021 gathers block the host (0.3.14).
   const std::set<std::string> direction_holds = {
       "175B, 768 GPUs: PTD-P vs ZeRO-3", "175B, 1,536 GPUs: PTD-P vs ZeRO-3", "530B, 1,120 GPUs: PTD-P vs ZeRO-3",
-      "530B, 2,240 GPUs: PTD-P vs ZeRO-3", "ZeRO-3 175B: 384 vs 1,536 GPUs (fixed batch)"};
+      "530B, 2,240 GPUs: PTD-P vs ZeRO-3", "ZeRO-3 175B: 384 vs 1,536 GPUs (fixed batch)",
+      // Direction only since its gradients are reduced once per step (README "Validation"):
+      // plain 1F1B's bubble at 16 micro-batches on 16 stages overstates the ratio; Meta's
+      // interleaved schedule with uneven chunks is not expressible.
+      "Llama 3 405B: 8,192 vs 16,384 H100 (dp 64 vs 128)"};
   int seen = 0, directions = 0;
   for (const auto& k : rep.rankings) {
     SCOPED_TRACE(k.check.what);
