@@ -274,6 +274,14 @@ ModelStates model_states(const ModelSpec& m, const Parallelism& p, int stage) {
   const ModelStates e =
       zero_model_state_bytes(static_cast<double>(trained.expert), n_expert, p.zero_stage, p.precision, p.state_layout);
   ModelStates s{d.params + e.params, d.grads + e.grads, d.optimizer + e.optimizer};
+  if (p.bf16_optimizer) {
+    // DeepSpeed's BF16_Optimizer (bf16_optimizer.py): the bf16 gradients (2 bytes)
+    // and an unsharded fp32 copy they are added into (fp32_groups_gradients, 4); the
+    // fp32 master weights and Adam m, v (12) partitioned over the data-parallel ranks.
+    const auto dense = static_cast<double>(trained.dense), expert = static_cast<double>(trained.expert);
+    s.grads = 6.0 * (dense + expert);
+    s.optimizer = 12.0 * (dense / n_dense + expert / n_expert);
+  }
   if (p.finetune.active()) {
     // LoRA / QLoRA: the frozen base weights are held without gradient or
     // optimizer state, in the weight dtype, or NF4 for the linear layers' weights
@@ -478,11 +486,13 @@ double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage) {
   double bytes = 0;
 
   const int dp = p.dp * p.cp;
-  if (p.state_layout == StateLayout::deepspeed && p.zero_stage >= 1 && dp > 1) {
+  if (p.state_layout == StateLayout::deepspeed && (p.zero_stage >= 1 || p.bf16_optimizer) && dp > 1) {
     // DeepSpeed ZeRO-1/2 (stage_1_and_2.py): gradients are copied into an
     // independent-partition bucket of reduce_bucket_size elements in the gradient
-    // dtype before each reduce; never more than the stage's parameters.
-    bytes += state_bytes_per_param(p.precision, p.state_layout).grads *
+    // dtype before each reduce; never more than the stage's parameters. The
+    // BF16_Optimizer's all-reduce flattens its fp32 gradients into buffers of
+    // MEMORY_OPT_ALLREDUCE_SIZE (5e8, the same figure) elements.
+    bytes += (p.bf16_optimizer ? 4.0 : state_bytes_per_param(p.precision, p.state_layout).grads) *
              std::min(kDeepSpeedReduceBucket, static_cast<double>(trainable_stage_params(m, p, stage).total()));
   }
   // Megatron-core reduce-scatters and all-gathers in place in its contiguous grad

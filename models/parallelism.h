@@ -52,6 +52,10 @@ struct Parallelism {
   double moe_capacity_factor = 0.0;  // tokens an expert accepts, × the mean (0 = dropless)
   double moe_load_imbalance = 1.0;   // hottest expert's tokens, × the mean
   StateLayout state_layout = StateLayout::megatron;
+  // DeepSpeed's BF16_Optimizer (sim/core/framework_profile.h): bf16 gradients plus an
+  // unsharded fp32 copy, and the fp32 master weights and Adam state sharded over the
+  // data-parallel ranks even at zero_stage 0.
+  bool bf16_optimizer = false;
   // PyTorch caching-allocator gap: reserved = allocated × (1 + allocator_overhead)
   // at the peak (fragmentation, rounding to blocks). 0 reports max allocated.
   double allocator_overhead = 0.0;

@@ -95,8 +95,9 @@ double grad_reduce_element_bytes(const FrameworkProfile& fp, models::Precision p
       return 2.0;  // the parameter dtype (reduce_bytes above when given)
     case Framework::deepspeed:
       // ZeRO's reduce_ipg_grads / average_tensor reduce the 16-bit gradients (ZeRO
-      // paper §3.1 counts 2 bytes per gradient).
-      return 2.0;
+      // paper §3.1 counts 2 bytes per gradient); the BF16_Optimizer all-reduces its
+      // fp32 gradients (framework_profile.h).
+      return fp.bf16_optimizer ? 4.0 : 2.0;
   }
   throw std::invalid_argument(fmt::format("unknown Framework value {}", static_cast<int>(fp.framework)));
 }

@@ -70,6 +70,16 @@ struct FrameworkProfile {
   bool gather_blocks_host = false;
   bool gather_per_rank_ops = false;
   bool grads_all_reduced = false;
+  // DeepSpeed's BF16_Optimizer (runtime/bf16_optimizer.py, from 0.6.2, PR #1801
+  // "bf16+pipeline parallelism"): bf16 with fp32 gradient accumulation at ZeRO 0/1.
+  // After every micro-batch's backward, update_hp_grads adds each bf16 gradient into
+  // an unsharded fp32 gradient (hp_grad.add_(lp.grad.to(fp32))); the pipeline engine
+  // calls it itself (runtime/pipe/engine.py _exec_backward_pass), and after the
+  // schedule _bf16_reduce_grads all-reduces those fp32 gradients
+  // (buffered_allreduce_fallback of get_grads_for_reduction). It keeps the fp32 master
+  // weights and Adam state partitioned over the data-parallel ranks and all-gathers
+  // the updated bf16 weights (a ZeRO-1 equivalent).
+  bool bf16_optimizer = false;
   // Pipeline engine: DeepSpeed's PipelineEngine reduces gradients after the whole
   // schedule (no overlap with backward) and has no interleaved schedule.
   bool pipeline_reduces_after_schedule = false;

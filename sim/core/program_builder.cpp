@@ -377,7 +377,8 @@ class Builder {
   // Sharded gradients are reduce-scattered; DeepSpeed before 0.6 without
   // contiguous_gradients all-reduces them and keeps its partition.
   CollectiveKind grad_collective() const {
-    const bool scatter = par_.zero_stage >= 1 && !(par_.zero_stage == 3 && fw_.grads_all_reduced);
+    const bool scatter =
+        par_.zero_stage >= 1 && !(par_.zero_stage == 3 && fw_.grads_all_reduced) && !fw_.bf16_optimizer;
     return scatter ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
   }
   void dp_launch(std::vector<Instr>& out, double params, bool force) {
@@ -681,6 +682,17 @@ class Builder {
       if (!split()) dp_launch(b, trainable_block_params(l), fw_.grad_reduce_per_unit);
       tag_layer(b, first_instr, l);
     }
+    if (fw_.bf16_optimizer) {
+      // update_hp_grads after this micro-batch's backward: per parameter, read the bf16
+      // gradient (2 bytes), write and read its fp32 conversion (4 + 4), read and write
+      // the fp32 accumulator (4 + 4): 18 bytes (framework_profile.h).
+      double params = 0;
+      for (int l : reverse) params += trainable_block_params(l);
+      hw::KernelDesc k;
+      k.cls = hw::KernelClass::memory;
+      k.bytes = 18.0 * params;
+      push_compute(b, "bf16 grads into fp32 (update_hp_grads)", to_ticks(compute_->seconds(k)));
+    }
     if (!split()) {
       // The last chunk to finish backward on this stage flushes the partial bucket.
       if (chunk == 0) dp_launch(b, 0, true);
@@ -857,7 +869,8 @@ class Builder {
     // Adam step on this GPU's optimizer shard: fused kernel reading fp32 master
     // weights, m, v and the gradient, writing master, m, v and the 16-bit weights
     // (4+4+4+2 read + 4+4+4+2 written = 28 bytes per parameter).
-    const double shard = par_.zero_stage >= 1 ? local_params / (par_.dp * par_.cp) : local_params;
+    const bool sharded = par_.zero_stage >= 1 || fw_.bf16_optimizer;  // BF16_Optimizer: a ZeRO-1 equivalent
+    const double shard = sharded ? local_params / (par_.dp * par_.cp) : local_params;
     if (par_.offload_optimizer) {
       // ZeRO-Offload (Ren et al. 2021): gradients down and weights up over PCIe,
       // the Adam step at the host's rate.
@@ -870,7 +883,8 @@ class Builder {
       k.bytes = shard * 28.0;
       push_compute(e, "optimizer", to_ticks(compute_->seconds(k)));
     }
-    if (dp_active && (par_.zero_stage == 1 || par_.zero_stage == 2) && !overlapped_param_gather()) {
+    if (dp_active && (par_.zero_stage == 1 || par_.zero_stage == 2 || fw_.bf16_optimizer) &&
+        !overlapped_param_gather()) {
       // Distributed optimizer: all-gather the updated 16-bit weights, exposed; in
       // DeepSpeed's allgather_bucket_size buckets, else as one message.
       const double bucket = fw_.allgather_bucket_params.value_or(local_params);

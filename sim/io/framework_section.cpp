@@ -40,6 +40,11 @@ void check_sections(const hw::StrictReader& r, const YAML::Node& t, Framework f)
 void read_deepspeed(const hw::StrictReader& r, const YAML::Node& d, Scenario& s) {
   auto& fp = s.framework;
   bool overlap = s.plan.par.zero_stage == 3;  // overlap_comm_valid: None -> stage == 3
+  DeepSpeedVersion v;
+  const bool bf16 = s.plan.par.precision == models::Precision::bf16;
+  // data_types.grad_accum_dtype; DeepSpeed's default (engine.py get_data_types): fp32
+  // for bf16 without ZeRO, else the model's dtype.
+  bool fp32_accum = bf16 && s.plan.par.zero_stage == 0;
   if (d) {
     r.check_keys(d, "training.deepspeed", kDeepSpeedKeys);
     const auto get = [&](const char* key, bool zero_ok, auto set) {
@@ -54,7 +59,9 @@ void read_deepspeed(const hw::StrictReader& r, const YAML::Node& d, Scenario& s)
     std::optional<bool> contiguous;
     if (d["contiguous_gradients"])
       contiguous = r.boolean(d["contiguous_gradients"], "training.deepspeed.contiguous_gradients");
-    DeepSpeedVersion v;
+    if (d["grad_accum_dtype"])
+      fp32_accum =
+          r.choice(d["grad_accum_dtype"], "training.deepspeed.grad_accum_dtype", {"fp32", "bf16", "fp16"}) == "fp32";
     if (d["version"]) {
       const std::string text = r.string(d["version"], "training.deepspeed.version");
       try {
@@ -65,6 +72,10 @@ void read_deepspeed(const hw::StrictReader& r, const YAML::Node& d, Scenario& s)
     }
     apply_deepspeed_release(fp, v, contiguous);
   }
+  // engine.py _do_optimizer_sanity_check (0.14): bf16 with fp32 accumulation and ZeRO
+  // off or at stage 1 runs the BF16_Optimizer, which 0.6.2 introduced.
+  fp.bf16_optimizer = bf16 && fp32_accum && s.plan.par.zero_stage <= 1 && !v.before(6, 2);
+  s.plan.par.bf16_optimizer = fp.bf16_optimizer;
   s.plan.overlap_grad_reduce = overlap && !(s.plan.par.pp > 1 && fp.pipeline_reduces_after_schedule);
   s.plan.overlap_param_gather = overlap;
 }

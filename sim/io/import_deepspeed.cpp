@@ -106,6 +106,16 @@ ImportedKeys import_deepspeed_config(const std::string& text, const std::string&
     const std::string path = std::string("zero_optimization.") + key;
     if (const Json* j = r.at(root, path)) ds[key] = r.boolean(*j, path);
   }
+  if (const Json* j = r.at(root, "data_types.grad_accum_dtype")) {
+    std::string dtype = r.text(*j, "data_types.grad_accum_dtype");
+    // DeepSpeed's DtypeEnum spellings (runtime/config_utils / constants): fp32, fp16, bf16.
+    if (dtype == "float32" || dtype == "float") dtype = "fp32";
+    if (dtype == "bfloat16") dtype = "bf16";
+    if (dtype == "float16" || dtype == "half") dtype = "fp16";
+    if (dtype != "fp32" && dtype != "bf16" && dtype != "fp16")
+      throw InputError(source, "data_types.grad_accum_dtype", fmt::format("'{}' is not fp32, bf16 or fp16", dtype));
+    ds["grad_accum_dtype"] = dtype;
+  }
   for (const auto& [from, to] :
        {std::pair{"offload_optimizer", "offload_optimizer"}, {"offload_param", "offload_params"}}) {
     const std::string path = std::string("zero_optimization.") + from + ".device";

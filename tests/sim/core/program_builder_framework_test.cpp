@@ -14,6 +14,7 @@
 #include "models/params.h"
 #include "sim/core/framework_profile.h"
 #include "sim/core/program_builder.h"
+#include "sim/core/simulate.h"
 #include "sim/io/scenario_file.h"
 #include "tests/sim/core/program_fixtures.h"
 #include "tests/sim/test_scenarios.h"
@@ -254,6 +255,65 @@ TEST(ProgramBuilderFramework, DeepSpeedZero1BucketsAfterBackward) {
   EXPECT_EQ(ag.count, static_cast<int>(std::ceil(psi / 3e6)));
   EXPECT_DOUBLE_EQ(ag.bytes, 2 * psi);
   EXPECT_EQ(tally(sp.prologue, CollectiveKind::all_gather).count, 0);
+}
+
+TEST(ProgramBuilderFramework, DeepSpeedBf16OptimizerAccumulatesInFp32AndAllReduces) {
+  // bf16 at ZeRO 0 (DeepSpeed's default fp32 gradient accumulation): the BF16_Optimizer.
+  // Every micro-batch's backward ends with update_hp_grads; after the schedule the fp32
+  // gradients (4 bytes each) are all-reduced in one 5e8-element buffer, and the updated
+  // bf16 weights all-gathered (its ZeRO-1 equivalent).
+  // The datasheet roofline (memory-bound kernels cost time; FlopsOnlyCost makes them free).
+  const auto built = [&](const std::string& parallel, const std::string& ds) {
+    Built b{parse_scenario(one_stage_yaml(2, 4, 4, parallel, "  framework: deepspeed\n" + ds), "test"), {}};
+    BuildOptions named;  // compute instructions keep their names
+    named.fuse_compute = false;
+    b.p = build_program(b.s, make_compute_cost(b.s), named);
+    return b;
+  };
+  Tick pass_ticks = 0;
+  const auto passes = [&](const Built& b) {
+    int n = 0;
+    for (const Instr& in : phase(b.p.stages[0], true))
+      if (in.kind == InstrKind::compute && b.p.labels[in.label] == "bf16 grads into fp32 (update_hp_grads)") {
+        ++n;
+        pass_ticks = in.duration;
+      }
+    return n;
+  };
+  const Built z0 = built("  zero_stage: 0", "");
+  ASSERT_TRUE(z0.s.framework.bf16_optimizer);
+  EXPECT_TRUE(z0.s.plan.par.bf16_optimizer);
+  EXPECT_EQ(passes(z0), 1);
+  const StageProgram& sp = z0.p.stages[0];
+  const double psi = static_cast<double>(models::stage_params(z0.s.model, z0.s.plan.par, 0).total());
+  // 18 bytes per parameter through HBM (the stage's 2 layers: the embedding and head
+  // blocks are on this one stage too).
+  hw::KernelDesc k;
+  k.cls = hw::KernelClass::memory;
+  k.bytes = 18 * psi;
+  EXPECT_EQ(pass_ticks, to_ticks(make_compute_cost(z0.s).seconds(k)));
+  const Tally ar = tally(sp.epilogue, CollectiveKind::all_reduce);
+  EXPECT_EQ(ar.count, 1);
+  EXPECT_DOUBLE_EQ(ar.bytes, 4 * psi);
+  EXPECT_EQ(tally(sp.epilogue, CollectiveKind::reduce_scatter).count, 0);
+  EXPECT_DOUBLE_EQ(tally(sp.epilogue, CollectiveKind::all_gather).bytes, 2 * psi);
+  // ZeRO-1 keeps DeepSpeed's ZeRO optimizer unless fp32 accumulation is asked for;
+  // releases before 0.6.2 have no BF16_Optimizer; fp16 never uses it.
+  EXPECT_FALSE(built("  zero_stage: 1", "").s.framework.bf16_optimizer);
+  EXPECT_EQ(passes(built("  zero_stage: 1", "")), 0);
+  EXPECT_TRUE(built("  zero_stage: 1", "  deepspeed: {grad_accum_dtype: fp32}").s.framework.bf16_optimizer);
+  EXPECT_FALSE(built("  zero_stage: 0", "  deepspeed: {grad_accum_dtype: bf16}").s.framework.bf16_optimizer);
+  EXPECT_FALSE(built("  zero_stage: 0", "  deepspeed: {version: \"0.6.1\"}").s.framework.bf16_optimizer);
+  Built fp16{
+      parse_scenario(one_stage_yaml(2, 4, 4, "  zero_stage: 0", "  framework: deepspeed\n  precision: fp16"), "test"),
+      {}};
+  EXPECT_FALSE(fp16.s.framework.bf16_optimizer);
+  // Model states per parameter: bf16 weights 2, bf16 + fp32 gradients 6, and the 12
+  // bytes of fp32 master and Adam state over dp 4.
+  const models::ModelStates st = models::model_states(z0.s.model, z0.s.plan.par, 0);
+  EXPECT_DOUBLE_EQ(st.grads, 6 * psi);
+  EXPECT_DOUBLE_EQ(st.optimizer, 12 * psi / 4);
+  EXPECT_DOUBLE_EQ(st.params, 2 * psi);
 }
 
 TEST(ProgramBuilderFramework, MegatronBucketSizeOverride) {

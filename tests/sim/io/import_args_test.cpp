@@ -136,6 +136,15 @@ TEST(ImportDeepSpeed, Zero3Config) {
   EXPECT_EQ(w.find("zero_optimization.stage,"), std::string::npos) << w;
 }
 
+TEST(ImportDeepSpeed, GradAccumDtype) {
+  const auto k = import_deepspeed_config(
+      R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}, "zero_optimization": {"stage": 1},
+          "data_types": {"grad_accum_dtype": "fp32"}})",
+      "ds.json", 8);
+  EXPECT_EQ(k.keys["training"]["deepspeed"]["grad_accum_dtype"].as<std::string>(), "fp32");
+  EXPECT_THROW(import_deepspeed_config(R"({"data_types": {"grad_accum_dtype": "fp64"}})", "ds.json", 8), InputError);
+}
+
 TEST(ImportDeepSpeed, BatchMismatchAutoAndBadJson) {
   EXPECT_THROW(import_deepspeed_config(text_of("deepspeed_zero3.json"), "ds.json", 32), InputError);
   const auto k = import_deepspeed_config(R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4})",
