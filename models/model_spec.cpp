@@ -103,7 +103,7 @@ ModelSpec parse_preset(const Origin& o, const YAML::Node& node) {
        {std::pair{"hidden_dropout", &m.hidden_dropout}, {"attention_dropout", &m.attention_dropout}})
     if (node[key]) {
       *field = required<double>(o, node, m.name, key);
-      if (!(*field >= 0 && *field < 1)) preset_error(o, m.name, key, "must be in [0, 1)");
+      if (!ModelSpec::valid_dropout(*field)) preset_error(o, m.name, key, "must be in [0, 1)");
     }
   if (const YAML::Node moe = node["moe"]) {
     reject_unknown_keys(o, moe, {"num_experts", "top_k", "ffn_hidden_size", "layer_freq", "shared_experts"}, m.name);
@@ -299,7 +299,7 @@ ModelSpec from_hf_config(const std::string& given) {
     if (it == j.end() || it->is_null()) return dflt;
     if (!it->is_number()) hf_error(path, key, "expected a number");
     const double v = it->get<double>();
-    if (!(v >= 0 && v < 1)) hf_error(path, key, fmt::format("{} is not a probability in [0, 1)", v));
+    if (!ModelSpec::valid_dropout(v)) hf_error(path, key, fmt::format("{} is not a probability in [0, 1)", v));
     return v;
   };
   if (gpt2) {

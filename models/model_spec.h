@@ -50,6 +50,8 @@ struct ModelSpec {
   // without dropout (their HF configs: attention_dropout 0.0, no hidden dropout module).
   double hidden_dropout = 0.1;
   double attention_dropout = 0.1;
+  // What every reader accepts for a dropout probability: [0, 1) (NaN is not).
+  static bool valid_dropout(double p) { return p >= 0 && p < 1; }
   std::optional<MoeSpec> moe;
 
   std::int64_t head_dim() const { return hidden_size / num_attention_heads; }

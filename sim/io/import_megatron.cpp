@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "hw/errors.h"
+#include "models/model_spec.h"
 #include "sim/io/import_args.h"
 
 namespace ptsim::sim {
@@ -113,22 +114,11 @@ class Mapper {
     return x;
   }
   std::optional<double> number(const Flag& f) const {
-    const auto v = value(f);
-    if (!v) return std::nullopt;
-    double x = 0;
-    const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), x);
-    if (ec != std::errc() || end != v->data() + v->size() || !(x > 0 && x < 1e18))
-      throw InputError(source_, f.name, fmt::format("'{}' is not a positive number", *v));
-    return x;
+    return real(
+        f, [](double x) { return x > 0 && x < 1e18; }, "a positive number");
   }
-  std::optional<double> probability(const Flag& f) const {  // [0, 1)
-    const auto v = value(f);
-    if (!v) return std::nullopt;
-    double x = 0;
-    const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), x);
-    if (ec != std::errc() || end != v->data() + v->size() || !(x >= 0 && x < 1))
-      throw InputError(source_, f.name, fmt::format("'{}' is not a probability in [0, 1)", *v));
-    return x;
+  std::optional<double> probability(const Flag& f) const {
+    return real(f, models::ModelSpec::valid_dropout, "a probability in [0, 1)");
   }
   std::optional<std::string> one_of(const Flag& f, const std::vector<std::string>& options) const {
     const auto v = value(f);
@@ -141,6 +131,18 @@ class Mapper {
   }
 
  private:
+  // The flag's value as a whole decimal number that `ok` accepts, else "is not `what`".
+  template <class Ok>
+  std::optional<double> real(const Flag& f, Ok ok, const char* what) const {
+    const auto v = value(f);
+    if (!v) return std::nullopt;
+    double x = 0;
+    const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), x);
+    if (ec != std::errc() || end != v->data() + v->size() || !ok(x))
+      throw InputError(source_, f.name, fmt::format("'{}' is not {}", *v, what));
+    return x;
+  }
+
   std::string source_;
   std::vector<std::string>& warnings_;
 };

@@ -193,7 +193,8 @@ models::ModelSpec read_model(const hw::StrictReader& r, const YAML::Node& m, Sce
     if (m[key]) {
       const std::string path = std::string("model.") + key;
       *field = r.number(m[key], path);
-      if (!(*field >= 0 && *field < 1)) r.fail(path, fmt::format("{} is not a probability in [0, 1)", *field));
+      if (!models::ModelSpec::valid_dropout(*field))
+        r.fail(path, fmt::format("{} is not a probability in [0, 1)", *field));
     }
   if (m["position_embedding"])
     spec.learned_position_embeddings = r.choice(m["position_embedding"], "model.position_embedding",
