@@ -19,6 +19,8 @@ Topology build_cluster(const ClusterNetSpec& s) {
       throw std::invalid_argument(
           fmt::format("cluster.num_gpus is {} but graph '{}' has {} GPUs", s.num_gpus, s.graph_file, topo.num_gpus()));
     if (s.nvls) topo.set_nvls(true);
+    topo.set_routing(s.routing);
+    if (s.routing == Topology::Routing::d_mod_k) topo.set_description(topo.description() + ", d-mod-k routing");
     return topo;
   }
   if (s.gpus_per_node < 1 || s.num_gpus % s.gpus_per_node != 0)
@@ -82,6 +84,8 @@ Topology build_cluster(const ClusterNetSpec& s) {
                     s.topology));
   }
   topo.set_nvls(s.nvls);
+  topo.set_routing(s.routing);
+  if (s.routing == Topology::Routing::d_mod_k) topo.set_description(topo.description() + ", d-mod-k routing");
   return topo;
 }
 

@@ -32,6 +32,7 @@ struct ClusterNetSpec {
   BytesPerSecond torus_link_bandwidth = 0;  // 0 = nic_bandwidth
   std::string graph_file;                   // topology: graph (graph_yaml.h)
   bool nvls = false;                        // NVLink SHARP in the NVSwitch domains (H100+)
+  Topology::Routing routing = Topology::Routing::ecmp;  // equal-cost next hop: per-flow hash or by destination
 };
 
 // Throws std::invalid_argument naming the bad field and value.

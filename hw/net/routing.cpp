@@ -572,14 +572,46 @@ void Router::next_hops(VertexId v, std::uint32_t dv, const DstInfo& info, const 
 }
 
 void Router::walk(VertexId src, VertexId dst, std::uint64_t flow, std::uint64_t key, std::vector<LinkId>& out) {
+  const std::uint64_t d = topo_.routing() == Topology::Routing::d_mod_k ? destination_index(src, dst) : kNoIndex;
   if (wide_)
-    walk_with<std::uint32_t>(src, dst, flow, key, out);
+    walk_with<std::uint32_t>(src, dst, flow, key, d, out);
   else
-    walk_with<std::uint16_t>(src, dst, flow, key, out);
+    walk_with<std::uint16_t>(src, dst, flow, key, d, out);
+}
+
+// The destination's index for d-mod-k: the position of the port through which traffic
+// enters dst's node (its NIC) in the order the builders cable NICs to the leaves, so
+// that the NICs below one leaf have consecutive indices (as OpenSM's ftree engine
+// numbers end ports by their place in the tree). Found once per destination from a
+// route that hashes its choices (the way in does not depend on them); a vertex outside
+// any node, or a route that never enters dst's node from outside, has its vertex id.
+std::uint64_t Router::destination_index(VertexId src, VertexId dst) {
+  if (dest_index_.empty()) {
+    dest_index_.assign(topo_.num_vertices(), kInf);
+    nic_ordinal_.assign(topo_.num_vertices(), kInf);
+    std::uint32_t n = 0;
+    for (VertexId v = 0; v < topo_.num_vertices(); ++v)
+      if (topo_.kind(v) == VertexKind::nic) nic_ordinal_[v] = n++;
+  }
+  if (dest_index_[dst] != kInf) return dest_index_[dst];
+  const int node = node_of_[dst];
+  if (node < 0) return dest_index_[dst] = dst;
+  if (node_of_[src] == node) return dst;  // no fabric choice on the way: do not cache
+  auto& path = index_scratch_;
+  path.clear();
+  if (wide_)
+    walk_with<std::uint32_t>(src, dst, 0, mix(src) ^ mix(dst), kNoIndex, path);
+  else
+    walk_with<std::uint16_t>(src, dst, 0, mix(src) ^ mix(dst), kNoIndex, path);
+  for (LinkId l : path)
+    if (const VertexId w = topo_.link(l).dst; node_of_[w] == node)
+      return dest_index_[dst] = nic_ordinal_[w] != kInf ? nic_ordinal_[w] : w;
+  return dest_index_[dst] = dst;
 }
 
 template <class D>
-void Router::walk_with(VertexId src, VertexId dst, std::uint64_t flow, std::uint64_t key, std::vector<LinkId>& out) {
+void Router::walk_with(VertexId src, VertexId dst, std::uint64_t flow, std::uint64_t key, std::uint64_t d,
+                       std::vector<LinkId>& out) {
   const DstInfo& info = dst_info(dst);
   load_tables(info, scratch_tables_);
   const auto& tables = scratch_tables_;
@@ -587,6 +619,9 @@ void Router::walk_with(VertexId src, VertexId dst, std::uint64_t flow, std::uint
   if (dv == kInf)
     throw std::invalid_argument(fmt::format("route: no path from '{}' to '{}'", topo_.name(src), topo_.name(dst)));
   VertexId v = src;
+  // d-mod-k (d != kNoIndex): each choice takes d mod its count, and d is divided by
+  // that count for the next (Zahavi 2010, see routing.h).
+  const bool by_dst = d != kNoIndex;
   while (v != dst) {
     cand_.clear();
     next_hops<D>(v, dv, info, tables);
@@ -594,7 +629,14 @@ void Router::walk_with(VertexId src, VertexId dst, std::uint64_t flow, std::uint
     std::uint32_t pick = 0;
     if (count > 1) {
       const int a = nic_affinity_pick(src, dst, v, count, out_arcs_[cand_[0]].dst);
-      pick = a >= 0 ? static_cast<std::uint32_t>(a) : static_cast<std::uint32_t>(mix(key ^ v) % count);
+      if (a >= 0) {
+        pick = static_cast<std::uint32_t>(a);
+      } else if (by_dst) {
+        pick = static_cast<std::uint32_t>(d % count);
+        d /= count;
+      } else {
+        pick = static_cast<std::uint32_t>(mix(key ^ v) % count);
+      }
     }
     const Arc& a = out_arcs_[cand_[pick]];
     out.push_back(a.link);

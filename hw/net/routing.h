@@ -8,7 +8,17 @@
 // crossing the spine. With all costs 1 (a user graph) it is plain BFS hop count.
 // Among equal-cost next hops a switch picks one by a hash of (src, dst, flow, hop),
 // as ECMP hashes a flow's 5-tuple (RFC 2992), so distinct flows spread over equal
-// paths while one flow always takes the same path (deterministic runs).
+// paths while one flow always takes the same path (deterministic runs). Hashing lets
+// flows of distinct sources and destinations collide on one uplink while another
+// idles, as on an Ethernet / RoCE fabric. Under Topology::Routing::d_mod_k the pick
+// depends on the destination only, as the forwarding tables an InfiniBand subnet
+// manager computes for a fat tree: D-mod-K (E. Zahavi, "D-Mod-K Routing Providing
+// Non-Blocking Traffic for Shift Permutations on Real Life Fat Trees", CCIT Report
+// 776, Technion 2010; OpenSM's ftree routing engine follows it): going up, the i-th
+// choice with k_i options takes option (d / (k_1 ··· k_{i-1})) mod k_i, d the
+// destination's index (its rank). Traffic to distinct destinations below one leaf
+// then leaves every leaf on distinct uplinks, and each destination has one way down:
+// a shift permutation (a ring step) never meets itself in the fabric.
 //
 // Distances to a destination come from a reverse Dial/Dijkstra (small integer weights)
 // over flat CSR arrays and are kept for the most recently used destinations only
@@ -142,7 +152,14 @@ class Router {
   template <class D>
   void next_hops(VertexId v, std::uint32_t dv, const DstInfo& info, const TablePtrs& tables);
   template <class D>
-  void walk_with(VertexId src, VertexId dst, std::uint64_t flow, std::uint64_t key, std::vector<LinkId>& out);
+  void walk_with(VertexId src, VertexId dst, std::uint64_t flow, std::uint64_t key, std::uint64_t d,
+                 std::vector<LinkId>& out);
+  // d-mod-k's index of dst (routing.cpp); kNoIndex: choices hash the flow (ecmp).
+  static constexpr std::uint64_t kNoIndex = ~std::uint64_t{0};
+  std::uint64_t destination_index(VertexId src, VertexId dst);
+  std::vector<std::uint32_t> dest_index_;   // by vertex, kInf until known (d-mod-k only)
+  std::vector<std::uint32_t> nic_ordinal_;  // by vertex: place among the NICs, kInf for others
+  std::vector<LinkId> index_scratch_;
   // The least-cost walk behind route() (key: the ECMP hash of src, dst, flow).
   void walk(VertexId src, VertexId dst, std::uint64_t flow, std::uint64_t key, std::vector<LinkId>& out);
   void build_csr();

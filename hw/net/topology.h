@@ -93,6 +93,14 @@ class Topology {
   bool nvls() const { return nvls_; }
   void set_nvls(bool on) { nvls_ = on; }
 
+  // How a switch picks among equal-cost next hops (cluster.inter_node.routing):
+  // ecmp hashes each flow (Ethernet / RoCE ECMP, RFC 2992); d_mod_k routes by
+  // destination, as an InfiniBand subnet manager's forwarding tables do on a fat
+  // tree (routing.h). Builders leave it at ecmp; the cluster spec sets it.
+  enum class Routing : std::uint8_t { ecmp, d_mod_k };
+  Routing routing() const { return routing_; }
+  void set_routing(Routing r) { routing_ = r; }
+
   // Free text saying which builder made the graph and with what parameters.
   const std::string& description() const { return description_; }
   void set_description(std::string d) { description_ = std::move(d); }
@@ -110,6 +118,7 @@ class Topology {
   std::vector<VertexId> nvswitch_of_node_;
   int num_nodes_ = 0;
   bool nvls_ = false;
+  Routing routing_ = Routing::ecmp;
   std::string description_;
 };
 

@@ -63,6 +63,7 @@ hw::net::ClusterNetSpec cluster_net_spec(const ClusterConfig& c) {
   s.nvls = c.nvls;
   s.graph_file = c.graph_file;
   s.torus_dims = c.torus_dims;
+  s.routing = c.routing == "d-mod-k" ? hw::net::Topology::Routing::d_mod_k : hw::net::Topology::Routing::ecmp;
   const std::string& t = c.topology;
   if (t == "fat-tree") {
     s.topology = "fat-tree";

@@ -45,6 +45,9 @@ struct ClusterConfig {
   int tiers = 0;                // inter_node.tiers: fat-tree 2 or 3; 0 = fewest that fit
   std::vector<int> torus_dims;  // inter_node.torus_dims: nodes per torus dimension
   std::string graph_file;       // inter_node.graph_file: topology `user`
+  // inter_node.routing: "ecmp" (per-flow hash, Ethernet / RoCE) or "d-mod-k" (by
+  // destination, InfiniBand fat trees; hw/net/routing.h).
+  std::string routing = "ecmp";
   bool nvls = false;            // intra_node.nvls: NVLink SHARP all-reduce (H100+)
   bool link_sharing = true;     // cluster.link_sharing: overlapping transfers share links
   // cluster.pxn: NCCL's PXN for all-to-all (hw/net/collectives.h ExpandOptions::pxn);

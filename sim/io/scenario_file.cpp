@@ -353,6 +353,7 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c, Scena
                fmt::format("has {} entries; a torus has 2 or 3 dimensions", cc.torus_dims.size()));
     }
     if (ex["graph_file"]) cc.graph_file = r.string(ex["graph_file"], "cluster.inter_node.graph_file");
+    if (ex["routing"]) cc.routing = r.choice(ex["routing"], "cluster.inter_node.routing", {"ecmp", "d-mod-k"});
     if (cc.topology != "user" && ex["graph_file"])  // it would be ignored without a word
       r.fail("cluster.inter_node.graph_file", fmt::format("is read only with topology 'user', not '{}'", cc.topology),
              "set cluster.inter_node.topology=user or remove graph_file");
