@@ -106,22 +106,42 @@ ModelStates zero_model_state_bytes(double psi, int dp, int stage, Precision prec
   return s;
 }
 
+namespace {
+
+// pipeline_layers given per virtual stage of Megatron's interleaving (pp × vpp entries,
+// chunk-major: virtual stage chunk·pp + stage) rather than per stage.
+bool per_virtual_stage(const Parallelism& p) {
+  return p.schedule == Schedule::interleaved_1f1b && p.vpp > 1 &&
+         static_cast<int>(p.pipeline_layers.size()) == p.pp * p.vpp;
+}
+
+}  // namespace
+
 std::vector<int> layers_per_stage(const ModelSpec& m, const Parallelism& p) {
   if (p.pp < 1) throw std::invalid_argument(fmt::format("pipeline_parallel must be >= 1, got {}", p.pp));
   if (!p.pipeline_layers.empty()) {
-    if (static_cast<int>(p.pipeline_layers.size()) != p.pp) {
-      throw std::invalid_argument(
-          fmt::format("pipeline_layers has {} entries, pipeline_parallel is {}", p.pipeline_layers.size(), p.pp));
+    const auto n = static_cast<int>(p.pipeline_layers.size());
+    const bool virt = per_virtual_stage(p);
+    if (n != p.pp && !virt) {
+      throw std::invalid_argument(fmt::format("pipeline_layers has {} entries, pipeline_parallel is {}{}", n, p.pp,
+                                              p.vpp > 1 ? fmt::format(" (or {} virtual stages)", p.pp * p.vpp) : ""));
     }
     const int sum = std::accumulate(p.pipeline_layers.begin(), p.pipeline_layers.end(), 0);
-    for (int n : p.pipeline_layers) {
-      if (n < 1) throw std::invalid_argument(fmt::format("pipeline_layers entry {} must be >= 1", n));
+    for (int i = 0; i < n; ++i) {
+      // Only the very first and very last (virtual) stage may hold no layer: they still
+      // hold the embedding / the head (Megatron-core's account_for_*_in_pipeline_split).
+      const int least = (i == 0 || i == n - 1) ? 0 : 1;
+      if (p.pipeline_layers[i] < least)
+        throw std::invalid_argument(fmt::format("pipeline_layers entry {} must be >= {}", p.pipeline_layers[i], least));
     }
     if (sum != m.num_layers) {
       throw std::invalid_argument(
           fmt::format("pipeline_layers sum to {}, model '{}' has {} layers", sum, m.name, m.num_layers));
     }
-    return p.pipeline_layers;
+    if (!virt) return p.pipeline_layers;
+    std::vector<int> out(static_cast<std::size_t>(p.pp), 0);
+    for (int i = 0; i < n; ++i) out[static_cast<std::size_t>(i % p.pp)] += p.pipeline_layers[i];
+    return out;
   }
   if (m.num_layers % p.pp != 0) {
     throw std::invalid_argument(
@@ -147,6 +167,13 @@ LayerRange chunk_layers(const ModelSpec& m, const Parallelism& p, int stage, int
     LayerRange out;
     for (int r = 0; r < owner; ++r) out.first += per_stage[r];
     out.count = per_stage[owner];
+    return out;
+  }
+  if (per_virtual_stage(p)) {  // the given counts, in virtual-stage order
+    LayerRange out;
+    const int v = chunk * p.pp + stage;
+    for (int i = 0; i < v; ++i) out.first += p.pipeline_layers[static_cast<std::size_t>(i)];
+    out.count = p.pipeline_layers[static_cast<std::size_t>(v)];
     return out;
   }
   for (int r = 0; r < p.pp; ++r) {

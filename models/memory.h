@@ -75,7 +75,11 @@ LayerRange chunk_layers(const ModelSpec& m, const Parallelism& p, int stage, int
 // schedules.py get_model_chunk_id: (k / pp) % vpp; 0 without interleaving).
 int forward_chunk(const Parallelism& p, int k);
 
-// Layers held by each pipeline stage (pipeline_layers or an even split).
+// Layers held by each pipeline stage (pipeline_layers or an even split). Under
+// interleaved-1f1b, pipeline_layers may instead give pp × vpp counts, one per virtual
+// stage in Megatron's order (virtual stage chunk·pp + stage), which chunk_layers then
+// uses as they are. Only the first and the last entry may be 0 (a chunk that holds
+// just the embedding / the head).
 std::vector<int> layers_per_stage(const ModelSpec& m, const Parallelism& p);
 
 // Saved activations of one transformer layer for one micro-batch on one GPU,

@@ -40,7 +40,8 @@ struct Parallelism {
   Schedule schedule = Schedule::one_f_one_b;
   bool offload_optimizer = false;
   bool offload_params = false;
-  // Layers per pipeline stage, first to last; empty = even split.
+  // Layers per pipeline stage, first to last; or, under interleaved-1f1b, per virtual
+  // stage (pp × vpp entries, models/memory.h layers_per_stage); empty = even split.
   std::vector<int> pipeline_layers;
   int micro_batch_size = 1;
   int num_microbatches = 1;  // gradient-accumulation steps per iteration

@@ -51,6 +51,9 @@ Command list_command() {
       fmt::print("torus-2d        2D torus of nodes\n");
       fmt::print("torus-3d        3D torus of nodes\n");
       fmt::print("user            your own graph: inter_node.graph_file (YAML nodes and links)\n");
+      fmt::print(
+          "\nequal-cost paths (inter_node.routing): ecmp = a hash per flow (Ethernet, RoCE; the default),\n"
+          "d-mod-k = by destination (InfiniBand fat trees: ring steps never share a fabric link)\n");
     }
     return 0;
   };

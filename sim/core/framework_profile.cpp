@@ -180,7 +180,31 @@ std::vector<int> balanced_counts(const std::vector<double>& w, int parts) {
   return counts;
 }
 
-std::vector<int> megatron_partition(const FrameworkProfile& fp, const models::ModelSpec& m, int pp) {
+// Megatron-core's get_num_layers_to_build (megatron/core/transformer/transformer_block.py)
+// with account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split:
+// num_layers + 1 per flag split evenly over the pp stages and their vpp chunks
+// (transformer_config.py checks both divide), then the first chunk of the first stage
+// builds one layer fewer for the embedding and the last chunk of the last stage one
+// fewer for the loss. Counts per virtual stage (chunk·pp + stage) when vpp > 1.
+std::vector<int> megatron_accounted_partition(const FrameworkProfile& fp, const models::ModelSpec& m, int pp, int vpp) {
+  const int total = m.num_layers + (fp.embedding_in_split ? 1 : 0) + (fp.loss_in_split ? 1 : 0);
+  if (total % pp != 0 || (total / pp) % vpp != 0)
+    throw std::invalid_argument(fmt::format(
+        "{} layers{}{} = {} do not split evenly over pipeline_parallel {} × virtual_pipeline_stages {}", m.num_layers,
+        fp.embedding_in_split ? " + the embedding" : "", fp.loss_in_split ? " + the loss" : "", total, pp, vpp));
+  const int per = total / pp / vpp;
+  std::vector<int> out(static_cast<std::size_t>(pp) * static_cast<std::size_t>(vpp), per);
+  if (fp.embedding_in_split) --out.front();
+  if (fp.loss_in_split) --out.back();
+  if (per == 0 || out.front() < 0 || out.back() < 0)
+    throw std::invalid_argument(fmt::format("{} layers{}{} = {} leave a (virtual) pipeline stage without a layer",
+                                            m.num_layers, fp.embedding_in_split ? " + the embedding" : "",
+                                            fp.loss_in_split ? " + the loss" : "", total));
+  return out;
+}
+
+std::vector<int> megatron_partition(const FrameworkProfile& fp, const models::ModelSpec& m, int pp, int vpp) {
+  if (fp.embedding_in_split || fp.loss_in_split) return megatron_accounted_partition(fp, m, pp, vpp);
   const int first = fp.first_stage_layers, last = fp.last_stage_layers;
   if (first == 0 && last == 0) return {};
   const int middle_stages = pp - (first > 0) - (last > 0);
@@ -199,9 +223,9 @@ std::vector<int> megatron_partition(const FrameworkProfile& fp, const models::Mo
 
 }  // namespace
 
-std::vector<int> default_partition(const FrameworkProfile& fp, const models::ModelSpec& m, int pp) {
+std::vector<int> default_partition(const FrameworkProfile& fp, const models::ModelSpec& m, int pp, int vpp) {
   if (fp.framework == Framework::megatron_core || fp.framework == Framework::megatron_lm)
-    return megatron_partition(fp, m, pp);
+    return megatron_partition(fp, m, pp, vpp);
   if (fp.framework != Framework::deepspeed) return {};
   if (m.num_layers < pp)
     throw std::invalid_argument(fmt::format("{} layers cannot fill {} pipeline stages", m.num_layers, pp));

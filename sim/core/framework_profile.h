@@ -89,6 +89,11 @@ struct FrameworkProfile {
   // not divide evenly (decoder_first/last_pipeline_num_layers); 0 = not given.
   int first_stage_layers = 0;
   int last_stage_layers = 0;
+  // Megatron-core's account_for_embedding_in_pipeline_split /
+  // account_for_loss_in_pipeline_split: the embedding / the loss counts as one more
+  // layer in the even split, so the first / last virtual stage builds one layer fewer.
+  bool embedding_in_split = false;
+  bool loss_in_split = false;
 };
 
 // The documented defaults of `f` (every figure cited in framework_profile.cpp).
@@ -119,9 +124,11 @@ inline constexpr double kEagerOpHostSeconds = 3.3e-6;
 // as the framework partitions them: DeepSpeed's PipelineModule partition_method
 // 'parameters' (contiguous stages balancing parameter counts, the embedding on the
 // first and the head on the last stage); Megatron-core's explicit first/last-stage
-// layer counts with the rest split evenly. Empty when the framework has no default
-// (Megatron without first/last counts, FSDP): the caller names the keys to give.
-// Throws std::invalid_argument when the counts given cannot work.
-std::vector<int> default_partition(const FrameworkProfile& fp, const models::ModelSpec& m, int pp);
+// layer counts with the rest split evenly, or with embedding_in_split /
+// loss_in_split one count per virtual stage (pp × vpp, Megatron's order) when vpp > 1.
+// Empty when the framework has no default (Megatron without those keys, FSDP): the
+// caller names the keys to give. Throws std::invalid_argument when the counts given
+// cannot work.
+std::vector<int> default_partition(const FrameworkProfile& fp, const models::ModelSpec& m, int pp, int vpp = 1);
 
 }  // namespace ptsim::sim

@@ -129,23 +129,40 @@ void read_megatron(const hw::StrictReader& r, const YAML::Node& m, const YAML::N
   };
   fp.first_stage_layers = layers("decoder_first_pipeline_num_layers");
   fp.last_stage_layers = layers("decoder_last_pipeline_num_layers");
+  const auto flag = [&](const char* key) {
+    return m[key] && r.boolean(m[key], std::string("training.megatron.") + key);
+  };
+  fp.embedding_in_split = flag("account_for_embedding_in_pipeline_split");
+  fp.loss_in_split = flag("account_for_loss_in_pipeline_split");
+  // transformer_config.py: not with the explicit first / last stage counts.
+  if ((fp.embedding_in_split || fp.loss_in_split) && (fp.first_stage_layers > 0 || fp.last_stage_layers > 0))
+    r.fail(fp.embedding_in_split ? "training.megatron.account_for_embedding_in_pipeline_split"
+                                 : "training.megatron.account_for_loss_in_pipeline_split",
+           "given together with decoder_first/last_pipeline_num_layers", "give one of them (as Megatron-core asks)");
 }
 
 // Uneven layer counts: the framework's own partition (framework_profile.h).
 void apply_partition(const hw::StrictReader& r, Scenario& s) {
   auto& par = s.plan.par;
-  const bool given = s.framework.first_stage_layers > 0 || s.framework.last_stage_layers > 0;
+  const auto& fp = s.framework;
+  const bool accounted = fp.embedding_in_split || fp.loss_in_split;
+  const bool given = fp.first_stage_layers > 0 || fp.last_stage_layers > 0 || accounted;
+  const std::string key = !accounted              ? "training.megatron.decoder_first_pipeline_num_layers"
+                          : fp.embedding_in_split ? "training.megatron.account_for_embedding_in_pipeline_split"
+                                                  : "training.megatron.account_for_loss_in_pipeline_split";
   if (!par.pipeline_layers.empty()) {
-    if (given)
-      r.fail("training.megatron.decoder_first_pipeline_num_layers", "given together with parallel.pipeline_layers",
-             "give one of them");
+    if (given) r.fail(key, "given together with parallel.pipeline_layers", "give one of them");
     return;
   }
   if (s.model.num_layers % (par.pp * par.vpp) == 0 && !given) return;
+  if (accounted && par.pp < 2)
+    r.fail(key, "needs parallel.pipeline_parallel >= 2 (Megatron-core splits pipeline stages)");
   try {
-    par.pipeline_layers = default_partition(s.framework, s.model, par.pp);
+    // Per virtual stage under interleaving (one chunk per stage otherwise).
+    const int vpp = par.schedule == models::Schedule::interleaved_1f1b ? par.vpp : 1;
+    par.pipeline_layers = default_partition(fp, s.model, par.pp, vpp);
   } catch (const std::invalid_argument& e) {
-    r.fail(given ? "training.megatron.decoder_first_pipeline_num_layers" : "parallel.pipeline_parallel", e.what());
+    r.fail(given ? key : "parallel.pipeline_parallel", e.what());
   }
 }
 

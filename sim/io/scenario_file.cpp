@@ -437,10 +437,13 @@ void read_parallel(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
     s.plan.overlap_param_gather = r.boolean(p["overlap_param_gather"], "parallel.overlap_param_gather");
   if (p["overlap_p2p"]) s.plan.overlap_p2p = r.boolean(p["overlap_p2p"], "parallel.overlap_p2p");
   if (const auto pl = p["pipeline_layers"]) {
-    if (!pl.IsSequence()) r.fail("parallel.pipeline_layers", "expected a list of layer counts, one per pipeline stage");
+    if (!pl.IsSequence())
+      r.fail("parallel.pipeline_layers",
+             "expected a list of layer counts, one per pipeline stage (or per virtual stage)");
+    // 0 only at the ends (validate_pipeline): a first / last chunk with just the embedding / head.
     for (std::size_t i = 0; i < pl.size(); ++i)
       par.pipeline_layers.push_back(
-          static_cast<int>(r.int64(pl[i], hw::item_path("parallel.pipeline_layers", i), 1, models::kMaxLayers)));
+          static_cast<int>(r.int64(pl[i], hw::item_path("parallel.pipeline_layers", i), 0, models::kMaxLayers)));
   }
 }
 
@@ -685,15 +688,29 @@ void validate_pipeline(const hw::StrictReader& r, const Scenario& s) {
                          m.num_layers, par.pp * layer_split),
              uneven_layers_hint(s.framework.framework));
   } else {
-    if (static_cast<int>(par.pipeline_layers.size()) != par.pp)
+    // One count per stage, or under interleaving one per virtual stage (Megatron's order,
+    // virtual stage chunk·pp + stage: models/memory.h layers_per_stage).
+    const std::size_t n = par.pipeline_layers.size();
+    const bool per_virtual = par.schedule == models::Schedule::interleaved_1f1b && par.vpp > 1 &&
+                             n == static_cast<std::size_t>(par.pp) * static_cast<std::size_t>(par.vpp);
+    if (n != static_cast<std::size_t>(par.pp) && !per_virtual)
       r.fail("parallel.pipeline_layers",
-             fmt::format("has {} entries but parallel.pipeline_parallel is {}", par.pipeline_layers.size(), par.pp));
+             fmt::format("has {} entries but parallel.pipeline_parallel is {}{}", n, par.pp,
+                         par.schedule == models::Schedule::interleaved_1f1b && par.vpp > 1
+                             ? fmt::format(" (or pipeline_parallel × virtual_pipeline_stages = {})", par.pp * par.vpp)
+                             : ""));
     std::int64_t sum = 0;  // entries <= kMaxLayers, at most kMaxGpus of them: no overflow
-    for (std::size_t i = 0; i < par.pipeline_layers.size(); ++i) {
+    for (std::size_t i = 0; i < n; ++i) {
       sum += par.pipeline_layers[i];
-      if (par.pipeline_layers[i] % layer_split != 0)
+      if (par.pipeline_layers[i] == 0 && i != 0 && i + 1 != n)
         r.fail(fmt::format("parallel.pipeline_layers[{}]", i),
-               fmt::format("{} is not divisible by virtual_pipeline_stages ({})", par.pipeline_layers[i], par.vpp));
+               "is 0: only the first and the last entry may hold no layer (the embedding's / the head's chunk)");
+      if (!per_virtual && par.pipeline_layers[i] % layer_split != 0)
+        r.fail(fmt::format("parallel.pipeline_layers[{}]", i),
+               fmt::format("{} is not divisible by virtual_pipeline_stages ({})", par.pipeline_layers[i], par.vpp),
+               par.schedule == models::Schedule::interleaved_1f1b
+                   ? fmt::format("or give one count per virtual stage ({} entries)", par.pp * par.vpp)
+                   : std::string());
     }
     if (sum != m.num_layers)
       r.fail("parallel.pipeline_layers", fmt::format("sums to {} but model.num_layers is {}", sum, m.num_layers));

@@ -254,6 +254,21 @@ TEST(Pipeline, LayerAssignment) {
   EXPECT_EQ(forward_chunk(p, 1), 0);
   EXPECT_EQ(forward_chunk(p, 2), 1);
   EXPECT_EQ(forward_chunk(p, 4), 0);
+  // One count per virtual stage (pp × vpp, chunk-major): taken as given, the ends may be 0.
+  p.pipeline_layers = {5, 6, 7, 6};  // chunk 0: stage 0 5, stage 1 6; chunk 1: stage 0 7, stage 1 6
+  EXPECT_EQ(layers_per_stage(m, p), (std::vector<int>{12, 12}));
+  EXPECT_EQ(chunk_layers(m, p, 1, 0).first, 5);
+  EXPECT_EQ(chunk_layers(m, p, 0, 1).first, 11);
+  EXPECT_EQ(chunk_layers(m, p, 0, 1).count, 7);
+  p.pipeline_layers = {0, 12, 12, 0};  // embedding-only first chunk, head-only last chunk
+  EXPECT_EQ(chunk_layers(m, p, 0, 0).count, 0);
+  EXPECT_EQ(chunk_layers(m, p, 1, 0).first, 0);
+  EXPECT_EQ(chunk_layers(m, p, 1, 1).count, 0);
+  EXPECT_EQ(layers_per_stage(m, p), (std::vector<int>{12, 12}));
+  p.pipeline_layers = {6, 0, 12, 6};  // a middle virtual stage without a layer
+  EXPECT_THROW(layers_per_stage(m, p), std::invalid_argument);
+  p.pipeline_layers = {6, 6, 6};  // neither pp nor pp × vpp entries
+  EXPECT_THROW(layers_per_stage(m, p), std::invalid_argument);
 }
 
 TEST(States, StageParamsAndTiedEmbeddingCopy) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <optional>
 #include <stdexcept>
@@ -94,6 +95,24 @@ TEST(FrameworkProfile, MegatronNeedsFirstAndLastStageCounts) {
   EXPECT_EQ(default_partition(fp, bloom_like(), 12), (std::vector<int>{4, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6}));
   fp.first_stage_layers = 5;  // 65 over 11: uneven
   EXPECT_THROW(default_partition(fp, bloom_like(), 12), std::invalid_argument);
+}
+
+TEST(FrameworkProfile, MegatronAccountsForEmbeddingAndLossInTheSplit) {
+  // Megatron-core get_num_layers_to_build: (70 + 1 + 1) / 12 = 6 per stage; the first
+  // stage builds 5 (the embedding is its sixth), the last 5 (the loss).
+  auto fp = default_profile(Framework::megatron_core);
+  fp.embedding_in_split = fp.loss_in_split = true;
+  EXPECT_EQ(default_partition(fp, bloom_like(), 12), (std::vector<int>{5, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 5}));
+  // With 6 chunks per stage: one layer per virtual stage, none in the first and the last.
+  const auto v = default_partition(fp, bloom_like(), 12, 6);
+  ASSERT_EQ(v.size(), 72u);
+  EXPECT_EQ(v.front(), 0);
+  EXPECT_EQ(v.back(), 0);
+  EXPECT_EQ(std::count(v.begin(), v.end(), 1), 70);
+  fp.loss_in_split = false;  // 71 over 12 stages: uneven
+  EXPECT_THROW(default_partition(fp, bloom_like(), 12), std::invalid_argument);
+  fp.loss_in_split = true;  // 72 / 12 = 6 per stage, not divisible by 4 chunks
+  EXPECT_THROW(default_partition(fp, bloom_like(), 12, 4), std::invalid_argument);
 }
 
 TEST(FrameworkProfile, FsdpHasNoPipelinePartition) {

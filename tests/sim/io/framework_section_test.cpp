@@ -78,6 +78,57 @@ TEST(FrameworkSection, MegatronNamesItsFirstAndLastStageKeys) {
                {"training.megatron.decoder_first_pipeline_num_layers", "do not split evenly"});
 }
 
+// Interleaving needs a micro-batch count that is a multiple of pp: 2304 / (2 × 8) = 144.
+std::string interleavable(std::string yaml) {
+  yaml.replace(yaml.find("global_batch_size: 2048"), 23, "global_batch_size: 2304");
+  return yaml;
+}
+
+TEST(FrameworkSection, MegatronAccountsForEmbeddingAndLossPerVirtualStage) {
+  const std::string both =
+      "  megatron: {account_for_embedding_in_pipeline_split: true, account_for_loss_in_pipeline_split: true}";
+  // (70 + 2) / 12 = 6 a stage: 5 on the first, 5 on the last.
+  EXPECT_EQ(parse_scenario(bloom("", both), "s.yaml").plan.par.pipeline_layers,
+            (std::vector<int>{5, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 5}));
+  // Interleaved with 6 chunks a stage: one layer per virtual stage, none in the first
+  // (the embedding) and the last (the loss), as Llama 3 405B's schedule (Dubey et al.
+  // 2024 Sec. 3.3.2).
+  const Scenario v = parse_scenario(
+      interleavable(bloom("  pipeline_schedule: interleaved-1f1b\n  virtual_pipeline_stages: 6", both)), "s.yaml");
+  ASSERT_EQ(v.plan.par.pipeline_layers.size(), 72u);
+  EXPECT_EQ(v.plan.par.pipeline_layers.front(), 0);
+  EXPECT_EQ(v.plan.par.pipeline_layers.back(), 0);
+  expect_error(bloom("", "  megatron: {account_for_loss_in_pipeline_split: true}"),
+               {"training.megatron.account_for_loss_in_pipeline_split", "do not split evenly"});
+  expect_error(
+      bloom("", "  megatron: {account_for_loss_in_pipeline_split: true, decoder_first_pipeline_num_layers: 4}"),
+      {"training.megatron.account_for_loss_in_pipeline_split", "decoder_first/last"});
+  expect_error(bloom("  pipeline_layers: [5, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 5]", both),
+               {"account_for_embedding_in_pipeline_split", "parallel.pipeline_layers"});
+  expect_error(bloom("", "  megatron: {account_for_loss_in_pipeline_split: 2}"),
+               {"training.megatron.account_for_loss_in_pipeline_split"});
+}
+
+TEST(FrameworkSection, PipelineLayersPerVirtualStage) {
+  const std::string interleaved = "  pipeline_schedule: interleaved-1f1b\n  virtual_pipeline_stages: 2\n";
+  std::string counts = "  pipeline_layers: [0";
+  for (int i = 1; i < 23; ++i) counts += i == 1 ? ", 4" : ", 3";
+  counts += ", 0]";  // 0 + 4 + 21 × 3 + 0 = 67: not 70
+  expect_error(interleavable(bloom(interleaved + counts, "")), {"parallel.pipeline_layers", "sums to 67"});
+  counts = "  pipeline_layers: [0, 4, 4, 4";
+  for (int i = 4; i < 23; ++i) counts += ", 3";
+  counts += ", 0]";                                  // 0 + 12 + 19 × 3 + 0 = 69
+  counts.replace(counts.find("[0, 4"), 5, "[1, 4");  // 70
+  EXPECT_EQ(parse_scenario(interleavable(bloom(interleaved + counts, "")), "s.yaml").plan.par.pipeline_layers.size(),
+            24u);
+  counts.replace(counts.find(", 3"), 3, ", 0");  // a middle virtual stage without a layer
+  expect_error(interleavable(bloom(interleaved + counts, "")),
+               {"parallel.pipeline_layers[", "only the first and the last"});
+  // Without interleaving a count per stage; a stage's count must then split over the chunks.
+  expect_error(bloom("  pipeline_layers: [6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 4, 0]", ""),
+               {"parallel.pipeline_layers", "13 entries"});
+}
+
 TEST(FrameworkSection, UnknownKeysAreErrorsWithTheClosestName) {
   expect_error(bloom("", "  framework: deepspeed\n  deepspeed: {stage3_prefetch_bucket: 1e6}"),
                {"training.deepspeed", "stage3_prefetch_bucket_size"});
