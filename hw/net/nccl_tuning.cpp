@@ -56,15 +56,15 @@ std::array<PerAlgo, 3> hop_latency(NcclVersion v) {
 struct Caps {
   double ll_max, ring_ll128_per_ch, tree_ll128_per_ch, tree_per_ch;
 };
-Caps caps(GpuArch arch, int n_nodes, NcclVersion v) {
+Caps caps(GpuArch arch, CpuVendor cpu, int n_nodes, NcclVersion v) {
   const int col = n_nodes <= 2 ? n_nodes - 1 : 2;
   static constexpr double ll[3][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}};
   static constexpr double ring128[3][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 36.7}};
   static constexpr double tree128[3][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 29.0}};
   static constexpr double tree[3][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}};
   const int a = static_cast<int>(arch);
-  // Multi-node LL is capped by the CPU's row (index 0, Intel, assumed); one node by the GPU's.
-  int ll_row = n_nodes == 1 ? a : 0;
+  // Multi-node LL is capped by the CPU's row (index 1 for AMD, else 0); one node by the GPU's.
+  int ll_row = n_nodes == 1 ? a : cpu == CpuVendor::amd ? 1 : 0;
   if (v.minor <= 18 && ll_row == 2) ll_row = 1;
   return {ll[ll_row][col], ring128[a][col], tree128[a][col], tree[a][col]};
 }
@@ -108,7 +108,7 @@ double bandwidth_gbs(CollectiveKind kind, NcclAlgo a, NcclProto p, const NcclCom
   const double intra = c.bus_bw_intra / 1e9, inter = c.bus_bw_inter / 1e9;
   const int nn = c.n_nodes;
   const double ch = c.n_channels;
-  const Caps cap = caps(c.arch, nn, v);
+  const Caps cap = caps(c.arch, c.cpu, nn, v);
   double bus = nn == 1 ? intra : std::min(intra, inter);
   if (a == NcclAlgo::nvls_tree) bus = std::min(intra, nn <= 2 ? inter : inter / 2);
   const bool ar = kind == CollectiveKind::all_reduce;
@@ -151,8 +151,12 @@ double latency_us(CollectiveKind kind, NcclAlgo a, NcclProto p, const NcclComm& 
     case NcclAlgo::ring: {
       if (kind == CollectiveKind::broadcast)  // a pipelined chain: one hop latency
         return lat + hw[nn == 1 ? (c.nvlink ? kNvlink : kPci) : kNet][ia][ip];
-      // Each step on a network hop posts a send: 1 µs (x86 Intel), 3 µs for Simple.
-      if (nn > 1) intra = std::max(intra, p == NcclProto::simple ? 3.0 : 1.0);
+      // Each step on a network hop posts a send (getNetOverhead): 1 µs, 2 µs on AMD
+      // x86; 3× for Simple.
+      if (nn > 1) {
+        const double post = c.cpu == CpuVendor::amd ? 2.0 : 1.0;
+        intra = std::max(intra, p == NcclProto::simple ? 3 * post : post);
+      }
       const bool ar = kind == CollectiveKind::all_reduce;
       const int inter_steps = nn == 1 ? 0 : ar ? 2 * (nn - 1) : nn - 1;
       return lat + (nsteps - inter_steps) * intra + inter_steps * inter;

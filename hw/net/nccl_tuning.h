@@ -39,11 +39,17 @@ std::string_view to_string(NcclAlgo a);
 std::string_view to_string(NcclProto p);
 
 enum class GpuArch : std::uint8_t { volta, ampere, hopper };
+// The host CPU NCCL detects (ncclTopoCpuType): it sets the cost of posting a network
+// send (getNetOverhead: 1 µs on Intel x86, 2 µs on AMD x86, 1 µs otherwise, 3× for
+// Simple) and which row of llMaxBws caps multi-node LL (AMD's lower row), in every
+// version from v2.18.3-1 to v2.27.3-1 (src/graph/tuning.cc).
+enum class CpuVendor : std::uint8_t { intel, amd, arm };
 
 struct NcclComm {
   int n_ranks = 1;
   int n_nodes = 1;
   GpuArch arch = GpuArch::ampere;
+  CpuVendor cpu = CpuVendor::intel;
   bool nvlink = true;  // GPUs of a node joined by NVLink (else PCIe)
   int n_channels = 16;
   BytesPerSecond bus_bw_intra = 0;  // Simple ring busbw inside one node, all channels

@@ -157,6 +157,9 @@ hw::net::NcclComm NetworkModel::nccl_comm(std::span<const int> ranks) const {
   c.n_ranks = static_cast<int>(ranks.size());
   c.n_nodes = static_cast<int>(nodes.size());
   c.arch = gpu_arch(cluster_.gpu);
+  c.cpu = cluster_.host_cpu == "amd"   ? hw::net::CpuVendor::amd
+          : cluster_.host_cpu == "arm" ? hw::net::CpuVendor::arm
+                                       : hw::net::CpuVendor::intel;
   c.nvlink = cluster_.intra_fabric != "pcie";
   // NCCL builds one ring / tree per NIC and duplicates them (src/graph/connect.cc,
   // ncclTopoPostset): 2 channels per NIC of a DGX-style node.

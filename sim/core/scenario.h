@@ -53,6 +53,9 @@ struct ClusterConfig {
   // cluster.pxn: NCCL's PXN for all-to-all (hw/net/collectives.h ExpandOptions::pxn);
   // false stands for NCCL_PXN_DISABLE=1.
   bool pxn = true;
+  // cluster.host_cpu: the nodes' CPU as NCCL's tuning sees it ("intel", "amd", "arm";
+  // hw/net/nccl_tuning.h CpuVendor).
+  std::string host_cpu = "intel";
   // cluster.nccl_version: which NCCL's cost model and algorithms (hw/net/nccl_tuning.h;
   // the default is hw::net::kDefaultNcclVersion).
   std::string nccl_version = "2.27";

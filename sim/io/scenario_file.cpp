@@ -362,6 +362,7 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c, Scena
   }
   if (c["link_sharing"]) cc.link_sharing = r.boolean(c["link_sharing"], "cluster.link_sharing");
   if (c["pxn"]) cc.pxn = r.boolean(c["pxn"], "cluster.pxn");
+  if (c["host_cpu"]) cc.host_cpu = r.choice(c["host_cpu"], "cluster.host_cpu", {"intel", "amd", "arm"});
   if (c["nccl_version"]) {
     cc.nccl_version = r.string(c["nccl_version"], "cluster.nccl_version");
     try {

@@ -93,6 +93,8 @@ const std::vector<ScenarioKey>& key_table() {
       {"cluster.collectives.all_to_all", "", "auto", "as all_reduce", "", ""},
       {"cluster.collectives.send_recv", "", "auto", "as all_reduce", "", ""},
       {"cluster.nccl_version", "", "2.27", "NCCL cost model, 2.18 to 2.27", "", ""},
+      {"cluster.host_cpu", "", "intel",
+       "intel | amd | arm: NCCL's network post cost (2 us on AMD, else 1) and LL cap; DGX A100 is AMD", "", ""},
       {"cluster.price_per_gpu_hour", "", "none", "any currency: gives the cost to train", "", ""},
       {"cluster.gpu_power", "W", "the GPU's TDP", "for the energy to train", "", ""},
       {"cluster.slow", "", "none", "slow GPUs: a list of entries (README \"Stragglers\")", "", ""},

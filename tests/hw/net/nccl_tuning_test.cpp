@@ -92,6 +92,42 @@ TEST(NcclTuning, RingAllGatherAtScalePaysEveryStepLatency) {
   EXPECT_GT(best.time, 5 * (S * 1535 / 1536 / 192e9));
 }
 
+TEST(NcclTuning, AmdHostsPostNetworkSendsSlowerAndCapLl) {
+  // getNetOverhead (tuning.cc, v2.18.3-1 .. v2.27.3-1): 1 µs on Intel, 2 µs on AMD, 3×
+  // for Simple; a ring's NVLink steps across nodes each pay the larger of it and their
+  // own hop latency. All-gather over 16 nodes × 8: 127 steps, 15 on the network, so
+  // with LL (a 0.6 µs NVLink hop) the 112 NVLink steps cost 1 µs more each on AMD; with
+  // Simple up to 3 µs more (less where the NVLink hop itself exceeds 3 µs).
+  for (const char* ver : {"2.18", "2.27"}) {
+    const auto v = parse_nccl_version(ver);
+    auto intel = dgx_a100(16), amd = dgx_a100(16);
+    amd.cpu = CpuVendor::amd;
+    const auto a = nccl_estimates(CollectiveKind::all_gather, intel, 1e9, v);
+    const auto b = nccl_estimates(CollectiveKind::all_gather, amd, 1e9, v);
+    EXPECT_NEAR(find(b, NcclAlgo::ring, NcclProto::ll).latency - find(a, NcclAlgo::ring, NcclProto::ll).latency,
+                112 * 1e-6, 1e-9)
+        << ver;
+    const double simple =
+        find(b, NcclAlgo::ring, NcclProto::simple).latency - find(a, NcclAlgo::ring, NcclProto::simple).latency;
+    EXPECT_GT(simple, 0) << ver;
+    EXPECT_LE(simple, 112 * 3e-6 + 1e-9) << ver;
+  }
+  // llMaxBws: across 2 nodes AMD's row caps LL at 22.5 GB/s where Intel's gives 39.
+  const auto v = parse_nccl_version("2.27");
+  auto intel = dgx_a100(2), amd = dgx_a100(2);
+  amd.cpu = CpuVendor::amd;
+  const double li =
+      find(nccl_estimates(CollectiveKind::all_reduce, intel, 1e6, v), NcclAlgo::ring, NcclProto::ll).bandwidth;
+  const double la =
+      find(nccl_estimates(CollectiveKind::all_reduce, amd, 1e6, v), NcclAlgo::ring, NcclProto::ll).bandwidth;
+  EXPECT_LT(la, li);
+  // One node: no network step, the same either way.
+  auto one = dgx_a100(1), one_amd = dgx_a100(1);
+  one_amd.cpu = CpuVendor::amd;
+  EXPECT_DOUBLE_EQ(nccl_choose(CollectiveKind::all_reduce, one, 1e6, v)->time,
+                   nccl_choose(CollectiveKind::all_reduce, one_amd, 1e6, v)->time);
+}
+
 TEST(NcclTuning, LowLatencyProtocolFactorsChangeWithTheVersion) {
   NcclComm c = dgx_a100();
   c.bus_bw_intra = 100e9;  // below the LL cap so the factor shows
