@@ -2,6 +2,8 @@
 // Flag meanings and defaults: Megatron-LM megatron/training/arguments.py.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <charconv>
 #include <functional>
 #include <map>
@@ -281,6 +283,19 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
     }
   }
   set_whole(par, "virtual_pipeline_stages", "--num-virtual-stages-per-pipeline-rank");
+  // Uneven pipeline splits: Megatron's own keys (training.megatron, README "Training frameworks").
+  if (has("--decoder-first-pipeline-num-layers") || has("--decoder-last-pipeline-num-layers") ||
+      has("--account-for-embedding-in-pipeline-split") || has("--account-for-loss-in-pipeline-split")) {
+    YAML::Node meg = train["megatron"];
+    set_whole(meg, "decoder_first_pipeline_num_layers", "--decoder-first-pipeline-num-layers");
+    set_whole(meg, "decoder_last_pipeline_num_layers", "--decoder-last-pipeline-num-layers");
+    for (const char* flag : {"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"})
+      if (use(flag)) {
+        std::string key = std::string(flag).substr(2);
+        std::replace(key.begin(), key.end(), '-', '_');
+        meg[key] = true;
+      }
+  }
   par["sequence_parallel"] = static_cast<bool>(use("--sequence-parallel"));
   par["recompute"] = "none";
   if (use("--recompute-activations")) par["recompute"] = "selective";

@@ -87,6 +87,22 @@ TEST(ImportMegatron, LlamaStyleFlagsMapEveryKey) {
   EXPECT_NE(w.find("ignored (no effect on the simulated iteration, or not modelled): --lr\n"), std::string::npos) << w;
 }
 
+TEST(ImportMegatron, UnevenPipelineSplitFlags) {
+  const auto k = import_megatron_args(
+      "--num-layers 126 --pipeline-model-parallel-size 16 --account-for-embedding-in-pipeline-split "
+      "--account-for-loss-in-pipeline-split",
+      "a", 128);
+  const auto& meg = k.keys["training"]["megatron"];
+  EXPECT_TRUE(meg["account_for_embedding_in_pipeline_split"].as<bool>());
+  EXPECT_TRUE(meg["account_for_loss_in_pipeline_split"].as<bool>());
+  const auto d = import_megatron_args(
+      "--pipeline-model-parallel-size 12 --decoder-first-pipeline-num-layers 4 --decoder-last-pipeline-num-layers 6",
+      "a");
+  EXPECT_EQ(d.keys["training"]["megatron"]["decoder_first_pipeline_num_layers"].as<int>(), 4);
+  EXPECT_EQ(d.keys["training"]["megatron"]["decoder_last_pipeline_num_layers"].as<int>(), 6);
+  EXPECT_FALSE(import_megatron_args("--num-layers 12", "a").keys["training"]["megatron"]);
+}
+
 TEST(ImportMegatron, DefaultsAndBadValues) {
   const auto k =
       import_megatron_args("--hidden-size 4096 --swiglu --micro-batch-size 2 --tensor-model-parallel-size 4", "a", 64);
