@@ -130,7 +130,8 @@ std::vector<int> layers_per_stage(const ModelSpec& m, const Parallelism& p) {
     for (int i = 0; i < n; ++i) {
       // Only the very first and very last (virtual) stage may hold no layer: they still
       // hold the embedding / the head (Megatron-core's account_for_*_in_pipeline_split).
-      const int least = (i == 0 || i == n - 1) ? 0 : 1;
+      // A whole stage of several chunks may not (its later chunks would be empty).
+      const int least = (i == 0 || i == n - 1) && (virt || p.vpp == 1) ? 0 : 1;
       if (p.pipeline_layers[i] < least)
         throw std::invalid_argument(fmt::format("pipeline_layers entry {} must be >= {}", p.pipeline_layers[i], least));
     }

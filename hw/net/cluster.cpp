@@ -10,6 +10,16 @@ namespace ptsim::hw::net {
 
 std::vector<std::string> topology_names() { return {"fat-tree", "rail-optimized", "torus", "graph", "single-node"}; }
 
+namespace {
+
+// The equal-cost choice of the switches (routing.h), said in the description when not ecmp.
+void set_routing(Topology& topo, Topology::Routing r) {
+  topo.set_routing(r);
+  if (r == Topology::Routing::d_mod_k) topo.set_description(topo.description() + ", d-mod-k routing");
+}
+
+}  // namespace
+
 Topology build_cluster(const ClusterNetSpec& s) {
   if (s.num_gpus < 1) throw std::invalid_argument(fmt::format("cluster.num_gpus must be >= 1, got {}", s.num_gpus));
   if (s.topology == "graph") {
@@ -19,8 +29,7 @@ Topology build_cluster(const ClusterNetSpec& s) {
       throw std::invalid_argument(
           fmt::format("cluster.num_gpus is {} but graph '{}' has {} GPUs", s.num_gpus, s.graph_file, topo.num_gpus()));
     if (s.nvls) topo.set_nvls(true);
-    topo.set_routing(s.routing);
-    if (s.routing == Topology::Routing::d_mod_k) topo.set_description(topo.description() + ", d-mod-k routing");
+    set_routing(topo, s.routing);
     return topo;
   }
   if (s.gpus_per_node < 1 || s.num_gpus % s.gpus_per_node != 0)
@@ -84,8 +93,7 @@ Topology build_cluster(const ClusterNetSpec& s) {
                     s.topology));
   }
   topo.set_nvls(s.nvls);
-  topo.set_routing(s.routing);
-  if (s.routing == Topology::Routing::d_mod_k) topo.set_description(topo.description() + ", d-mod-k routing");
+  set_routing(topo, s.routing);
   return topo;
 }
 

@@ -15,8 +15,9 @@
 // manager computes for a fat tree: D-mod-K (E. Zahavi, "D-Mod-K Routing Providing
 // Non-Blocking Traffic for Shift Permutations on Real Life Fat Trees", CCIT Report
 // 776, Technion 2010; OpenSM's ftree routing engine follows it): going up, the i-th
-// choice with k_i options takes option (d / (k_1 ··· k_{i-1})) mod k_i, d the
-// destination's index (its rank). Traffic to distinct destinations below one leaf
+// choice with k_i options takes option (d / (k_1 ··· k_{i-1})) mod k_i, d the place of
+// the destination's NIC in the order NICs are cabled to the leaves (routing.cpp
+// destination_index). Traffic to distinct destinations below one leaf
 // then leaves every leaf on distinct uplinks, and each destination has one way down:
 // a shift permutation (a ring step) never meets itself in the fabric.
 //

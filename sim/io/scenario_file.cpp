@@ -703,9 +703,11 @@ void validate_pipeline(const hw::StrictReader& r, const Scenario& s) {
     std::int64_t sum = 0;  // entries <= kMaxLayers, at most kMaxGpus of them: no overflow
     for (std::size_t i = 0; i < n; ++i) {
       sum += par.pipeline_layers[i];
-      if (par.pipeline_layers[i] == 0 && i != 0 && i + 1 != n)
+      if (par.pipeline_layers[i] == 0 && ((i != 0 && i + 1 != n) || (!per_virtual && par.vpp > 1)))
         r.fail(fmt::format("parallel.pipeline_layers[{}]", i),
-               "is 0: only the first and the last entry may hold no layer (the embedding's / the head's chunk)");
+               per_virtual || par.vpp == 1
+                   ? "is 0: only the first and the last entry may hold no layer (the embedding's / the head's chunk)"
+                   : "is 0: a stage of several model chunks needs a layer in each (give one count per virtual stage)");
       if (!per_virtual && par.pipeline_layers[i] % layer_split != 0)
         r.fail(fmt::format("parallel.pipeline_layers[{}]", i),
                fmt::format("{} is not divisible by virtual_pipeline_stages ({})", par.pipeline_layers[i], par.vpp),

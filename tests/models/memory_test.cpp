@@ -269,6 +269,8 @@ TEST(Pipeline, LayerAssignment) {
   EXPECT_THROW(layers_per_stage(m, p), std::invalid_argument);
   p.pipeline_layers = {6, 6, 6};  // neither pp nor pp × vpp entries
   EXPECT_THROW(layers_per_stage(m, p), std::invalid_argument);
+  p.pipeline_layers = {0, 24};  // a whole stage of 2 chunks without a layer
+  EXPECT_THROW(layers_per_stage(m, p), std::invalid_argument);
 }
 
 TEST(States, StageParamsAndTiedEmbeddingCopy) {

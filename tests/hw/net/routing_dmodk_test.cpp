@@ -6,6 +6,7 @@
 // same whatever the flow number.
 #include <gtest/gtest.h>
 
+#include <utility>
 #include <vector>
 
 #include "hw/net/cluster.h"
@@ -41,24 +42,26 @@ int most_flows_on_a_switch_link(const Topology& t, Router& r, int gpus_per_node)
   return worst;
 }
 
+// The busiest fabric link over the node shifts under d-mod-k and under ecmp.
+std::pair<int, int> busiest_by_routing(int gpus, int radix, int tiers) {
+  Topology d = tree(gpus, radix, tiers, Topology::Routing::d_mod_k);
+  Topology e = tree(gpus, radix, tiers, Topology::Routing::ecmp);
+  Router rd(d), re(e);
+  return {most_flows_on_a_switch_link(d, rd, 8), most_flows_on_a_switch_link(e, re, 8)};
+}
+
 TEST(RoutingDModK, ShiftPermutationsNeverShareAFabricLinkOnTwoTiers) {
   // 8 nodes x 8 GPUs, radix 16: 8 leaves of 8 NICs, 8 spines.
-  Topology d = tree(64, 16, 2, Topology::Routing::d_mod_k);
-  Router rd(d);
-  EXPECT_EQ(most_flows_on_a_switch_link(d, rd, 8), 1);
-  Topology e = tree(64, 16, 2, Topology::Routing::ecmp);
-  Router re(e);
-  EXPECT_GT(most_flows_on_a_switch_link(e, re, 8), 1);  // hashing collides somewhere
+  const auto [routed, hashed] = busiest_by_routing(64, 16, 2);
+  EXPECT_EQ(routed, 1);
+  EXPECT_GT(hashed, 1);  // hashing collides somewhere
 }
 
 TEST(RoutingDModK, ShiftPermutationsNeverShareAFabricLinkOnThreeTiers) {
   // 16 nodes x 8 GPUs, radix 8: 32 leaves of 4 NICs, 8 pods, cores above.
-  Topology d = tree(128, 8, 3, Topology::Routing::d_mod_k);
-  Router rd(d);
-  EXPECT_EQ(most_flows_on_a_switch_link(d, rd, 8), 1);
-  Topology e = tree(128, 8, 3, Topology::Routing::ecmp);
-  Router re(e);
-  EXPECT_GT(most_flows_on_a_switch_link(e, re, 8), 1);
+  const auto [routed, hashed] = busiest_by_routing(128, 8, 3);
+  EXPECT_EQ(routed, 1);
+  EXPECT_GT(hashed, 1);
 }
 
 TEST(RoutingDModK, RoutesAreLeastCostAndIgnoreTheFlowNumber) {

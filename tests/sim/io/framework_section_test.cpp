@@ -124,6 +124,9 @@ TEST(FrameworkSection, PipelineLayersPerVirtualStage) {
   counts.replace(counts.find(", 3"), 3, ", 0");  // a middle virtual stage without a layer
   expect_error(interleavable(bloom(interleaved + counts, "")),
                {"parallel.pipeline_layers[", "only the first and the last"});
+  // Per stage, a stage of two chunks cannot be empty.
+  expect_error(interleavable(bloom(interleaved + "  pipeline_layers: [0, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 10]", "")),
+               {"parallel.pipeline_layers[0]", "several model chunks"});
   // Without interleaving a count per stage; a stage's count must then split over the chunks.
   expect_error(bloom("  pipeline_layers: [6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 4, 0]", ""),
                {"parallel.pipeline_layers", "13 entries"});
