@@ -330,6 +330,28 @@ bool supports(CollectiveKind kind, Algorithm a, std::span<const int> ranks, cons
   return !ranks.empty() && why_unsupported(kind, a, ranks, topo).empty();
 }
 
+namespace {
+
+// ExpandOptions::qps: every flow between two nodes becomes `qps` flows of equal bytes
+// (adjacent, so that each gets its own flow number and so its own ECMP hash).
+void split_over_qps(Expansion& e, const Topology& topo, int qps) {
+  std::vector<Flow> out;
+  for (Step& s : e.steps) {
+    out.clear();
+    for (const Flow& f : s.flows) {
+      const int a = topo.node(f.src), b = topo.node(f.dst);
+      if (a == b && a >= 0) {
+        out.push_back(f);
+        continue;
+      }
+      for (int q = 0; q < qps; ++q) out.push_back({f.src, f.dst, f.bytes / qps});
+    }
+    s.flows.swap(out);
+  }
+}
+
+}  // namespace
+
 Expansion expand(CollectiveKind kind, std::span<const int> ranks, Bytes bytes, Algorithm algorithm,
                  const Topology& topo, const ExpandOptions& opt) {
   if (ranks.empty()) throw std::invalid_argument("collective: empty group");
@@ -337,6 +359,8 @@ Expansion expand(CollectiveKind kind, std::span<const int> ranks, Bytes bytes, A
     throw std::invalid_argument(fmt::format("collective: bytes must be finite and >= 0, got {}", bytes));
   if (!(opt.chunk_bytes > 0))
     throw std::invalid_argument(fmt::format("collective: chunk_bytes must be > 0, got {}", opt.chunk_bytes));
+  if (opt.qps < 1 || opt.qps > kMaxQps)
+    throw std::invalid_argument(fmt::format("collective: qps must be 1 to {}, got {}", kMaxQps, opt.qps));
   if (opt.max_broadcast_chunks < 1)
     throw std::invalid_argument(
         fmt::format("collective: max_broadcast_chunks must be >= 1, got {}", opt.max_broadcast_chunks));
@@ -378,6 +402,7 @@ Expansion expand(CollectiveKind kind, std::span<const int> ranks, Bytes bytes, A
     case Algorithm::automatic:
       break;  // rejected above
   }
+  if (opt.qps > 1) split_over_qps(e, topo, opt.qps);
   return e;
 }
 

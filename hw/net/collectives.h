@@ -77,6 +77,10 @@ struct Expansion {
   std::size_t num_flows() const;   // Σ flows × repeat
 };
 
+// The most flows one connection may be split into (ExpandOptions::qps; NCCL accepts up
+// to 128 queue pairs per connection, NCCL_IB_QPS_PER_CONNECTION; 64 bounds the flows).
+inline constexpr int kMaxQps = 64;
+
 struct ExpandOptions {
   // Pipeline chunk for tree and broadcast: NCCL's default NCCL_BUFFSIZE of 4 MiB split
   // into NCCL_STEPS = 8 slots (NCCL env docs).
@@ -90,6 +94,12 @@ struct ExpandOptions {
   // and reached over NVLink; its proxy aggregates every node-mate's data for that peer
   // into one network connection. false = NCCL_PXN_DISABLE=1.
   bool pxn = true;
+  // Network flows per connection (NCCL_IB_QPS_PER_CONNECTION, default 1: "useful on
+  // multi-level fabrics which need multiple queue pairs to have good routing entropy",
+  // NCCL environment docs): each flow between two nodes is split into `qps` flows of
+  // equal bytes, each hashed onto its own equal-cost path (each queue pair is its own
+  // ECMP flow on RoCE). Flows inside a node are not split.
+  int qps = 1;
 };
 
 // Expands one collective over `ranks` (global GPU ranks, in ring order; send/recv:

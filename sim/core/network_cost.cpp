@@ -100,6 +100,7 @@ NetworkModel::NetworkModel(const ClusterConfig& cluster, const Layout& layout)
   const hw::net::ClusterNetSpec spec = cluster_net_spec(cluster);
   nvlink_bw_ = spec.intra_bandwidth;
   expand_options_.pxn = cluster.pxn;
+  expand_options_.qps = cluster.qps_per_connection;
   nic_bw_ = spec.nic_bandwidth;
   if (topo_.num_gpus() < layout_.world())
     throw std::invalid_argument(

@@ -48,6 +48,9 @@ struct ClusterConfig {
   // inter_node.routing: "ecmp" (per-flow hash, Ethernet / RoCE) or "d-mod-k" (by
   // destination, InfiniBand fat trees; hw/net/routing.h).
   std::string routing = "ecmp";
+  // inter_node.qps_per_connection: network flows per connection, each hashed on its own
+  // (NCCL_IB_QPS_PER_CONNECTION; hw/net/collectives.h ExpandOptions::qps).
+  int qps_per_connection = 1;
   bool nvls = false;            // intra_node.nvls: NVLink SHARP all-reduce (H100+)
   bool link_sharing = true;     // cluster.link_sharing: overlapping transfers share links
   // cluster.pxn: NCCL's PXN for all-to-all (hw/net/collectives.h ExpandOptions::pxn);

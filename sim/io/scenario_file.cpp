@@ -354,6 +354,12 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c, Scena
     }
     if (ex["graph_file"]) cc.graph_file = r.string(ex["graph_file"], "cluster.inter_node.graph_file");
     if (ex["routing"]) cc.routing = r.choice(ex["routing"], "cluster.inter_node.routing", {"ecmp", "d-mod-k"});
+    if (ex["qps_per_connection"]) {
+      cc.qps_per_connection = r.integer(ex["qps_per_connection"], "cluster.inter_node.qps_per_connection", 1);
+      if (cc.qps_per_connection > hw::net::kMaxQps)
+        r.fail("cluster.inter_node.qps_per_connection", fmt::format("{} is out of range", cc.qps_per_connection),
+               fmt::format("at most {}", hw::net::kMaxQps));
+    }
     if (cc.topology != "user" && ex["graph_file"])  // it would be ignored without a word
       r.fail("cluster.inter_node.graph_file", fmt::format("is read only with topology 'user', not '{}'", cc.topology),
              "set cluster.inter_node.topology=user or remove graph_file");

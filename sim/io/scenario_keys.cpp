@@ -77,6 +77,8 @@ const std::vector<ScenarioKey>& key_table() {
       {"cluster.inter_node.torus_dims", "", "", "nodes per torus dimension, e.g. [8, 16]", "", ""},
       {"cluster.inter_node.graph_file", "path", "",
        "topology user: YAML nodes and links; relative to the scenario file", "", ""},
+      {"cluster.inter_node.qps_per_connection", "", "1",
+       "network flows per connection, each hashed on its own path (NCCL_IB_QPS_PER_CONNECTION), 1 to 64", "", ""},
       {"cluster.inter_node.routing", "", "ecmp",
        "equal-cost paths: ecmp (hash per flow; Ethernet, RoCE) | d-mod-k (by destination; InfiniBand fat tree)", "",
        ""},

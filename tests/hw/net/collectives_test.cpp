@@ -80,6 +80,33 @@ TEST(Collectives, RingAllReduceAcrossNodes) {
   expect_time(expand(CollectiveKind::all_reduce, iota(4), S, Algorithm::ring, t), r, 6 * (a + S / (4 * B)));
 }
 
+TEST(Collectives, QueuePairsSplitOnlyTheFlowsBetweenNodes) {
+  // Two DGX nodes, a ring all-gather over all 16 GPUs: 2 of the 16 ring edges cross
+  // the network. With 4 queue pairs per connection those become 4 flows of a quarter
+  // of the bytes each; the 14 NVLink edges stay one flow; every GPU sends what it did.
+  ClusterNetSpec spec;
+  spec.num_gpus = 16;
+  Topology t = build_cluster(spec);
+  const double S = 64 * kMiB;
+  ExpandOptions four;
+  four.qps = 4;
+  const auto one = expand(CollectiveKind::all_gather, iota(16), S, Algorithm::ring, t);
+  const auto split = expand(CollectiveKind::all_gather, iota(16), S, Algorithm::ring, t, four);
+  ASSERT_EQ(one.steps.size(), split.steps.size());
+  for (std::size_t i = 0; i < one.steps.size(); ++i) {
+    EXPECT_EQ(split.steps[i].flows.size(), one.steps[i].flows.size() + 2 * 3);
+    for (const Flow& f : split.steps[i].flows) {
+      const bool across = t.node(f.src) != t.node(f.dst);
+      EXPECT_DOUBLE_EQ(f.bytes, one.steps[i].flows.front().bytes / (across ? 4 : 1));
+    }
+  }
+  for (int r = 0; r < 16; ++r) EXPECT_DOUBLE_EQ(bytes_sent(split, t.gpu(r)), bytes_sent(one, t.gpu(r)));
+  four.qps = 0;
+  EXPECT_THROW(expand(CollectiveKind::all_gather, iota(16), S, Algorithm::ring, t, four), std::invalid_argument);
+  four.qps = kMaxQps + 1;
+  EXPECT_THROW(expand(CollectiveKind::all_gather, iota(16), S, Algorithm::ring, t, four), std::invalid_argument);
+}
+
 TEST(Collectives, RingBroadcastIsPipelined) {
   Topology t = single_gpu_nodes(4);
   Router r(t);
