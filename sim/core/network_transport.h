@@ -153,6 +153,15 @@ class NetworkTransport : public Transport {
     std::uint32_t private_xfer = 0xffffffffu;  // the one running privately, if any
   };
   GroupMemo& memo_of(std::uint32_t token) { return memo_[token >> 24][token & 0xffffffu]; }
+  // The last two pipeline sends of each source rank (a stage sends to its two
+  // neighbours, one activation or gradient size each): the template without the table.
+  struct P2pMemo {
+    std::uint64_t sbits[2] = {0, 0};
+    const Template* t[2] = {nullptr, nullptr};
+    std::int32_t dst[2] = {-1, -1};
+    std::uint8_t next = 0;
+  };
+  std::vector<P2pMemo> p2p_memo_;  // by source rank
   const Template& group_template(CollectiveKind c, Dim d, int gid, Bytes S);
   // Per link: who uses it, and the bytes fast-path phases put on it; one cache line
   // read per link in start_phase / on_fast_done.
