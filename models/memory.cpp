@@ -106,16 +106,10 @@ ModelStates zero_model_state_bytes(double psi, int dp, int stage, Precision prec
   return s;
 }
 
-namespace {
-
-// pipeline_layers given per virtual stage of Megatron's interleaving (pp × vpp entries,
-// chunk-major: virtual stage chunk·pp + stage) rather than per stage.
 bool per_virtual_stage(const Parallelism& p) {
   return p.schedule == Schedule::interleaved_1f1b && p.vpp > 1 &&
          static_cast<int>(p.pipeline_layers.size()) == p.pp * p.vpp;
 }
-
-}  // namespace
 
 std::vector<int> layers_per_stage(const ModelSpec& m, const Parallelism& p) {
   if (p.pp < 1) throw std::invalid_argument(fmt::format("pipeline_parallel must be >= 1, got {}", p.pp));

@@ -81,6 +81,9 @@ int forward_chunk(const Parallelism& p, int k);
 // uses as they are. Only the first and the last entry may be 0 (a chunk that holds
 // just the embedding / the head).
 std::vector<int> layers_per_stage(const ModelSpec& m, const Parallelism& p);
+// Whether p.pipeline_layers gives one count per virtual stage (interleaved-1f1b, vpp > 1,
+// pp × vpp entries) rather than one per stage.
+bool per_virtual_stage(const Parallelism& p);
 
 // Saved activations of one transformer layer for one micro-batch on one GPU,
 // Korthikanti et al. 2022 Table 2 with the flash-attention change (the 5as/h term

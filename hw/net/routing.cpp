@@ -572,7 +572,12 @@ void Router::next_hops(VertexId v, std::uint32_t dv, const DstInfo& info, const 
 }
 
 void Router::walk(VertexId src, VertexId dst, std::uint64_t flow, std::uint64_t key, std::vector<LinkId>& out) {
-  const std::uint64_t d = topo_.routing() == Topology::Routing::d_mod_k ? destination_index(src, dst) : kNoIndex;
+  walk_by(src, dst, flow, key, topo_.routing() == Topology::Routing::d_mod_k ? destination_index(src, dst) : kNoIndex,
+          out);
+}
+
+void Router::walk_by(VertexId src, VertexId dst, std::uint64_t flow, std::uint64_t key, std::uint64_t d,
+                     std::vector<LinkId>& out) {
   if (wide_)
     walk_with<std::uint32_t>(src, dst, flow, key, d, out);
   else
@@ -599,10 +604,7 @@ std::uint64_t Router::destination_index(VertexId src, VertexId dst) {
   if (node_of_[src] == node) return dst;  // no fabric choice on the way: do not cache
   auto& path = index_scratch_;
   path.clear();
-  if (wide_)
-    walk_with<std::uint32_t>(src, dst, 0, mix(src) ^ mix(dst), kNoIndex, path);
-  else
-    walk_with<std::uint16_t>(src, dst, 0, mix(src) ^ mix(dst), kNoIndex, path);
+  walk_by(src, dst, 0, mix(src) ^ mix(dst), kNoIndex, path);
   for (LinkId l : path)
     if (const VertexId w = topo_.link(l).dst; node_of_[w] == node)
       return dest_index_[dst] = nic_ordinal_[w] != kInf ? nic_ordinal_[w] : w;

@@ -155,6 +155,9 @@ class Router {
   template <class D>
   void walk_with(VertexId src, VertexId dst, std::uint64_t flow, std::uint64_t key, std::uint64_t d,
                  std::vector<LinkId>& out);
+  // walk_with for this router's distance width; d as walk_with's.
+  void walk_by(VertexId src, VertexId dst, std::uint64_t flow, std::uint64_t key, std::uint64_t d,
+               std::vector<LinkId>& out);
   // d-mod-k's index of dst (routing.cpp); kNoIndex: choices hash the flow (ecmp).
   static constexpr std::uint64_t kNoIndex = ~std::uint64_t{0};
   std::uint64_t destination_index(VertexId src, VertexId dst);

@@ -188,18 +188,18 @@ std::vector<int> balanced_counts(const std::vector<double>& w, int parts) {
 // fewer for the loss. Counts per virtual stage (chunk·pp + stage) when vpp > 1.
 std::vector<int> megatron_accounted_partition(const FrameworkProfile& fp, const models::ModelSpec& m, int pp, int vpp) {
   const int total = m.num_layers + (fp.embedding_in_split ? 1 : 0) + (fp.loss_in_split ? 1 : 0);
+  const std::string counted =
+      fmt::format("{} layers{}{} = {}", m.num_layers, fp.embedding_in_split ? " + the embedding" : "",
+                  fp.loss_in_split ? " + the loss" : "", total);
   if (total % pp != 0 || (total / pp) % vpp != 0)
-    throw std::invalid_argument(fmt::format(
-        "{} layers{}{} = {} do not split evenly over pipeline_parallel {} × virtual_pipeline_stages {}", m.num_layers,
-        fp.embedding_in_split ? " + the embedding" : "", fp.loss_in_split ? " + the loss" : "", total, pp, vpp));
+    throw std::invalid_argument(
+        fmt::format("{} do not split evenly over pipeline_parallel {} × virtual_pipeline_stages {}", counted, pp, vpp));
   const int per = total / pp / vpp;
   std::vector<int> out(static_cast<std::size_t>(pp) * static_cast<std::size_t>(vpp), per);
   if (fp.embedding_in_split) --out.front();
   if (fp.loss_in_split) --out.back();
   if (per == 0 || out.front() < 0 || out.back() < 0)
-    throw std::invalid_argument(fmt::format("{} layers{}{} = {} leave a (virtual) pipeline stage without a layer",
-                                            m.num_layers, fp.embedding_in_split ? " + the embedding" : "",
-                                            fp.loss_in_split ? " + the loss" : "", total));
+    throw std::invalid_argument(fmt::format("{} leave a (virtual) pipeline stage without a layer", counted));
   return out;
 }
 

@@ -63,7 +63,7 @@ hw::net::ClusterNetSpec cluster_net_spec(const ClusterConfig& c) {
   s.nvls = c.nvls;
   s.graph_file = c.graph_file;
   s.torus_dims = c.torus_dims;
-  s.routing = c.routing == "d-mod-k" ? hw::net::Topology::Routing::d_mod_k : hw::net::Topology::Routing::ecmp;
+  s.routing = c.routing;
   const std::string& t = c.topology;
   if (t == "fat-tree") {
     s.topology = "fat-tree";
@@ -158,9 +158,7 @@ hw::net::NcclComm NetworkModel::nccl_comm(std::span<const int> ranks) const {
   c.n_ranks = static_cast<int>(ranks.size());
   c.n_nodes = static_cast<int>(nodes.size());
   c.arch = gpu_arch(cluster_.gpu);
-  c.cpu = cluster_.host_cpu == "amd"   ? hw::net::CpuVendor::amd
-          : cluster_.host_cpu == "arm" ? hw::net::CpuVendor::arm
-                                       : hw::net::CpuVendor::intel;
+  c.cpu = cluster_.host_cpu;
   c.nvlink = cluster_.intra_fabric != "pcie";
   // NCCL builds one ring / tree per NIC and duplicates them (src/graph/connect.cc,
   // ncclTopoPostset): 2 channels per NIC of a DGX-style node.

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "hw/gpu_catalog.h"
+#include "hw/net/nccl_tuning.h"
+#include "hw/net/topology.h"
 #include "hw/units.h"
 #include "models/model_spec.h"
 #include "sim/core/framework_profile.h"
@@ -45,9 +47,9 @@ struct ClusterConfig {
   int tiers = 0;                // inter_node.tiers: fat-tree 2 or 3; 0 = fewest that fit
   std::vector<int> torus_dims;  // inter_node.torus_dims: nodes per torus dimension
   std::string graph_file;       // inter_node.graph_file: topology `user`
-  // inter_node.routing: "ecmp" (per-flow hash, Ethernet / RoCE) or "d-mod-k" (by
+  // inter_node.routing: ecmp (per-flow hash, Ethernet / RoCE) or d-mod-k (by
   // destination, InfiniBand fat trees; hw/net/routing.h).
-  std::string routing = "ecmp";
+  hw::net::Topology::Routing routing = hw::net::Topology::Routing::ecmp;
   // inter_node.qps_per_connection: network flows per connection, each hashed on its own
   // (NCCL_IB_QPS_PER_CONNECTION; hw/net/collectives.h ExpandOptions::qps).
   int qps_per_connection = 1;
@@ -56,9 +58,8 @@ struct ClusterConfig {
   // cluster.pxn: NCCL's PXN for all-to-all (hw/net/collectives.h ExpandOptions::pxn);
   // false stands for NCCL_PXN_DISABLE=1.
   bool pxn = true;
-  // cluster.host_cpu: the nodes' CPU as NCCL's tuning sees it ("intel", "amd", "arm";
-  // hw/net/nccl_tuning.h CpuVendor).
-  std::string host_cpu = "intel";
+  // cluster.host_cpu: the nodes' CPU as NCCL's tuning sees it (hw/net/nccl_tuning.h).
+  hw::net::CpuVendor host_cpu = hw::net::CpuVendor::intel;
   // cluster.nccl_version: which NCCL's cost model and algorithms (hw/net/nccl_tuning.h;
   // the default is hw::net::kDefaultNcclVersion).
   std::string nccl_version = "2.27";

@@ -10,17 +10,19 @@
 #include <sstream>
 
 #include "hw/input_file.h"
+#include "hw/net/collectives.h"
 #include "hw/net/nccl_tuning.h"
 #include "hw/strict_yaml.h"
 #include "hw/yaml_limits.h"
+#include "models/memory.h"
 #include "sim/core/errors.h"
 #include "sim/core/mixed_cluster.h"
 #include "sim/io/finetune_section.h"
 #include "sim/io/framework_section.h"
 #include "sim/io/gpus_section.h"
 #include "sim/io/import_args.h"
-#include "sim/io/scenario_keys.h"
 #include "sim/io/reliability_section.h"
+#include "sim/io/scenario_keys.h"
 #include "sim/io/slow_section.h"
 
 namespace ptsim::sim {
@@ -34,6 +36,10 @@ const std::vector<std::string> kMoeKeys = keys_of("model.moe");
 const std::vector<std::string> kClusterKeys = keys_of("cluster");
 const std::vector<std::string> kIntraKeys = keys_of("cluster.intra_node");
 const std::vector<std::string> kInterKeys = keys_of("cluster.inter_node");
+constexpr models::Spelling<hw::net::Topology::Routing> kRoutingNames[] = {
+    {hw::net::Topology::Routing::ecmp, "ecmp"}, {hw::net::Topology::Routing::d_mod_k, "d-mod-k"}};
+constexpr models::Spelling<hw::net::CpuVendor> kHostCpuNames[] = {
+    {hw::net::CpuVendor::intel, "intel"}, {hw::net::CpuVendor::amd, "amd"}, {hw::net::CpuVendor::arm, "arm"}};
 const std::vector<std::string> kCollectiveKindKeys = keys_of("cluster.collectives");
 const std::vector<std::string> kParallelKeys = keys_of("parallel");
 const std::vector<std::string> kTrainingKeys = keys_of("training");
@@ -353,7 +359,7 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c, Scena
                fmt::format("has {} entries; a torus has 2 or 3 dimensions", cc.torus_dims.size()));
     }
     if (ex["graph_file"]) cc.graph_file = r.string(ex["graph_file"], "cluster.inter_node.graph_file");
-    if (ex["routing"]) cc.routing = r.choice(ex["routing"], "cluster.inter_node.routing", {"ecmp", "d-mod-k"});
+    if (ex["routing"]) cc.routing = r.choice(ex["routing"], "cluster.inter_node.routing", kRoutingNames);
     if (ex["qps_per_connection"]) {
       cc.qps_per_connection = r.integer(ex["qps_per_connection"], "cluster.inter_node.qps_per_connection", 1);
       if (cc.qps_per_connection > hw::net::kMaxQps)
@@ -368,7 +374,7 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c, Scena
   }
   if (c["link_sharing"]) cc.link_sharing = r.boolean(c["link_sharing"], "cluster.link_sharing");
   if (c["pxn"]) cc.pxn = r.boolean(c["pxn"], "cluster.pxn");
-  if (c["host_cpu"]) cc.host_cpu = r.choice(c["host_cpu"], "cluster.host_cpu", {"intel", "amd", "arm"});
+  if (c["host_cpu"]) cc.host_cpu = r.choice(c["host_cpu"], "cluster.host_cpu", kHostCpuNames);
   if (c["nccl_version"]) {
     cc.nccl_version = r.string(c["nccl_version"], "cluster.nccl_version");
     try {
@@ -698,8 +704,7 @@ void validate_pipeline(const hw::StrictReader& r, const Scenario& s) {
     // One count per stage, or under interleaving one per virtual stage (Megatron's order,
     // virtual stage chunk·pp + stage: models/memory.h layers_per_stage).
     const std::size_t n = par.pipeline_layers.size();
-    const bool per_virtual = par.schedule == models::Schedule::interleaved_1f1b && par.vpp > 1 &&
-                             n == static_cast<std::size_t>(par.pp) * static_cast<std::size_t>(par.vpp);
+    const bool per_virtual = models::per_virtual_stage(par);
     if (n != static_cast<std::size_t>(par.pp) && !per_virtual)
       r.fail("parallel.pipeline_layers",
              fmt::format("has {} entries but parallel.pipeline_parallel is {}{}", n, par.pp,

@@ -401,7 +401,7 @@ TEST(NetworkScenario, NewClusterKeysAreCheckedByName) {
   EXPECT_THROW(parse_scenario(z, "bad.yaml"), ScenarioError);
   std::string w = oversubscribed_yaml(1.0);
   w.replace(w.find("switch_radix: 8"), 15, "switch_radix: 8\n    routing: d-mod-k");
-  EXPECT_EQ(parse_scenario(w, "ok.yaml").cluster.routing, "d-mod-k");
+  EXPECT_EQ(parse_scenario(w, "ok.yaml").cluster.routing, hw::net::Topology::Routing::d_mod_k);
   w.replace(w.find("routing: d-mod-k"), 16, "routing: random");
   EXPECT_THROW(parse_scenario(w, "bad.yaml"), ScenarioError);
 }
