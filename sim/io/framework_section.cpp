@@ -100,6 +100,12 @@ void read_fsdp(const hw::StrictReader& r, const YAML::Node& f, Scenario& s) {
   s.plan.overlap_param_gather = true;
 }
 
+// The key that asked for Megatron-core's accounted split (embedding first when both).
+const char* accounted_key(const FrameworkProfile& fp) {
+  return fp.embedding_in_split ? "training.megatron.account_for_embedding_in_pipeline_split"
+                               : "training.megatron.account_for_loss_in_pipeline_split";
+}
+
 void read_megatron(const hw::StrictReader& r, const YAML::Node& m, const YAML::Node& parallel, Scenario& s) {
   if (!m) return;
   auto& fp = s.framework;
@@ -136,9 +142,8 @@ void read_megatron(const hw::StrictReader& r, const YAML::Node& m, const YAML::N
   fp.loss_in_split = flag("account_for_loss_in_pipeline_split");
   // transformer_config.py: not with the explicit first / last stage counts.
   if ((fp.embedding_in_split || fp.loss_in_split) && (fp.first_stage_layers > 0 || fp.last_stage_layers > 0))
-    r.fail(fp.embedding_in_split ? "training.megatron.account_for_embedding_in_pipeline_split"
-                                 : "training.megatron.account_for_loss_in_pipeline_split",
-           "given together with decoder_first/last_pipeline_num_layers", "give one of them (as Megatron-core asks)");
+    r.fail(accounted_key(fp), "given together with decoder_first/last_pipeline_num_layers",
+           "give one of them (as Megatron-core asks)");
 }
 
 // Uneven layer counts: the framework's own partition (framework_profile.h).
@@ -147,9 +152,7 @@ void apply_partition(const hw::StrictReader& r, Scenario& s) {
   const auto& fp = s.framework;
   const bool accounted = fp.embedding_in_split || fp.loss_in_split;
   const bool given = fp.first_stage_layers > 0 || fp.last_stage_layers > 0 || accounted;
-  const std::string key = !accounted              ? "training.megatron.decoder_first_pipeline_num_layers"
-                          : fp.embedding_in_split ? "training.megatron.account_for_embedding_in_pipeline_split"
-                                                  : "training.megatron.account_for_loss_in_pipeline_split";
+  const std::string key = accounted ? accounted_key(fp) : "training.megatron.decoder_first_pipeline_num_layers";
   if (!par.pipeline_layers.empty()) {
     if (given) r.fail(key, "given together with parallel.pipeline_layers", "give one of them");
     return;
