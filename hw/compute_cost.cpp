@@ -35,6 +35,8 @@ Seconds ComputeCostModel::seconds(const KernelDesc& k) const {
     }
     if (t) {
       table_used_ = true;
+      if (k.cls != KernelClass::memory && k.reserved_sms > 0)
+        *t *= static_cast<double>(gpu_.sm_count) / (gpu_.sm_count - k.reserved_sms);
       return *t;
     }
   }
@@ -84,7 +86,10 @@ Seconds ComputeCostModel::roofline_seconds(const KernelDesc& k) const {
 Seconds ComputeCostModel::gemm_seconds(const KernelDesc& k) const {
   const FlopsPerSecond peak = math_peak(k.dtype);
   Seconds compute = k.flops / (peak * eff_.gemm);
-  if (k.m > 0 && k.n > 0 && k.k > 0) compute = gemm_timing(gpu_, peak, eff_.gemm, k.m, k.n, k.k, k.count).seconds;
+  if (k.m > 0 && k.n > 0 && k.k > 0)
+    compute = gemm_timing(gpu_, peak, eff_.gemm, k.m, k.n, k.k, k.count, k.reserved_sms).seconds;
+  else if (k.reserved_sms > 0)
+    compute *= static_cast<double>(gpu_.sm_count) / (gpu_.sm_count - k.reserved_sms);
   return std::max(compute, memory_seconds(k.bytes)) + gpu_.launch_overhead;
 }
 
@@ -101,6 +106,7 @@ Seconds ComputeCostModel::attention_seconds(const KernelDesc& k) const {
     eff *= attention_length_factor(gpu_, std::min(k.seq_q, k.seq_kv));
     launches = std::max(1.0, std::ceil(static_cast<double>(k.seq_kv) / static_cast<double>(k.seq_q)));
   }
+  eff *= static_cast<double>(gpu_.sm_count - k.reserved_sms) / gpu_.sm_count;
   return std::max(flops / (math_peak(k.dtype) * eff), memory_seconds(k.bytes)) + launches * gpu_.launch_overhead;
 }
 
@@ -112,7 +118,7 @@ Seconds ComputeCostModel::naive_attention_seconds(const KernelDesc& k) const {
   const FlopsPerSecond peak = math_peak(k.dtype);
   const int bh = static_cast<int>(k.batch_heads);
   auto bmm = [&](std::int64_t m, std::int64_t n, std::int64_t kk) {
-    return gemm_timing(gpu_, peak, eff_.gemm, m, n, kk, bh).seconds;
+    return gemm_timing(gpu_, peak, eff_.gemm, m, n, kk, bh, k.reserved_sms).seconds;
   };
   const std::int64_t q = k.seq_q, kv = k.seq_kv, d = k.head_dim;
   Seconds t = bmm(q, kv, d) + bmm(q, d, kv);

@@ -31,6 +31,12 @@ struct KernelDesc {
   // Attention shape (cls == attention)
   std::int64_t batch_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
   bool causal = true;
+  // SMs held by a concurrent NCCL kernel (one CTA per channel, NCCL src/enqueue.cc
+  // ncclLaunchKernel: grid = the plan's channel count) while this kernel runs: GEMM
+  // tiles go in waves over the SMs left, flash attention runs on the SMs left, a
+  // measured GEMM or attention time stretches by sm_count / SMs left; memory-bound
+  // kernels are unchanged (fewer SMs still saturate HBM).
+  int reserved_sms = 0;
 };
 
 using Efficiency = GpuSpec::Efficiency;

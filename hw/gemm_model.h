@@ -24,9 +24,13 @@ struct GemmTiming {
 // (⌈k/gemm_tile_k⌉ + gemm_stages) main-loop slices (prologue and epilogue fill the
 // software pipeline); tiles go in ⌈tiles/sm_count⌉ waves (hw::gemm_waves). Like cuBLAS's
 // heuristic, the fastest of CUTLASS's large tensor-op tiles 256×128, 128×256 and 128×128
-// is chosen. Throws std::invalid_argument on non-positive sizes, peak or eff.
+// is chosen. `reserved_sms` of the SMs are held by another kernel (a NCCL collective's
+// CTAs, KernelDesc::reserved_sms): the tile is still the one chosen for the whole GPU (the
+// library's heuristic does not know), and its tiles go in waves over the SMs left, each
+// at the same rate. Throws std::invalid_argument on non-positive sizes, peak or eff, or when
+// no SM is left.
 GemmTiming gemm_timing(const GpuSpec& gpu, FlopsPerSecond peak, double eff, std::int64_t m, std::int64_t n,
-                       std::int64_t k, int count = 1);
+                       std::int64_t k, int count = 1, int reserved_sms = 0);
 
 // Fraction of a flash kernel's long-sequence rate reached with `length` queries per
 // kernel: length / (length + attention_seq_half).

@@ -181,6 +181,8 @@ double latency_us(CollectiveKind kind, NcclAlgo a, NcclProto p, const NcclComm& 
 
 }  // namespace
 
+int nccl_channels(int nics_per_node) { return std::max(2, 2 * nics_per_node); }
+
 NcclVersion parse_nccl_version(std::string_view text) {
   const std::string_view range = "accepted: 2.18 to 2.27, e.g. \"2.23\" or \"2.21.5\"";
   int major = 0, minor = 0;

@@ -67,6 +67,12 @@ struct NcclEstimate {
   Seconds time = 0;
 };
 
+// The channels NCCL runs on a node with `nics_per_node` NICs: one ring / tree per NIC,
+// duplicated (src/graph/connect.cc, ncclTopoPostset), so 2 per NIC and at least 2.
+// Each channel is one CTA of the collective's kernel (src/enqueue.cc ncclLaunchKernel:
+// grid = the plan's channel count), so that many SMs while the collective runs.
+int nccl_channels(int nics_per_node);
+
 // Every algorithm × protocol NCCL would consider for `kind` on this communicator in
 // version v (kinds: all-reduce, reduce-scatter, all-gather, broadcast; bytes as
 // nccl-tests counts them, see collectives.h). Throws std::invalid_argument for other

@@ -160,9 +160,7 @@ hw::net::NcclComm NetworkModel::nccl_comm(std::span<const int> ranks) const {
   c.arch = gpu_arch(cluster_.gpu);
   c.cpu = cluster_.host_cpu;
   c.nvlink = cluster_.intra_fabric != "pcie";
-  // NCCL builds one ring / tree per NIC and duplicates them (src/graph/connect.cc,
-  // ncclTopoPostset): 2 channels per NIC of a DGX-style node.
-  c.n_channels = std::max(2, 2 * cluster_.nics_per_node);
+  c.n_channels = hw::net::nccl_channels(cluster_.nics_per_node);
   c.bus_bw_intra = nvlink_bw_;
   // Across nodes a ring crosses each node once per channel, so its busbw is what the
   // group's own NICs carry (ppn × NICs per GPU of them; at least one), never more than

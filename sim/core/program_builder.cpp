@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <algorithm>
 
+#include "hw/net/nccl_tuning.h"
 #include "models/memory.h"
 #include "models/ops.h"
 #include "models/params.h"
@@ -36,6 +37,12 @@ std::string gemm_dtype(models::Precision p) {
   }
   return "bf16";
 }
+
+// An op's duration alone and while a collective's NCCL kernel holds SMs (Instr::
+// duration_under_comm).
+struct OpTicks {
+  Tick plain = 0, under_comm = 0;
+};
 
 class Builder {
  public:
@@ -88,16 +95,16 @@ class Builder {
     auto layer = [&](bool moe) {
       Tick t = 0;
       for (const Op& op : models::layer_ops(m, par_, moe)) {
-        t += time_of(op, false) + time_of(op, true);
+        t += time_of(op, false).plain + time_of(op, true).plain;
         const bool again = par_.recompute == models::Recompute::full ||
                            (par_.recompute == models::Recompute::selective && op.recomputed_selective);
-        if (again) t += time_of(op, false);
+        if (again) t += time_of(op, false).plain;
       }
       return to_seconds(t);
     };
     auto pass = [&](const std::vector<Op>& ops) {
       Tick t = 0;
-      for (const Op& op : ops) t += time_of(op, false) + time_of(op, true);
+      for (const Op& op : ops) t += time_of(op, false).plain + time_of(op, true).plain;
       return to_seconds(t);
     };
     BlockSeconds b;
@@ -136,8 +143,17 @@ class Builder {
     // The chunk's parameter blocks in forward order: the embedding (kEmbedding) on
     // the first chunk, its transformer layers, the head (kHead) on the last.
     std::vector<int> order;
+    // Each op's forward and backward time, the same in every layer of the chunk (costed
+    // once per chunk: per op and layer it was a fifth of a plan search).
+    std::vector<OpTicks> dense_fwd, dense_bwd, moe_fwd, moe_bwd;
     const std::vector<Op>& ops(const models::ModelSpec& m, int layer) const {
       return m.is_moe_layer(layer) ? moe_ops : dense_ops;
+    }
+    const std::vector<OpTicks>& fwd(const models::ModelSpec& m, int layer) const {
+      return m.is_moe_layer(layer) ? moe_fwd : dense_fwd;
+    }
+    const std::vector<OpTicks>& bwd(const models::ModelSpec& m, int layer) const {
+      return m.is_moe_layer(layer) ? moe_bwd : dense_bwd;
     }
   };
 
@@ -157,9 +173,9 @@ class Builder {
   // gradient: a GEMM's dgrad, the attention core's and every other op's
   // backward) and W (the GEMMs' weight gradients, Qi et al. ICLR 2024 §2).
   bool split() const { return models::splits_backward(par_.schedule); }
-  Tick backward_time(const Op& op) const { return split() ? gemm_half(op, false) : time_of(op, true); }
-  Tick gemm_half(const Op& op, bool wgrad) const {
-    if (op.cls != OpClass::gemm && op.cls != OpClass::router) return wgrad ? 0 : time_of(op, true);
+  OpTicks backward_time(const Op& op) const { return split() ? gemm_half(op, false) : time_of(op, true); }
+  OpTicks gemm_half(const Op& op, bool wgrad) const {
+    if (op.cls != OpClass::gemm && op.cls != OpClass::router) return wgrad ? OpTicks{} : time_of(op, true);
     hw::KernelDesc k;
     k.dtype = gemm_dtype(par_.precision);
     k.backward = true;
@@ -171,10 +187,38 @@ class Builder {
       k.m = op.gemm.m, k.n = op.gemm.k, k.k = op.gemm.n;
     k.flops = op.bwd_flops / 2;
     k.bytes = op.bwd_bytes / 2;
-    return to_ticks(compute_->seconds(k));
+    return ticks_of({k});
   }
 
-  Tick time_of(const Op& op, bool backward) const {
+  // An op's kernels alone, and while a collective's NCCL kernel holds comm_sms() SMs
+  // (the replay takes the second for the part of the op that overlaps an async
+  // collective of the rank): seconds summed over the kernels, then rounded.
+  OpTicks ticks_of(std::initializer_list<hw::KernelDesc> ks) const {
+    Seconds plain = 0, under = 0;
+    const int reserved = comm_sms();
+    for (hw::KernelDesc k : ks) {
+      const Seconds t = compute_->seconds(k);
+      plain += t;
+      if (reserved == 0 || k.cls == hw::KernelClass::memory) {
+        under += t;
+        continue;
+      }
+      k.reserved_sms = reserved;
+      under += compute_->seconds(k);
+    }
+    return {to_ticks(plain), std::max(to_ticks(plain), to_ticks(under))};
+  }
+  // SMs a data-parallel collective's NCCL kernel holds: one CTA per channel
+  // (hw::net::nccl_channels); 0 without data parallelism. Only those collectives run
+  // under compute as NCCL collectives: tensor-parallel and pipeline transfers block the
+  // compute stream, and context- and expert-parallel exchanges are grouped send/recv,
+  // whose kernels take NCCL's per-peer p2p channels, not modelled here.
+  int comm_sms() const {
+    if (group_size(Dim::dp) <= 1) return 0;
+    return std::min(compute_->gpu().sm_count - 1, hw::net::nccl_channels(s_.cluster.nics_per_node));
+  }
+
+  OpTicks time_of(const Op& op, bool backward) const {
     hw::KernelDesc k;
     k.dtype = gemm_dtype(par_.precision);
     k.backward = backward;
@@ -185,14 +229,14 @@ class Builder {
         k.m = op.gemm.m, k.n = op.gemm.n, k.k = op.gemm.k, k.count = op.gemm.count;
         if (!backward) {
           k.flops = op.fwd_flops, k.bytes = op.fwd_bytes;
-          return to_ticks(compute_->seconds(k));
+          return ticks_of({k});
         }
         if (op.frozen) {
           // Frozen weight (LoRA base): the input gradient only, no wgrad GEMM.
           hw::KernelDesc dgrad = k;
           dgrad.m = op.gemm.m, dgrad.n = op.gemm.k, dgrad.k = op.gemm.n;
           dgrad.flops = op.bwd_flops, dgrad.bytes = op.bwd_bytes;
-          return to_ticks(compute_->seconds(dgrad));
+          return ticks_of({dgrad});
         }
         // Backward = dgrad (m×k = m×n · n×k) + wgrad (k×n = k×m · m×n), half each.
         hw::KernelDesc dgrad = k, wgrad = k;
@@ -200,7 +244,7 @@ class Builder {
         wgrad.m = op.gemm.k, wgrad.n = op.gemm.n, wgrad.k = op.gemm.m;
         dgrad.flops = wgrad.flops = op.bwd_flops / 2;
         dgrad.bytes = wgrad.bytes = op.bwd_bytes / 2;
-        return to_ticks(compute_->seconds(dgrad) + compute_->seconds(wgrad));
+        return ticks_of({dgrad, wgrad});
       }
       case OpClass::attention:
         k.cls = hw::KernelClass::attention;
@@ -209,25 +253,31 @@ class Builder {
         k.head_dim = op.attn.head_dim, k.causal = op.attn.causal;
         k.flops = backward ? op.bwd_flops : op.fwd_flops;
         k.bytes = backward ? op.bwd_bytes : op.fwd_bytes;
-        return to_ticks(compute_->seconds(k));
+        return ticks_of({k});
       default:
         k.cls = hw::KernelClass::memory;
         k.flops = backward ? op.bwd_flops : op.fwd_flops;
         k.bytes = backward ? op.bwd_bytes : op.fwd_bytes;
-        return to_ticks(compute_->seconds(k));
+        return ticks_of({k});
     }
   }
 
+  // Host work and memory-bound kernels: as long under a collective as alone.
   void push_compute(std::vector<Instr>& out, const std::string& name, Tick dur, std::uint8_t flags = kNoFlags) {
-    if (dur <= 0) return;
+    push_compute(out, name, OpTicks{dur, dur}, flags);
+  }
+  void push_compute(std::vector<Instr>& out, const std::string& name, OpTicks t, std::uint8_t flags = kNoFlags) {
+    if (t.plain <= 0) return;
     if (opt_.fuse_compute && !out.empty() && out.back().kind == InstrKind::compute && out.back().flags == flags) {
-      out.back().duration += dur;
+      out.back().duration += t.plain;
+      out.back().set_duration_under_comm(out.back().duration_under_comm() + t.under_comm);
       out.back().layer = -1;  // may span layers; tag_layer re-tags it when it stays within one
       return;
     }
     Instr in;
     in.kind = InstrKind::compute;
-    in.duration = dur;
+    in.duration = t.plain;
+    in.set_duration_under_comm(t.under_comm);
     in.flags = flags;
     in.label = prog_.label(opt_.fuse_compute ? std::string("compute") : name);
     out.push_back(in);
@@ -311,8 +361,8 @@ class Builder {
   // Forward instructions of one layer's ops (also used for full recomputation).
   // `fetch`: the ZeRO-3 gathers of the pass, for submodule gather units (`block`
   // is the layer; `bwd_pass`: a recomputation inside the backward).
-  void layer_forward(std::vector<Instr>& out, const std::vector<Op>& ops, std::uint8_t flags, Fetch* fetch = nullptr,
-                     int block = 0, bool bwd_pass = false) {
+  void layer_forward(std::vector<Instr>& out, const std::vector<Op>& ops, const std::vector<OpTicks>& fwd,
+                     std::uint8_t flags, Fetch* fetch = nullptr, int block = 0, bool bwd_pass = false) {
     for (std::size_t j = 0; j < ops.size(); ++j) {
       const Op& op = ops[j];
       if (fetch) fetch_use(out, *fetch, block, static_cast<int>(j), bwd_pass);
@@ -322,25 +372,26 @@ class Builder {
       if (op.role == OpRole::mlp_leave) tp_boundary(out, false, false, "mlp", flags);
       if (op.role == OpRole::moe_combine) ep_all_to_all(out, "ep combine", flags);
       if (op.cls == OpClass::attention) cp_launch(out, false, flags);
-      push_compute(out, op.name, time_of(op, false), flags);
+      push_compute(out, op.name, fwd[j], flags);
       if (fetch) fetch_done(out, *fetch, block, static_cast<int>(j), bwd_pass);
       if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, flags);
       if (op.role == OpRole::moe_dispatch) ep_all_to_all(out, "ep dispatch", flags);
     }
   }
 
-  void layer_backward(std::vector<Instr>& out, const std::vector<Op>& ops, Fetch& fetch, int block) {
+  void layer_backward(std::vector<Instr>& out, const std::vector<Op>& ops, const std::vector<OpTicks>& fwd,
+                      const std::vector<OpTicks>& bwd, Fetch& fetch, int block) {
     for (std::size_t j = ops.size(); j-- > 0;) {
       const Op& op = ops[j];
       fetch_use(out, fetch, block, static_cast<int>(j), true);
       if (op.role == OpRole::moe_dispatch) ep_all_to_all(out, "ep dispatch bwd", kNoFlags);
       if (op.recomputed_selective && par_.recompute == models::Recompute::selective) {
         cp_launch(out, false, kRecompute);
-        push_compute(out, op.name + " (recompute)", time_of(op, false), kRecompute);
+        push_compute(out, op.name + " (recompute)", fwd[j], kRecompute);
         wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, kRecompute);
       }
       if (op.cls == OpClass::attention) cp_launch(out, true, kNoFlags);
-      push_compute(out, op.name, backward_time(op));
+      push_compute(out, op.name, bwd[j]);
       fetch_done(out, fetch, block, static_cast<int>(j), false);
       if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0);
       if (op.role == OpRole::moe_combine) ep_all_to_all(out, "ep combine bwd", kNoFlags);
@@ -580,6 +631,10 @@ class Builder {
     ChunkBlocks blocks;
     blocks.dense_ops = models::layer_ops(m, par_, false);
     if (m.moe) blocks.moe_ops = models::layer_ops(m, par_, true);
+    for (const Op& op : blocks.dense_ops) blocks.dense_fwd.push_back(time_of(op, false));
+    for (const Op& op : blocks.dense_ops) blocks.dense_bwd.push_back(backward_time(op));
+    for (const Op& op : blocks.moe_ops) blocks.moe_fwd.push_back(time_of(op, false));
+    for (const Op& op : blocks.moe_ops) blocks.moe_bwd.push_back(backward_time(op));
     for (int l = range.first; l < range.first + range.count; ++l)
       blocks.activations += models::activation_bytes_per_layer(m, par_, m.is_moe_layer(l));
     if (first) blocks.activations += models::embedding_activation_bytes(m, par_);
@@ -638,7 +693,7 @@ class Builder {
       } else if (l == kHead) {
         head_forward(f);
       } else {
-        layer_forward(f, blocks.ops(m, l), kNoFlags, &fetch, l);
+        layer_forward(f, blocks.ops(m, l), blocks.fwd(m, l), kNoFlags, &fetch, l);
       }
       zero3_after(f, fetch, blocks, l, false);
       tag_layer(f, first_instr, l);
@@ -674,8 +729,9 @@ class Builder {
         // attention core's (selective); they live until the layer's backward ends.
         const Bytes ws = models::recompute_working_set_bytes(m, par_, m.is_moe_layer(l));
         if (ws > 0) b.push_back(mem(InstrKind::alloc, MemCat::activations, ws, "recompute working set"));
-        if (par_.recompute == models::Recompute::full) layer_forward(b, blocks.ops(m, l), kRecompute, &fetch, l, true);
-        layer_backward(b, blocks.ops(m, l), fetch, l);
+        if (par_.recompute == models::Recompute::full)
+          layer_forward(b, blocks.ops(m, l), blocks.fwd(m, l), kRecompute, &fetch, l, true);
+        layer_backward(b, blocks.ops(m, l), blocks.fwd(m, l), blocks.bwd(m, l), fetch, l);
         if (ws > 0) b.push_back(mem(InstrKind::release, MemCat::activations, ws, "recompute working set"));
       }
       zero3_after(b, fetch, blocks, l, true);

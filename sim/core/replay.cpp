@@ -16,6 +16,23 @@ constexpr int kNoSlot = -1;
 bool traced_stream_dim(Dim d) { return d != Dim::mp; }
 }  // namespace
 
+void expect_collective_times(Program& p, const Layout& layout, const CollectiveCost& coll) {
+  for (StageProgram& sp : p.stages) {
+    // Every data-parallel group of a stage has the same shape: its first rank's.
+    const int rank = layout.rank_of({0, 0, 0, sp.stage});
+    const GroupShape g = layout.shape(Dim::dp, layout.group_id(rank, Dim::dp));
+    auto annotate = [&](std::vector<Instr>& list) {
+      for (Instr& in : list)
+        if (in.kind == InstrKind::launch && in.dim == Dim::dp)
+          in.duration = to_ticks(coll.seconds(in.coll, Dim::dp, g, in.bytes));
+    };
+    annotate(sp.prologue);
+    annotate(sp.epilogue);
+    for (ChunkProgram& c : sp.chunks)
+      for (auto* list : {&c.forward, &c.backward, &c.weight, &c.forward_overlap, &c.backward_overlap}) annotate(*list);
+  }
+}
+
 Replay::Replay(const Program& program, const Layout& layout, int num_microbatches, Transport& transport,
                ReplayOptions opt)
     : program_(program), layout_(layout), m_(num_microbatches), transport_(transport), opt_(opt) {
@@ -268,8 +285,7 @@ void Replay::advance(RankState& r) {
     const Instr& in = current_list(r)[r.pc];
     if (!skipped(r, in)) {
       if (in.kind == InstrKind::compute) {
-        const Tick d = r.scale == 1.0 ? in.duration
-                                      : static_cast<Tick>(std::llround(static_cast<double>(in.duration) * r.scale));
+        const Tick d = compute_ticks(r, in);
         if (opt_.trace) record(span_of(r, 0, in, r.t, r.t + d));
         r.t += d;
         st.busy += d;
@@ -317,6 +333,7 @@ bool Replay::interact(RankState& r, const Instr& in, RankStats& st) {
       auto& ch = channels_[static_cast<std::size_t>(r.slot)][in.channel];
       ch.queue.push_back({&in, r.t, current_microbatch(r), current_phase(r)});
       ++ch.launched;
+      if (in.dim == Dim::dp) expect_comm(r, ch, in);  // the collectives that hold SMs (Builder::comm_sms)
       if (!ch.busy) start_async(r, in.channel, r.t);
       return true;
     }
@@ -330,6 +347,29 @@ bool Replay::interact(RankState& r, const Instr& in, RankStats& st) {
     default:
       return true;
   }
+}
+
+// The network decides when a collective ends, later than the rank, which runs ahead of
+// the engine's clock through compute, reaches the compute that overlaps it; so the
+// overlap is taken from the collective's isolated time (expect_collective_times), from
+// when its stream reaches it.
+void Replay::expect_comm(RankState& r, Channel& ch, const Instr& in) {
+  ch.until = std::max(ch.until, r.t) + in.duration;
+  r.comm_until = std::max(r.comm_until, ch.until);
+}
+
+// Under an expected collective for `window` ticks the op progresses at its
+// duration_under_comm rate, then at its own.
+Tick Replay::compute_ticks(const RankState& r, const Instr& in) const {
+  Tick d = in.duration;
+  const Tick slow = in.duration_under_comm();
+  if (r.t < r.comm_until && slow > d) {
+    const Tick window = r.comm_until - r.t;
+    d = window >= slow ? slow
+                       : window + static_cast<Tick>(std::llround(static_cast<double>(in.duration) *
+                                                                 (1.0 - static_cast<double>(window) / slow)));
+  }
+  return r.scale == 1.0 ? d : static_cast<Tick>(std::llround(static_cast<double>(d) * r.scale));
 }
 
 bool Replay::collective_on_compute_stream(RankState& r, const Instr& in, RankStats& st) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "hw/net/layout.h"
+#include "sim/core/collective_cost.h"
 #include "sim/core/engine.h"
 #include "sim/core/program.h"
 #include "sim/core/transport.h"
@@ -88,6 +89,12 @@ struct ReplayOptions {
   std::vector<double> compute_scale;
 };
 
+// Sets Instr::duration of every data-parallel launch of `p` to that collective's
+// isolated time on `coll` (the closed form, its group on the stage's ranks): how long the
+// replay expects it to hold SMs under the rank's compute (Instr::duration_under_comm).
+// Without it a launch holds them for no time.
+void expect_collective_times(Program& p, const Layout& layout, const CollectiveCost& coll);
+
 class Replay {
  public:
   Replay(const Program& program, const Layout& layout, int num_microbatches, Transport& transport, ReplayOptions opt);
@@ -131,6 +138,7 @@ class Replay {
     std::size_t head = 0;
     bool busy = false;
     int launched = 0, completed = 0;
+    Tick until = 0;  // its collectives are expected to run until then (Replay::expect_comm)
   };
   struct RankState {
     int rank = 0;
@@ -141,6 +149,7 @@ class Replay {
     std::size_t pc = 0;
     Tick t = 0;
     double scale = 1.0;  // compute slowdown (ReplayOptions::compute_scale)
+    Tick comm_until = 0;  // an async collective of the rank is expected to run until then
     Block block = Block::none;
     Tick wait_start = 0;
     std::uint64_t wait_key = 0;
@@ -178,6 +187,11 @@ class Replay {
   // An instruction that meets other ranks or the clock; false when the rank blocks.
   bool interact(RankState& r, const Instr& in, RankStats& st);
   bool collective_on_compute_stream(RankState& r, const Instr& in, RankStats& st);
+  // A data-parallel collective launched on an async stream at r.t: until when its NCCL
+  // kernel is expected to hold SMs (Instr::duration_under_comm).
+  static void expect_comm(RankState& r, Channel& ch, const Instr& in);
+  // How long compute instruction `in` takes starting at r.t.
+  Tick compute_ticks(const RankState& r, const Instr& in) const;
   // After a blocking instruction completed at r.t: on to the next one, or finished.
   void continue_after_block(RankState& r);
   void mark_finished(RankState& r);

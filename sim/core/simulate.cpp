@@ -347,6 +347,7 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt_in) {
   if (s.cluster.mixed()) build.stage_compute = sc.of_stage();
   sim.program = build_program(s, *compute, build);
   Layout layout(par.tp, par.cp, par.dp, par.pp, par.ep, s.cluster.gpus_per_node);
+  expect_collective_times(sim.program, layout, *coll);
   ReplayOptions ro;
   ro.fold = opt.fold;
   ro.trace = opt.trace;

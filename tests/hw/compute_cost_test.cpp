@@ -120,6 +120,36 @@ TEST(ComputeCost, AttentionByKernelKindAndLength) {
   EXPECT_THROW(h100.set_attention_kernel("fa4"), std::invalid_argument);
 }
 
+TEST(ComputeCost, SmsHeldByACollectiveSlowComputeNotMemoryKernels) {
+  const auto c = model();
+  const double share = 108.0 / (108 - 16);  // a collective's 16 CTAs on an A100
+  auto held = [](KernelDesc d) {
+    d.reserved_sms = 16;
+    return d;
+  };
+  // GEMM: more waves (the tile/wave model on 92 SMs), never faster.
+  const KernelDesc g = gemm(8192, 8192, 8192);
+  EXPECT_GT(c.seconds(held(g)), c.seconds(g));
+  EXPECT_NEAR(c.seconds(held(g)) / c.seconds(g), share, 0.1);
+  // Flash attention: its rate times the SMs left (compute-bound at 8k).
+  const KernelDesc a = attention(8192);
+  const Seconds launch = c.gpu().launch_overhead;
+  EXPECT_NEAR((c.seconds(held(a)) - launch) / (c.seconds(a) - launch), share, 1e-9);
+  // Memory-bound kernels still saturate HBM with fewer SMs.
+  KernelDesc mem;
+  mem.bytes = 1e9;
+  EXPECT_EQ(c.seconds(held(mem)), c.seconds(mem));
+  // A measured GEMM stretches by sm_count / SMs left; a measured copy does not.
+  auto table = std::make_shared<CostTable>();
+  table->gemm.push_back({4096, 4096, 4096, "bf16", 1e-3});
+  table->membw.push_back({1e6, 7e-6});
+  const ComputeCostModel t(*find_gpu("a100"), table);
+  EXPECT_NEAR(t.seconds(held(gemm(4096, 4096, 4096))), 1e-3 * share, 1e-15);
+  KernelDesc copy;
+  copy.bytes = 1e6;
+  EXPECT_NEAR(t.seconds(held(copy)), 7e-6, 1e-17);
+}
+
 TEST(ComputeCost, TableTakesPrecedenceWhereGiven) {
   auto table = std::make_shared<CostTable>();
   table->name = "measured";

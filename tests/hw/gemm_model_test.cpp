@@ -26,6 +26,26 @@ TEST(GemmModel, OneTileMoreThanTheSmsTakesTwoWaves) {
   EXPECT_NEAR(one_wave, 67 * 2.0 * 128 * 128 * 64 / (312e12 * 0.8 / 108), 1e-15);
 }
 
+TEST(GemmModel, SmsHeldByACollectiveAddAWave) {
+  // The NVIDIA forum case (developer forums thread 337991, H100): a GEMM of exactly 132
+  // tiles fills one wave; with an all-gather's 24 CTAs resident it needs a second wave
+  // and takes twice as long.
+  const GpuSpec h100 = *find_gpu("h100-sxm");
+  ASSERT_EQ(h100.sm_count, 132);
+  const std::int64_t m = 128 * 12, n = 256 * 11, k = 8192;  // 132 tiles of 128×256 (or 256×128)
+  const GemmTiming alone = gemm_timing(h100, 989e12, 0.7, m, n, k);
+  const GemmTiming shared = gemm_timing(h100, 989e12, 0.7, m, n, k, 1, 24);
+  EXPECT_EQ(alone.waves, 1);
+  EXPECT_EQ(shared.waves, 2);
+  EXPECT_DOUBLE_EQ(shared.seconds, 2 * alone.seconds);
+  // A GEMM of many waves loses about the share of SMs held: 132/108 here.
+  const double many = gemm_timing(h100, 989e12, 0.7, 16384, 16384, 8192, 1, 24).seconds /
+                      gemm_timing(h100, 989e12, 0.7, 16384, 16384, 8192).seconds;
+  EXPECT_NEAR(many, 132.0 / 108, 0.05);
+  EXPECT_THROW(gemm_timing(h100, 989e12, 0.7, m, n, k, 1, 132), std::invalid_argument);
+  EXPECT_THROW(gemm_timing(h100, 989e12, 0.7, m, n, k, 1, -1), std::invalid_argument);
+}
+
 TEST(GemmModel, GroupedGemmPacksTilesIntoSharedWaves) {
   const GpuSpec g = a100();
   // 4 experts × 27 tiles = 108 tiles: one wave, as fast as one expert alone.

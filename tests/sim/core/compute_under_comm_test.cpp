@@ -1,0 +1,107 @@
+// Compute slowed by a data-parallel collective's NCCL kernel (hw::KernelDesc::
+// reserved_sms, Instr::duration_under_comm): the builder gives every compute op its
+// duration under a collective, and the replay takes it for the part of the op that
+// overlaps one of the rank's async DP collectives.
+#include <gtest/gtest.h>
+
+#include "hw/net/nccl_tuning.h"
+#include "sim/core/program_builder.h"
+#include "sim/core/simulate.h"
+#include "sim/io/scenario_file.h"
+#include "tests/sim/test_scenarios.h"
+
+namespace ptsim::sim {
+namespace {
+
+using testing::FlopsOnlyCost;
+using testing::tiny_gpt_yaml;
+
+// FLOPs at 10 PFLOP/s, twice as long while SMs are held by a collective.
+class HeldSmCost : public FlopsOnlyCost {
+ public:
+  using FlopsOnlyCost::FlopsOnlyCost;
+  Seconds seconds(const hw::KernelDesc& k) const override {
+    return FlopsOnlyCost::seconds(k) * (k.reserved_sms > 0 ? 2 : 1);
+  }
+};
+
+// Data-parallel collectives take `dp_seconds` each; the others are free.
+class DpOnlyCollectives : public CollectiveCost {
+ public:
+  explicit DpOnlyCollectives(Seconds dp_seconds) : dp_(dp_seconds) {}
+  Seconds seconds(CollectiveKind, Dim d, const GroupShape&, Bytes) const override { return d == Dim::dp ? dp_ : 0; }
+
+ private:
+  Seconds dp_;
+};
+
+// Megatron's DDP reduces a bucket (40M parameters) as soon as the backward has filled
+// it: after about three of these 16 layers, the rest of the backward runs under it.
+const std::string kDp2 = tiny_gpt_yaml(1, 2, 1, 16, 2, "  overlap_grad_reduce: true");
+
+TEST(ComputeUnderComm, BuilderGivesOpsTheirDurationUnderACollective) {
+  const Scenario dp2 = parse_scenario(kDp2, "test");
+  const Program p = build_program(dp2, HeldSmCost(dp2.cluster.gpu));
+  int slowed = 0;
+  for (const auto* list : {&p.stages[0].chunks[0].forward, &p.stages[0].chunks[0].backward})
+    for (const Instr& in : *list)
+      if (in.kind == InstrKind::compute) {
+        // Every op here is a GEMM or attention (each op's ticks rounded on their own).
+        EXPECT_NEAR(static_cast<double>(in.duration_under_comm()), 2.0 * in.duration, 1e-2 * in.duration);
+        slowed += in.duration > 0;
+      }
+  EXPECT_GT(slowed, 0);
+  // Without data parallelism no collective runs under compute: nothing is slowed.
+  const Scenario dp1 = parse_scenario(tiny_gpt_yaml(1, 1, 1, 16, 2, "  overlap_grad_reduce: true"), "test");
+  const Program q = build_program(dp1, HeldSmCost(dp1.cluster.gpu));
+  for (const Instr& in : q.stages[0].chunks[0].backward)
+    if (in.kind == InstrKind::compute) EXPECT_EQ(in.duration_under_comm(), in.duration);
+  // The SMs held: NCCL's channels, two per NIC.
+  EXPECT_EQ(hw::net::nccl_channels(8), 16);
+  EXPECT_EQ(hw::net::nccl_channels(0), 2);
+}
+
+// Busy time of rank 0 when every op after the first DP launch runs `under` the
+// collective (the collective outlasts them all) or none does.
+Seconds busy(Seconds dp_seconds) {
+  const Scenario s = parse_scenario(kDp2, "test");
+  HeldSmCost compute(s.cluster.gpu);
+  DpOnlyCollectives coll(dp_seconds);
+  SimulateOptions o;
+  o.compute = &compute;
+  o.collectives = &coll;
+  return simulate(s, o).result.stage_timing.at(0).busy_s;
+}
+
+TEST(ComputeUnderComm, ReplaySlowsTheComputeThatOverlapsADpCollective) {
+  const Scenario s = parse_scenario(kDp2, "test");
+  HeldSmCost compute(s.cluster.gpu);
+  const Program p = build_program(s, compute);
+  const StageProgram& st = p.stages[0];
+  ASSERT_EQ(s.plan.par.num_microbatches, 1);
+  // Walk rank 0's instructions in order: after the first DP launch every compute op
+  // takes its duration under the collective.
+  Tick plain = 0, overlapped = 0;
+  bool launched = false;
+  for (const auto* list : {&st.prologue, &st.chunks[0].forward, &st.chunks[0].backward, &st.epilogue})
+    for (const Instr& in : *list) {
+      if (in.kind == InstrKind::launch && in.dim == Dim::dp) launched = true;
+      if (in.kind != InstrKind::compute) continue;
+      plain += in.duration;
+      overlapped += launched ? in.duration_under_comm() : in.duration;
+    }
+  ASSERT_TRUE(launched);
+  ASSERT_GT(overlapped, plain);
+  // Free collectives hold no SMs for any time: the ops keep their own durations.
+  EXPECT_DOUBLE_EQ(busy(0), to_seconds(plain));
+  // A collective of 1,000 s outlasts the backward: everything after the launch is slowed.
+  EXPECT_DOUBLE_EQ(busy(1000), to_seconds(overlapped));
+  // A collective that ends within the backward slows only what runs before its end,
+  // the op it ends in in part.
+  const Seconds part = busy(to_seconds((overlapped - plain) / 4));
+  EXPECT_GT(part, to_seconds(plain));
+  EXPECT_LT(part, to_seconds(overlapped));
+}
+
+}  // namespace
+}  // namespace ptsim::sim
