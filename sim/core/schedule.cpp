@@ -74,6 +74,7 @@ std::vector<ScheduleStep> classic_schedule(models::Schedule kind, int stage, int
 // after the last B.
 std::vector<ScheduleStep> deferred_w_schedule(int m, int warmup, int defer) {
   std::vector<ScheduleStep> steps;
+  steps.reserve(static_cast<std::size_t>(3 * m));  // F, B and W of every micro-batch
   warmup = std::min(warmup, m);
   int next_w = 0;
   auto backward = [&](int i) {
@@ -210,6 +211,7 @@ std::vector<ScheduleStep> dualpipe_schedule(int rank, int p, int m) {
   const int hr = std::min(rank, p - 1 - rank);
   const bool second_half = rank >= half_ranks;
   std::vector<ScheduleStep> steps;
+  steps.reserve(static_cast<std::size_t>(3 * m));  // F, B and W of every micro-batch
   int next_f[2] = {0, 0}, next_b[2] = {0, 0};
   std::deque<std::pair<int, int>> pending_w;
   auto chunk_of = [&](int phase) { return second_half ? 1 - phase : phase; };
