@@ -63,9 +63,9 @@ struct Instr {
   std::uint16_t label = 0;   // index into Program::labels (trace names)
   std::int32_t layer = -1;   // the transformer layer it belongs to, -1 for none (trace args)
   std::int32_t count = 0;    // wait: ops to have completed
-  Tick duration = 0;         // compute; a data-parallel launch: its isolated time (expect_collective_times)
+  Tick duration = 0;         // compute; a DP / EP launch: its isolated time (expect_collective_times)
   Bytes bytes = 0;           // collective buffer size S, p2p message, or memory
-  // compute: its duration while a data-parallel collective's NCCL kernel holds SMs
+  // compute: its duration while a DP collective's or EP all-to-all's NCCL kernel holds SMs
   // (hw::KernelDesc::reserved_sms), >= duration; the replay takes it for the part that
   // overlaps one. Kept in `bytes`, which a compute instruction has no other use for, so
   // that an Instr stays 32 bytes (the replay's instruction stream is its hottest data;

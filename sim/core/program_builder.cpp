@@ -209,12 +209,15 @@ class Builder {
     return {to_ticks(plain), std::max(to_ticks(plain), to_ticks(under))};
   }
   // SMs a data-parallel collective's NCCL kernel holds: one CTA per channel
-  // (hw::net::nccl_channels); 0 without data parallelism. Only those collectives run
-  // under compute as NCCL collectives: tensor-parallel and pipeline transfers block the
-  // compute stream, and context- and expert-parallel exchanges are grouped send/recv,
-  // whose kernels take NCCL's per-peer p2p channels, not modelled here.
+  // (hw::net::nccl_channels). DualPipe's overlapped expert-parallel all-to-all is grouped
+  // send/recv to every peer, spread over NCCL's p2p channels, pow2Up of those channels
+  // (src/graph/paths.cc ncclTopoComputeP2pChannels): the same count when 2 × NICs is a
+  // power of two, as on a DGX (16). 0 when neither runs under compute. Tensor-parallel and
+  // pipeline transfers block the compute stream; the context-parallel ring's send/recv
+  // with two peers takes 2 × NCCL's channels per peer, a few CTAs, not modelled here.
   int comm_sms() const {
-    if (group_size(Dim::dp) <= 1) return 0;
+    const bool ep_overlap = par_.schedule == models::Schedule::dualpipe && par_.ep > 1;
+    if (group_size(Dim::dp) <= 1 && !ep_overlap) return 0;
     return std::min(compute_->gpu().sm_count - 1, hw::net::nccl_channels(s_.cluster.nics_per_node));
   }
 

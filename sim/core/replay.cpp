@@ -18,13 +18,14 @@ bool traced_stream_dim(Dim d) { return d != Dim::mp; }
 
 void expect_collective_times(Program& p, const Layout& layout, const CollectiveCost& coll) {
   for (StageProgram& sp : p.stages) {
-    // Every data-parallel group of a stage has the same shape: its first rank's.
+    // Every data- (expert-) parallel group of a stage has the same shape: its first rank's.
     const int rank = layout.rank_of({0, 0, 0, sp.stage});
-    const GroupShape g = layout.shape(Dim::dp, layout.group_id(rank, Dim::dp));
+    const GroupShape dp = layout.shape(Dim::dp, layout.group_id(rank, Dim::dp));
+    const GroupShape ep = layout.shape(Dim::ep, layout.group_id(rank, Dim::ep));
     auto annotate = [&](std::vector<Instr>& list) {
       for (Instr& in : list)
-        if (in.kind == InstrKind::launch && in.dim == Dim::dp)
-          in.duration = to_ticks(coll.seconds(in.coll, Dim::dp, g, in.bytes));
+        if (in.kind == InstrKind::launch && (in.dim == Dim::dp || in.dim == Dim::ep))
+          in.duration = to_ticks(coll.seconds(in.coll, in.dim, in.dim == Dim::dp ? dp : ep, in.bytes));
     };
     annotate(sp.prologue);
     annotate(sp.epilogue);
@@ -333,7 +334,7 @@ bool Replay::interact(RankState& r, const Instr& in, RankStats& st) {
       auto& ch = channels_[static_cast<std::size_t>(r.slot)][in.channel];
       ch.queue.push_back({&in, r.t, current_microbatch(r), current_phase(r)});
       ++ch.launched;
-      if (in.dim == Dim::dp) expect_comm(r, ch, in);  // the collectives that hold SMs (Builder::comm_sms)
+      if (in.dim == Dim::dp || in.dim == Dim::ep) expect_comm(r, ch, in);  // what holds SMs (Builder::comm_sms)
       if (!ch.busy) start_async(r, in.channel, r.t);
       return true;
     }

@@ -89,10 +89,10 @@ struct ReplayOptions {
   std::vector<double> compute_scale;
 };
 
-// Sets Instr::duration of every data-parallel launch of `p` to that collective's
-// isolated time on `coll` (the closed form, its group on the stage's ranks): how long the
-// replay expects it to hold SMs under the rank's compute (Instr::duration_under_comm).
-// Without it a launch holds them for no time.
+// Sets Instr::duration of every data- and expert-parallel launch of `p` to that
+// collective's isolated time on `coll` (the closed form, its group on the stage's ranks):
+// how long the replay expects it to hold SMs under the rank's compute
+// (Instr::duration_under_comm). Without it a launch holds them for no time.
 void expect_collective_times(Program& p, const Layout& layout, const CollectiveCost& coll);
 
 class Replay {
@@ -187,8 +187,8 @@ class Replay {
   // An instruction that meets other ranks or the clock; false when the rank blocks.
   bool interact(RankState& r, const Instr& in, RankStats& st);
   bool collective_on_compute_stream(RankState& r, const Instr& in, RankStats& st);
-  // A data-parallel collective launched on an async stream at r.t: until when its NCCL
-  // kernel is expected to hold SMs (Instr::duration_under_comm).
+  // A data- or expert-parallel collective launched on an async stream at r.t: until when
+  // its NCCL kernel is expected to hold SMs (Instr::duration_under_comm).
   static void expect_comm(RankState& r, Channel& ch, const Instr& in);
   // How long compute instruction `in` takes starting at r.t.
   Tick compute_ticks(const RankState& r, const Instr& in) const;

@@ -47,6 +47,36 @@ training:
                      extra_parallel, gbs, extra_training);
 }
 
+// A 4-layer MoE GPT (4 experts, top-2) on pp 2 × dp 2 with ep 2, 8 micro-batches.
+inline std::string tiny_moe_yaml(const std::string& schedule) {
+  return fmt::format(R"(name: moe
+model:
+  num_layers: 4
+  hidden_size: 1024
+  num_attention_heads: 16
+  ffn_hidden_size: 4096
+  vocab_size: 8
+  seq_length: 128
+  moe:
+    num_experts: 4
+    top_k: 2
+    ffn_hidden_size: 1024
+cluster:
+  gpu: h100-sxm
+  num_gpus: 4
+  gpus_per_node: 4
+parallel:
+  tensor_parallel: 1
+  pipeline_parallel: 2
+  expert_parallel: 2
+  pipeline_schedule: {}
+training:
+  global_batch_size: 16
+  micro_batch_size: 1
+)",
+                     schedule);
+}
+
 // GEMM and attention at 10 PFLOP/s, everything memory-bound free: tiny ops round
 // to zero ticks, so stages differ only in their layers.
 class FlopsOnlyCost : public hw::ComputeCostModel {

@@ -25,14 +25,15 @@ class HeldSmCost : public FlopsOnlyCost {
   }
 };
 
-// Data-parallel collectives take `dp_seconds` each; the others are free.
-class DpOnlyCollectives : public CollectiveCost {
+// Collectives of dimension `d` take `seconds` each; the others are free.
+class OneDimCollectives : public CollectiveCost {
  public:
-  explicit DpOnlyCollectives(Seconds dp_seconds) : dp_(dp_seconds) {}
-  Seconds seconds(CollectiveKind, Dim d, const GroupShape&, Bytes) const override { return d == Dim::dp ? dp_ : 0; }
+  OneDimCollectives(Dim d, Seconds seconds) : d_(d), t_(seconds) {}
+  Seconds seconds(CollectiveKind, Dim d, const GroupShape&, Bytes) const override { return d == d_ ? t_ : 0; }
 
  private:
-  Seconds dp_;
+  Dim d_;
+  Seconds t_;
 };
 
 // Megatron's DDP reduces a bucket (40M parameters) as soon as the backward has filled
@@ -66,7 +67,7 @@ TEST(ComputeUnderComm, BuilderGivesOpsTheirDurationUnderACollective) {
 Seconds busy(Seconds dp_seconds) {
   const Scenario s = parse_scenario(kDp2, "test");
   HeldSmCost compute(s.cluster.gpu);
-  DpOnlyCollectives coll(dp_seconds);
+  OneDimCollectives coll(Dim::dp, dp_seconds);
   SimulateOptions o;
   o.compute = &compute;
   o.collectives = &coll;
@@ -101,6 +102,21 @@ TEST(ComputeUnderComm, ReplaySlowsTheComputeThatOverlapsADpCollective) {
   const Seconds part = busy(to_seconds((overlapped - plain) / 4));
   EXPECT_GT(part, to_seconds(plain));
   EXPECT_LT(part, to_seconds(overlapped));
+}
+
+// DualPipe's F&B pairs run one chunk's EP all-to-alls under the other chunk's compute:
+// those all-to-alls hold SMs too, so the pairs' compute is longer when they cost time.
+TEST(ComputeUnderComm, DualPipeEpAllToAllsSlowThePairsCompute) {
+  const Scenario s = parse_scenario(testing::tiny_moe_yaml("dualpipe"), "moe.yaml");
+  auto busy_with_ep = [&](Seconds ep_seconds) {
+    HeldSmCost compute(s.cluster.gpu);
+    OneDimCollectives coll(Dim::ep, ep_seconds);
+    SimulateOptions o;
+    o.compute = &compute;
+    o.collectives = &coll;
+    return simulate(s, o).result.stage_timing.at(0).busy_s;
+  };
+  EXPECT_GT(busy_with_ep(1e-3), busy_with_ep(0));
 }
 
 }  // namespace

@@ -17,36 +17,6 @@ namespace {
 
 using testing::FlopsOnlyCost;
 
-// A 4-layer MoE GPT (4 experts, top-2) on pp 2 × dp 2 with ep 2, 8 micro-batches.
-std::string moe_yaml(const std::string& schedule) {
-  return fmt::format(R"(name: moe
-model:
-  num_layers: 4
-  hidden_size: 1024
-  num_attention_heads: 16
-  ffn_hidden_size: 4096
-  vocab_size: 8
-  seq_length: 128
-  moe:
-    num_experts: 4
-    top_k: 2
-    ffn_hidden_size: 1024
-cluster:
-  gpu: h100-sxm
-  num_gpus: 4
-  gpus_per_node: 4
-parallel:
-  tensor_parallel: 1
-  pipeline_parallel: 2
-  expert_parallel: 2
-  pipeline_schedule: {}
-training:
-  global_batch_size: 16
-  micro_batch_size: 1
-)",
-                     schedule);
-}
-
 // Only the EP all-to-alls cost time: S bytes at `rate` bytes/s.
 class EpOnlyCollectives : public CollectiveCost {
  public:
@@ -74,8 +44,8 @@ Result run(const Scenario& s) {
 }
 
 TEST(DualPipeEpOverlap, PairsHideAllToAllsThat1F1BExposes) {
-  const Scenario one = parse_scenario(moe_yaml("1f1b"), "moe.yaml");
-  const Scenario dual = parse_scenario(moe_yaml("dualpipe"), "moe.yaml");
+  const Scenario one = parse_scenario(testing::tiny_moe_yaml("1f1b"), "moe.yaml");
+  const Scenario dual = parse_scenario(testing::tiny_moe_yaml("dualpipe"), "moe.yaml");
   const Program p = build_program(dual, FlopsOnlyCost(dual.cluster.gpu));
   // The paired passes exist and launch their all-to-alls on the EP stream.
   const auto& c = p.stages[0].chunks[0];
@@ -106,13 +76,13 @@ TEST(DualPipeEpOverlap, PairsHideAllToAllsThat1F1BExposes) {
 }
 
 TEST(DualPipeEpOverlap, DenseModelsAndOtherSchedulesHaveNoPairedPasses) {
-  std::string dense = moe_yaml("dualpipe");
+  std::string dense = testing::tiny_moe_yaml("dualpipe");
   dense.replace(dense.find("  moe:"), dense.find("cluster:") - dense.find("  moe:"), "");
   dense.replace(dense.find("  expert_parallel: 2\n"), 20, "");
   const Scenario s = parse_scenario(dense, "dense.yaml");
   const Program p = build_program(s, FlopsOnlyCost(s.cluster.gpu));
   EXPECT_TRUE(p.stages[0].chunks[0].forward_overlap.empty());
-  const Scenario z = parse_scenario(moe_yaml("zb-h1"), "moe.yaml");
+  const Scenario z = parse_scenario(testing::tiny_moe_yaml("zb-h1"), "moe.yaml");
   EXPECT_TRUE(build_program(z, FlopsOnlyCost(z.cluster.gpu)).stages[0].chunks[0].forward_overlap.empty());
 }
 
