@@ -62,17 +62,17 @@ TEST(ComputeUnderComm, BuilderGivesOpsTheirDurationUnderACollective) {
   EXPECT_EQ(hw::net::nccl_channels(0), 2);
 }
 
-// Busy time of rank 0 when every op after the first DP launch runs `under` the
-// collective (the collective outlasts them all) or none does.
-Seconds busy(Seconds dp_seconds) {
-  const Scenario s = parse_scenario(kDp2, "test");
+// Busy time of rank 0 of `yaml` when the collectives of dimension `d` take `seconds`.
+Seconds busy(const std::string& yaml, Dim d, Seconds seconds) {
+  const Scenario s = parse_scenario(yaml, "test");
   HeldSmCost compute(s.cluster.gpu);
-  OneDimCollectives coll(Dim::dp, dp_seconds);
+  OneDimCollectives coll(d, seconds);
   SimulateOptions o;
   o.compute = &compute;
   o.collectives = &coll;
   return simulate(s, o).result.stage_timing.at(0).busy_s;
 }
+Seconds busy(Seconds dp_seconds) { return busy(kDp2, Dim::dp, dp_seconds); }
 
 TEST(ComputeUnderComm, ReplaySlowsTheComputeThatOverlapsADpCollective) {
   const Scenario s = parse_scenario(kDp2, "test");
@@ -107,16 +107,8 @@ TEST(ComputeUnderComm, ReplaySlowsTheComputeThatOverlapsADpCollective) {
 // DualPipe's F&B pairs run one chunk's EP all-to-alls under the other chunk's compute:
 // those all-to-alls hold SMs too, so the pairs' compute is longer when they cost time.
 TEST(ComputeUnderComm, DualPipeEpAllToAllsSlowThePairsCompute) {
-  const Scenario s = parse_scenario(testing::tiny_moe_yaml("dualpipe"), "moe.yaml");
-  auto busy_with_ep = [&](Seconds ep_seconds) {
-    HeldSmCost compute(s.cluster.gpu);
-    OneDimCollectives coll(Dim::ep, ep_seconds);
-    SimulateOptions o;
-    o.compute = &compute;
-    o.collectives = &coll;
-    return simulate(s, o).result.stage_timing.at(0).busy_s;
-  };
-  EXPECT_GT(busy_with_ep(1e-3), busy_with_ep(0));
+  const std::string dualpipe = testing::tiny_moe_yaml("dualpipe");
+  EXPECT_GT(busy(dualpipe, Dim::ep, 1e-3), busy(dualpipe, Dim::ep, 0));
 }
 
 }  // namespace
