@@ -35,8 +35,7 @@ Seconds ComputeCostModel::seconds(const KernelDesc& k) const {
     }
     if (t) {
       table_used_ = true;
-      if (k.cls != KernelClass::memory && k.reserved_sms > 0)
-        *t *= static_cast<double>(gpu_.sm_count) / (gpu_.sm_count - k.reserved_sms);
+      if (k.cls != KernelClass::memory) *t *= held_sms_stretch(k);
       return *t;
     }
   }
@@ -65,6 +64,10 @@ FlopsPerSecond ComputeCostModel::math_peak(const std::string& dtype) const {
   return peak > 0 ? peak : gpu_.peak_bf16;
 }
 
+double ComputeCostModel::held_sms_stretch(const KernelDesc& k) const {
+  return static_cast<double>(gpu_.sm_count) / (gpu_.sm_count - k.reserved_sms);
+}
+
 Seconds ComputeCostModel::memory_seconds(Bytes bytes) const {
   return bytes > 0 ? bytes / (gpu_.hbm_bandwidth * eff_.memory) : 0.0;
 }
@@ -88,8 +91,8 @@ Seconds ComputeCostModel::gemm_seconds(const KernelDesc& k) const {
   Seconds compute = k.flops / (peak * eff_.gemm);
   if (k.m > 0 && k.n > 0 && k.k > 0)
     compute = gemm_timing(gpu_, peak, eff_.gemm, k.m, k.n, k.k, k.count, k.reserved_sms).seconds;
-  else if (k.reserved_sms > 0)
-    compute *= static_cast<double>(gpu_.sm_count) / (gpu_.sm_count - k.reserved_sms);
+  else
+    compute *= held_sms_stretch(k);
   return std::max(compute, memory_seconds(k.bytes)) + gpu_.launch_overhead;
 }
 
@@ -106,7 +109,7 @@ Seconds ComputeCostModel::attention_seconds(const KernelDesc& k) const {
     eff *= attention_length_factor(gpu_, std::min(k.seq_q, k.seq_kv));
     launches = std::max(1.0, std::ceil(static_cast<double>(k.seq_kv) / static_cast<double>(k.seq_q)));
   }
-  eff *= static_cast<double>(gpu_.sm_count - k.reserved_sms) / gpu_.sm_count;
+  eff /= held_sms_stretch(k);
   return std::max(flops / (math_peak(k.dtype) * eff), memory_seconds(k.bytes)) + launches * gpu_.launch_overhead;
 }
 

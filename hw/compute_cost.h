@@ -71,6 +71,9 @@ class ComputeCostModel {
  private:
   FlopsPerSecond math_peak(const std::string& dtype) const;
   Seconds memory_seconds(Bytes bytes) const;
+  // How much longer a kernel that scales with SMs runs with k.reserved_sms of them held
+  // (sm_count / SMs left; 1 when none are).
+  double held_sms_stretch(const KernelDesc& k) const;
   Seconds gemm_seconds(const KernelDesc& k) const;
   Seconds attention_seconds(const KernelDesc& k) const;
   Seconds naive_attention_seconds(const KernelDesc& k) const;

@@ -40,12 +40,11 @@ struct Busy {
 
 class BusyMeter {
  public:
-  BusyMeter(const Layout& layout, const CollectiveCost& collectives, int rank)
-      : layout_(layout), collectives_(collectives), rank_(rank) {
+  BusyMeter(const Layout& layout, const CollectiveCost& collectives, int rank) : collectives_(collectives) {
     // The rank's group in each dimension, shaped once: Layout::shape walks the members,
     // and doing that per collective instruction was an eighth of a plan search.
     for (int d = 0; d < kNumDims; ++d)
-      shapes_[d] = layout_.shape(static_cast<Dim>(d), layout_.group_id(rank_, static_cast<Dim>(d)));
+      shapes_[d] = layout.shape(static_cast<Dim>(d), layout.group_id(rank, static_cast<Dim>(d)));
   }
 
   Busy operator()(const std::vector<Instr>& list) const {
@@ -67,9 +66,7 @@ class BusyMeter {
     return to_ticks(collectives_.seconds(in.coll, in.dim, shapes_[static_cast<int>(in.dim)], in.bytes));
   }
 
-  const Layout& layout_;
   const CollectiveCost& collectives_;
-  int rank_;
   std::array<GroupShape, kNumDims> shapes_;
 };
 
