@@ -20,6 +20,11 @@ struct AttentionTiming {
 struct TimingConfig {
   int warmup = 2;   // untimed runs first (clocks up, caches and cuBLAS heuristics warm)
   int repeats = 5;  // the median of these is recorded
+  // GPU backend: the warm-up goes on back to back until this much GPU time has passed, so
+  // the timed runs see the clocks a training step runs at. An H100 SXM at its 700 W limit
+  // ran a bf16 GEMM 15-18 % slower after 1-3 s back to back than in its first 10 ms
+  // (README "Calibration on a real GPU").
+  double warmup_seconds = 0.2;
 };
 
 class Backend {

@@ -148,10 +148,11 @@ hw::CostTable calibrate(Backend& backend, const Sweep& sweep, const std::string&
 int run_calibrate(const CalibrateOptions& o) {
   namespace fs = std::filesystem;
   try {
-    if (o.timing.repeats < 1 || o.timing.warmup < 0)
+    if (o.timing.repeats < 1 || o.timing.warmup < 0 || !(o.timing.warmup_seconds >= 0))
       return fail(o.errors, 2,
-                  fmt::format("ptsim calibrate: --repeats must be >= 1 and --warmup >= 0 (got {} and {})",
-                              o.timing.repeats, o.timing.warmup));
+                  fmt::format("ptsim calibrate: --repeats must be >= 1, --warmup and --warmup-seconds >= 0 "
+                              "(got {}, {} and {})",
+                              o.timing.repeats, o.timing.warmup, o.timing.warmup_seconds));
     auto name_for = [&](const std::string& path) { return o.name.empty() ? fs::path(path).stem().string() : o.name; };
 
     if (!o.import_nccl_tests.empty()) {

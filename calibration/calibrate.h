@@ -19,6 +19,7 @@ namespace ptsim::calibration {
 //   --cpu                      -> cpu
 //   --import-nccl-tests FILE…  -> import_nccl_tests
 //   --warmup N / --repeats N   -> timing.warmup / timing.repeats
+//   --warmup-seconds S         -> timing.warmup_seconds (GPU backend only)
 struct CalibrateOptions {
   // Where the table goes. Empty: calibration/tables/<device-slug>.yaml (CPU backend:
   // calibration/tables/cpu-<cpu-slug>.yaml), relative to the working directory. Written

@@ -17,7 +17,7 @@ namespace {
 class CudaBackend final : public Backend {
  public:
   CudaBackend(TimingConfig timing, int devices)
-      : cfg_{timing.warmup, timing.repeats, true}, devices_(devices), props_(kernels::cuda::device_properties(0)) {
+      : cfg_{timing.warmup, timing.repeats, true, timing.warmup_seconds}, devices_(devices), props_(kernels::cuda::device_properties(0)) {
     if (!kernels::cuda::cudnn_attention_compiled_in())
       fmt::print(stderr, "cudnn attention: this ptsim was built without cuDNN; measuring flash and naive only\n");
   }

@@ -19,6 +19,9 @@ struct BenchConfig {
   int warmup = 2;
   int repeats = 5;
   bool flush_l2 = true;  // overwrite an L2-sized buffer before every timed run
+  // After `warmup` runs, more run back to back until this much GPU time has passed
+  // (calibration::TimingConfig::warmup_seconds: clocks settle under the power limit).
+  double warmup_seconds = 0;
 };
 
 struct DeviceProperties {

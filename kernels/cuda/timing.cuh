@@ -6,6 +6,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
+#include <stdexcept>
 #include <optional>
 #include <vector>
 
@@ -41,13 +43,27 @@ class L2Flusher {
 
 template <typename Fn>
 TimingStats time_gpu(Fn&& fn, cudaStream_t stream, const BenchConfig& cfg) {
-  if (cfg.repeats < 1 || cfg.warmup < 0) throw std::invalid_argument("time_gpu: repeats must be >= 1, warmup >= 0");
   std::optional<L2Flusher> flusher;
   if (cfg.flush_l2) flusher.emplace();
+  if (cfg.repeats < 1 || cfg.warmup < 0 || !(cfg.warmup_seconds >= 0))
+    throw std::invalid_argument("time_gpu: repeats must be >= 1, warmup and warmup_seconds >= 0");
   for (int i = 0; i < cfg.warmup; ++i) fn();
   cudaEvent_t start, stop;
   CUDA_CHECK(cudaEventCreate(&start));
   CUDA_CHECK(cudaEventCreate(&stop));
+  if (cfg.warmup_seconds > 0) {
+    // One timed run sizes the back-to-back batch that fills warmup_seconds (capped, so a
+    // microsecond kernel does not queue millions of launches).
+    CUDA_CHECK(cudaEventRecord(start, stream));
+    fn();
+    CUDA_CHECK(cudaEventRecord(stop, stream));
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    const double one = std::max(1e-6, ms * 1e-3);
+    const auto more = static_cast<long>(std::min(100000.0, std::ceil(cfg.warmup_seconds / one)));
+    for (long i = 0; i < more; ++i) fn();
+  }
   std::vector<double> t;
   for (int i = 0; i < cfg.repeats; ++i) {
     if (flusher) flusher->flush(stream);

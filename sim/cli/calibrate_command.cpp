@@ -25,6 +25,8 @@ Command calibrate_command() {
         ->expected(1, -1);
     sub->add_option("--warmup", o->timing.warmup, "untimed runs before measuring");
     sub->add_option("--repeats", o->timing.repeats, "timed runs (the median is kept)");
+    sub->add_option("--warmup-seconds", o->timing.warmup_seconds,
+                    "GPU: warm up back to back for this long first, so clocks settle under the power limit");
     return sub;
   };
   c.execute = [o]() {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "calibration/backend.h"
 #include "calibration/calibrate.h"
@@ -237,6 +238,19 @@ TEST(RunCalibrate, CpuBackendEndToEnd) {
 
 // The test executable is not beside the CUDA module: point at the one this build made.
 void use_built_cuda_module() { ::setenv(kCudaModuleEnv, PTSIM_CUDA_MODULE_PATH, 1); }
+
+TEST(RunCalibrate, BadTimingOptionsExit2NamingThem) {
+  for (auto [warmup, repeats, seconds] : {std::tuple{2, 0, 0.2}, {-1, 5, 0.2}, {2, 5, -0.1}}) {
+    const auto dir = fresh_dir("badtiming");
+    std::ostringstream errors;
+    auto o = cpu_options(dir / "t.yaml", nullptr);
+    o.errors = &errors;
+    o.timing = {warmup, repeats, seconds};
+    EXPECT_EQ(run_calibrate(o), 2);
+    EXPECT_NE(errors.str().find("--warmup-seconds >= 0"), std::string::npos) << errors.str();
+    EXPECT_EQ(files_in(dir), 0u);
+  }
+}
 
 TEST(RunCalibrate, GpuRequestedWithoutDeviceExits3) {
   use_built_cuda_module();

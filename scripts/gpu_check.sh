@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU: runs every CUDA test, a quick and a full `ptsim calibrate`,
+# and the SM-contention probe (bench/gpu/sm_contention.py), writing logs and tables to OUTDIR.
+# usage: scripts/gpu_check.sh OUTDIR [BIN_DIR]
+#   BIN_DIR holds ptsim, libptsim_cuda.so and tests/ptsim_kernels_tests (default: build).
+# Each step has its own time limit and runs even when an earlier one failed; the last lines
+# printed are a summary of every step's exit status and wall time.
+set -u
+out=${1:?usage: scripts/gpu_check.sh OUTDIR [BIN_DIR]}
+bin=${2:-build}
+name=${PTSIM_TABLE_NAME:-gpu}
+here=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$out"
+summary=()
+step() {  # step NAME LIMIT_S LOG CMD...
+  local what=$1 limit=$2 log=$3
+  shift 3
+  local t0=$SECONDS
+  timeout "$limit" "$@" >"$log" 2>&1
+  local rc=$?
+  local last
+  last=$(grep -E '^\[  (PASSED|FAILED)|^wrote|rror' "$log" | tail -n 1)
+  summary+=("$(printf '%-16s rc=%-3s %4ss  %s' "$what" "$rc" "$((SECONDS - t0))" "${last:-$(tail -n 1 "$log")}")")
+}
+{
+  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem,power.limit,pcie.link.gen.max \
+    --format=csv
+  nvidia-smi
+  command -v nvcc >/dev/null && nvcc --version
+  echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+  ldd "$bin/libptsim_cuda.so"
+} >"$out/device.txt" 2>&1
+step kernel-tests 240 "$out/kernels_tests.log" "$bin/tests/ptsim_kernels_tests" --gtest_color=no
+step calibrate-quick 120 "$out/calibrate_quick.log" "$bin/ptsim" calibrate --quick --name "$name-quick" \
+  --out "$out/$name-quick.yaml"
+step sm-contention 200 "$out/sm_contention.log" python3 "$here/bench/gpu/sm_contention.py" "$out/sm_contention.json"
+step calibrate-full "${PTSIM_FULL_LIMIT:-330}" "$out/calibrate.log" "$bin/ptsim" calibrate --name "$name" \
+  --out "$out/$name.yaml"
+printf '%s\n' "${summary[@]}"
