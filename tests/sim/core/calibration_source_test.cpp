@@ -26,6 +26,21 @@ TEST(CalibrationSource, TableNameBecomesCostSourceAndTimesChange) {
   EXPECT_GT(b.iteration_time_s, 10 * a.iteration_time_s);
 }
 
+TEST(CalibrationSource, MeasuredH100TableRunsTheH100Scenario) {
+  // calibration/tables/h100-sxm.yaml: `ptsim calibrate` on an H100 80GB HBM3 (README
+  // 'Calibration'). Its GEMMs and cuDNN forward attention are faster than the datasheet
+  // priors; its attention backward (ours and the naive kernel: cuDNN's is not wired) is
+  // slower. The scenario must run on it and name it.
+  const auto path = test::repo_path("scenarios/llama3-70b-512xh100.yaml");
+  const Result a = simulate(load_scenario(path)).result;
+  const Result b =
+      simulate(load_scenario(path, {"cluster.calibration=" + test::repo_path("calibration/tables/h100-sxm.yaml")}))
+          .result;
+  EXPECT_EQ(a.cost_source, "datasheet");
+  EXPECT_EQ(b.cost_source, "h100-sxm");
+  EXPECT_NE(a.iteration_time_s, b.iteration_time_s);
+}
+
 TEST(CalibrationSource, MissingTableIsABadInput) {
   const Scenario s =
       parse_scenario(testing::tiny_gpt_yaml(1, 1, 1, 2, 1), "s.yaml", {"cluster.calibration=/nonexistent/table.yaml"});

@@ -1,0 +1,62 @@
+// The SM-holding model (KernelDesc::reserved_sms, README 'Cost model') against a real H100:
+// bench/gpu/sm_contention.py timed every bf16 shape of the calibration sweep alone and beside
+// 16 held SMs (a DGX's 8 NICs x 2 NCCL channels) on an H100 80GB HBM3; the measurement is
+// committed in calibration/logs/h100-sxm/sm_contention.json.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "hw/compute_cost.h"
+#include "hw/gpu_catalog.h"
+#include "tests/test_paths.h"
+
+namespace ptsim::hw {
+namespace {
+
+struct Slowdown {
+  double measured = 0, model = 0;
+};
+
+// Time-weighted (by the measured time alone) slowdown of the shapes whose measured time
+// alone is under `max_alone_s`: a training step's GEMMs add up, so their sum is what counts.
+Slowdown held_slowdown(double max_alone_s) {
+  std::ifstream in(test::repo_path("calibration/logs/h100-sxm/sm_contention.json"));
+  const auto j = nlohmann::json::parse(in);
+  const ComputeCostModel model(*find_gpu("h100-sxm"));
+  double alone = 0, measured = 0, modelled = 0;
+  for (const auto& r : j.at("sweep_held16")) {
+    const double t = r.at("alone_s");
+    if (t >= max_alone_s) continue;
+    KernelDesc k;
+    k.cls = KernelClass::gemm;
+    k.m = r.at("m"), k.n = r.at("n"), k.k = r.at("k");
+    k.flops = 2.0 * double(k.m) * double(k.n) * double(k.k);
+    k.bytes = 2.0 * double(k.m * k.k + k.k * k.n + k.m * k.n);
+    const double free = model.seconds(k);
+    k.reserved_sms = 16;
+    alone += t;
+    measured += double(r.at("held_s"));
+    modelled += t * model.seconds(k) / free;
+  }
+  return {measured / alone, modelled / alone};
+}
+
+TEST(HeldSmsOnH100, WholeSweepSlowdownWithinFivePoints) {
+  // Measured 1.102, modelled 1.141 (202 shapes): more than the bare SM ratio 132/116 = 1.138
+  // would say for the short GEMMs, less for the long ones (power headroom).
+  const Slowdown s = held_slowdown(1.0);
+  EXPECT_GT(s.measured, 1.05);
+  EXPECT_NEAR(s.model, s.measured, 0.05);
+}
+
+TEST(HeldSmsOnH100, SubMillisecondGemmsWithinTenPoints) {
+  // Measured 1.358, modelled 1.272 (101 shapes): a GEMM of one or two waves loses most
+  // (its tiles that find no SM wait for a whole wave).
+  const Slowdown s = held_slowdown(1e-3);
+  EXPECT_GT(s.measured, 1.2);
+  EXPECT_NEAR(s.model, s.measured, 0.10);
+}
+
+}  // namespace
+}  // namespace ptsim::hw
