@@ -33,8 +33,8 @@ class CudaBackend final : public Backend {
     return d;
   }
   std::vector<std::string> attention_dtypes() const override { return {"bf16", "fp16"}; }
-  // cuDNN's fused attention (backend graph API) when this build links cuDNN; the table keeps
-  // the fastest implementation per shape (hw/cost_table.cpp), as a training stack would.
+  // cuDNN's fused attention (backend graph API) when this build links cuDNN. A scenario takes
+  // from the table the implementation it names (naive, cudnn: hw/compute_cost.cpp).
   std::vector<std::string> attention_impls() const override {
     std::vector<std::string> impls{"flash", "naive"};
     if (kernels::cuda::cudnn_attention_compiled_in()) impls.push_back("cudnn");

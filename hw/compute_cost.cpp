@@ -26,8 +26,12 @@ Seconds ComputeCostModel::seconds(const KernelDesc& k) const {
           if (auto g = table_->gemm_seconds(k.m, k.n, k.k, dtype)) t = *g * k.count;
         break;
       case KernelClass::attention:
-        if (k.batch_heads > 0)
-          t = table_->attention_seconds({k.batch_heads, k.seq_q, k.seq_kv, k.head_dim, k.causal}, dtype, k.backward);
+        // Only the kernel the scenario runs: a table measures naive and cuDNN attention as
+        // a training stack runs them, but its "flash" is ptsim's own reference kernel, not
+        // FA2/FA3, so those (and cuDNN's unmeasured backward) come from the roofline.
+        if (k.batch_heads > 0 && (attention_kernel_ == "naive" || attention_kernel_ == "cudnn"))
+          t = table_->attention_seconds({k.batch_heads, k.seq_q, k.seq_kv, k.head_dim, k.causal}, dtype, k.backward,
+                                        attention_kernel_);
         break;
       case KernelClass::memory:
         if (k.bytes > 0) t = table_->membw_seconds(k.bytes);

@@ -404,7 +404,7 @@ std::optional<Seconds> CostTable::gemm_seconds(std::int64_t m, std::int64_t n, s
 }
 
 std::optional<AttentionEstimate> CostTable::fastest_attention(const AttentionShape& shape, std::string_view dtype,
-                                                              bool backward) const {
+                                                              bool backward, std::string_view only) const {
   if (shape.batch_heads <= 0 || shape.seq_q <= 0 || shape.seq_kv <= 0 || shape.head_dim <= 0)
     throw std::invalid_argument(fmt::format("attention_seconds: bad shape bh={} sq={} skv={} d={}", shape.batch_heads,
                                             shape.seq_q, shape.seq_kv, shape.head_dim));
@@ -416,6 +416,7 @@ std::optional<AttentionEstimate> CostTable::fastest_attention(const AttentionSha
 
   std::optional<AttentionEstimate> best;
   for (const auto& impl : impls) {
+    if (!only.empty() && impl != only) continue;
     const AttentionFit* fit = nullptr;
     for (const auto& f : attention_fits)
       if (f.dtype == dtype && f.impl == impl) fit = &f;
@@ -447,9 +448,9 @@ std::optional<AttentionEstimate> CostTable::fastest_attention(const AttentionSha
   return best;
 }
 
-std::optional<Seconds> CostTable::attention_seconds(const AttentionShape& shape, std::string_view dtype,
-                                                    bool backward) const {
-  if (auto e = fastest_attention(shape, dtype, backward)) return e->seconds;
+std::optional<Seconds> CostTable::attention_seconds(const AttentionShape& shape, std::string_view dtype, bool backward,
+                                                    std::string_view impl) const {
+  if (auto e = fastest_attention(shape, dtype, backward, impl)) return e->seconds;
   return std::nullopt;
 }
 

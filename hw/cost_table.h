@@ -181,11 +181,14 @@ struct CostTable {
   // Seconds for C[m×n] = A[m×k]·B[k×n] in `dtype`; nullopt when the table has neither
   // points nor a fit for that dtype.
   std::optional<Seconds> gemm_seconds(std::int64_t m, std::int64_t n, std::int64_t k, std::string_view dtype) const;
-  // Forward (backward = false) or backward attention time, the fastest implementation
-  // measured for this (dtype, head_dim, causal) — what a real training stack would pick.
-  std::optional<Seconds> attention_seconds(const AttentionShape& shape, std::string_view dtype, bool backward) const;
-  std::optional<AttentionEstimate> fastest_attention(const AttentionShape& shape, std::string_view dtype,
-                                                     bool backward) const;
+  // Forward (backward = false) or backward attention time of implementation `impl`
+  // ("naive", "cudnn", "flash": ptsim's own kernel); an empty `impl` takes the fastest
+  // implementation measured for this (dtype, head_dim, causal). nullopt when that
+  // implementation has no point or fit for this direction (cuDNN's backward is not measured).
+  std::optional<Seconds> attention_seconds(const AttentionShape& shape, std::string_view dtype, bool backward,
+                                           std::string_view impl = {}) const;
+  std::optional<AttentionEstimate> fastest_attention(const AttentionShape& shape, std::string_view dtype, bool backward,
+                                                     std::string_view impl = {}) const;
   // A memory-bound kernel moving `bytes` (read + written).
   std::optional<Seconds> membw_seconds(Bytes bytes) const;
   // Collective over `ranks` ranks with `bytes` in nccl-tests' size convention; the

@@ -28,9 +28,8 @@ TEST(CalibrationSource, TableNameBecomesCostSourceAndTimesChange) {
 
 TEST(CalibrationSource, MeasuredH100TableRunsTheH100Scenario) {
   // calibration/tables/h100-sxm.yaml: `ptsim calibrate` on an H100 80GB HBM3 (README
-  // 'Calibration'). Its GEMMs and cuDNN forward attention are faster than the datasheet
-  // priors; its attention backward (ours and the naive kernel: cuDNN's is not wired) is
-  // slower. The scenario must run on it and name it.
+  // 'Calibration on a real GPU'). Its GEMMs run 3.4 % faster than the datasheet model's;
+  // the scenario's FA3 attention is not in it (roofline). It must run on it and name it.
   const auto path = test::repo_path("scenarios/llama3-70b-512xh100.yaml");
   const Result a = simulate(load_scenario(path)).result;
   const Result b =
