@@ -43,37 +43,34 @@ class L2Flusher {
 
 template <typename Fn>
 TimingStats time_gpu(Fn&& fn, cudaStream_t stream, const BenchConfig& cfg) {
-  std::optional<L2Flusher> flusher;
-  if (cfg.flush_l2) flusher.emplace();
   if (cfg.repeats < 1 || cfg.warmup < 0 || !(cfg.warmup_seconds >= 0))
     throw std::invalid_argument("time_gpu: repeats must be >= 1, warmup and warmup_seconds >= 0");
-  for (int i = 0; i < cfg.warmup; ++i) fn();
+  std::optional<L2Flusher> flusher;
+  if (cfg.flush_l2) flusher.emplace();
   cudaEvent_t start, stop;
   CUDA_CHECK(cudaEventCreate(&start));
   CUDA_CHECK(cudaEventCreate(&stop));
-  if (cfg.warmup_seconds > 0) {
-    // One timed run sizes the back-to-back batch that fills warmup_seconds (capped, so a
-    // microsecond kernel does not queue millions of launches).
+  auto timed = [&] {
     CUDA_CHECK(cudaEventRecord(start, stream));
     fn();
     CUDA_CHECK(cudaEventRecord(stop, stream));
     CUDA_CHECK(cudaEventSynchronize(stop));
     float ms = 0;
     CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    const double one = std::max(1e-6, ms * 1e-3);
+    return ms * 1e-3;
+  };
+  for (int i = 0; i < cfg.warmup; ++i) fn();
+  if (cfg.warmup_seconds > 0) {
+    // One timed run sizes the back-to-back batch that fills warmup_seconds (capped, so a
+    // microsecond kernel does not queue millions of launches).
+    const double one = std::max(1e-6, timed());
     const auto more = static_cast<long>(std::min(100000.0, std::ceil(cfg.warmup_seconds / one)));
     for (long i = 0; i < more; ++i) fn();
   }
   std::vector<double> t;
   for (int i = 0; i < cfg.repeats; ++i) {
     if (flusher) flusher->flush(stream);
-    CUDA_CHECK(cudaEventRecord(start, stream));
-    fn();
-    CUDA_CHECK(cudaEventRecord(stop, stream));
-    CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    t.push_back(ms * 1e-3);
+    t.push_back(timed());
   }
   CUDA_CHECK(cudaEventDestroy(start));
   CUDA_CHECK(cudaEventDestroy(stop));
