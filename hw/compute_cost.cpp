@@ -39,7 +39,7 @@ Seconds ComputeCostModel::seconds(const KernelDesc& k) const {
     }
     if (t) {
       table_used_ = true;
-      if (k.cls != KernelClass::memory) *t *= held_sms_stretch(k);
+      *t *= k.cls == KernelClass::memory ? held_hbm_stretch(k) : held_sms_stretch(k);
       return *t;
     }
   }
@@ -72,8 +72,13 @@ double ComputeCostModel::held_sms_stretch(const KernelDesc& k) const {
   return static_cast<double>(gpu_.sm_count) / (gpu_.sm_count - k.reserved_sms);
 }
 
-Seconds ComputeCostModel::memory_seconds(Bytes bytes) const {
-  return bytes > 0 ? bytes / (gpu_.hbm_bandwidth * eff_.memory) : 0.0;
+Seconds ComputeCostModel::memory_seconds(Bytes bytes, BytesPerSecond taken) const {
+  const BytesPerSecond bw = gpu_.hbm_bandwidth * eff_.memory;
+  return bytes > 0 ? bytes / std::max(bw - taken, 0.25 * bw) : 0.0;
+}
+
+double ComputeCostModel::held_hbm_stretch(const KernelDesc& k) const {
+  return k.hbm_taken > 0 ? memory_seconds(1.0, k.hbm_taken) / memory_seconds(1.0) : 1.0;
 }
 
 Seconds ComputeCostModel::roofline_seconds(const KernelDesc& k) const {
@@ -85,7 +90,7 @@ Seconds ComputeCostModel::roofline_seconds(const KernelDesc& k) const {
     case KernelClass::memory:
       break;
   }
-  return memory_seconds(k.bytes) + gpu_.launch_overhead;
+  return memory_seconds(k.bytes, k.hbm_taken) + gpu_.launch_overhead;
 }
 
 // One launch for the whole (grouped) GEMM; the tile/wave model when the shape is known,
@@ -97,7 +102,7 @@ Seconds ComputeCostModel::gemm_seconds(const KernelDesc& k) const {
     compute = gemm_timing(gpu_, peak, eff_.gemm, k.m, k.n, k.k, k.count, k.reserved_sms).seconds;
   else
     compute *= held_sms_stretch(k);
-  return std::max(compute, memory_seconds(k.bytes)) + gpu_.launch_overhead;
+  return std::max(compute, memory_seconds(k.bytes, k.hbm_taken)) + gpu_.launch_overhead;
 }
 
 Seconds ComputeCostModel::attention_seconds(const KernelDesc& k) const {
@@ -114,7 +119,8 @@ Seconds ComputeCostModel::attention_seconds(const KernelDesc& k) const {
     launches = std::max(1.0, std::ceil(static_cast<double>(k.seq_kv) / static_cast<double>(k.seq_q)));
   }
   eff /= held_sms_stretch(k);
-  return std::max(flops / (math_peak(k.dtype) * eff), memory_seconds(k.bytes)) + launches * gpu_.launch_overhead;
+  return std::max(flops / (math_peak(k.dtype) * eff), memory_seconds(k.bytes, k.hbm_taken)) +
+         launches * gpu_.launch_overhead;
 }
 
 // Naive attention (Megatron-LM 2021: baddbmm, fused scale-mask-softmax, dropout, bmm)
@@ -134,7 +140,7 @@ Seconds ComputeCostModel::naive_attention_seconds(const KernelDesc& k) const {
     t = bmm(kv, d, q) + bmm(q, kv, d) + bmm(q, d, kv) + bmm(kv, d, q);
     launches = 6;  // four GEMMs, dropout and softmax backward
   }
-  return t + memory_seconds(k.bytes) + launches * gpu_.launch_overhead;
+  return t + memory_seconds(k.bytes, k.hbm_taken) + launches * gpu_.launch_overhead;
 }
 
 }  // namespace ptsim::hw

@@ -37,6 +37,10 @@ struct KernelDesc {
   // measured GEMM or attention time stretches by sm_count / SMs left; memory-bound
   // kernels are unchanged (fewer SMs still saturate HBM).
   int reserved_sms = 0;
+  // HBM bandwidth a concurrent NCCL collective takes (bytes/s): NCCL stores what it
+  // receives to memory and reads it back to send it on, at least twice its link rate
+  // (NVIDIA/nccl#1428, sjeaugey). The kernel's HBM traffic runs on what is left.
+  BytesPerSecond hbm_taken = 0;
 };
 
 using Efficiency = GpuSpec::Efficiency;
@@ -70,10 +74,14 @@ class ComputeCostModel {
 
  private:
   FlopsPerSecond math_peak(const std::string& dtype) const;
-  Seconds memory_seconds(Bytes bytes) const;
+  // HBM time of `bytes` at the bandwidth left by a collective taking `taken` bytes/s
+  // (never below a quarter of the whole).
+  Seconds memory_seconds(Bytes bytes, BytesPerSecond taken = 0) const;
   // How much longer a kernel that scales with SMs runs with k.reserved_sms of them held
   // (sm_count / SMs left; 1 when none are).
   double held_sms_stretch(const KernelDesc& k) const;
+  // How much longer a measured memory-bound kernel runs with k.hbm_taken of HBM taken.
+  double held_hbm_stretch(const KernelDesc& k) const;
   Seconds gemm_seconds(const KernelDesc& k) const;
   Seconds attention_seconds(const KernelDesc& k) const;
   Seconds naive_attention_seconds(const KernelDesc& k) const;

@@ -196,14 +196,16 @@ class Builder {
   OpTicks ticks_of(std::initializer_list<hw::KernelDesc> ks) const {
     Seconds plain = 0, under = 0;
     const int reserved = comm_sms();
+    const BytesPerSecond hbm = reserved > 0 ? comm_hbm() : 0;
     for (hw::KernelDesc k : ks) {
       const Seconds t = compute_->seconds(k);
       plain += t;
-      if (reserved == 0 || k.cls == hw::KernelClass::memory) {
+      if (reserved == 0) {
         under += t;
         continue;
       }
-      k.reserved_sms = reserved;
+      if (k.cls != hw::KernelClass::memory) k.reserved_sms = reserved;  // memory-bound kernels need few SMs
+      k.hbm_taken = hbm;
       under += compute_->seconds(k);
     }
     return {to_ticks(plain), std::max(to_ticks(plain), to_ticks(under))};
@@ -219,6 +221,18 @@ class Builder {
     const bool ep_overlap = par_.schedule == models::Schedule::dualpipe && par_.ep > 1;
     if (group_size(Dim::dp) <= 1 && !ep_overlap) return 0;
     return std::min(compute_->gpu().sm_count - 1, hw::net::nccl_channels(s_.cluster.nics_per_node));
+  }
+
+  // HBM bandwidth the collective of comm_sms() takes: twice the rate each GPU's ring
+  // step runs at (NVIDIA/nccl#1428: NCCL stores what it receives and reads it back to send
+  // it on), the NVLink rate when the data-parallel group stays in a node, else each GPU's
+  // share of the node's NICs.
+  BytesPerSecond comm_hbm() const {
+    const auto& c = s_.cluster;
+    const bool in_node =
+        par_.tp * group_size(Dim::dp) <= c.gpus_per_node &&
+        !(par_.schedule == models::Schedule::dualpipe && par_.ep > 1 && par_.tp * par_.ep > c.gpus_per_node);
+    return 2.0 * (in_node ? c.intra_bandwidth : c.nic_bandwidth * c.nics_per_node / c.gpus_per_node);
   }
 
   OpTicks time_of(const Op& op, bool backward) const {

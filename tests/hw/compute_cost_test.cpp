@@ -150,6 +150,28 @@ TEST(ComputeCost, SmsHeldByACollectiveSlowComputeNotMemoryKernels) {
   EXPECT_NEAR(t.seconds(held(copy)), 7e-6, 1e-17);
 }
 
+TEST(ComputeCost, HbmTakenByACollectiveSlowsMemoryTrafficOnly) {
+  const auto c = model();
+  const double bw = c.gpu().hbm_bandwidth * c.gpu().efficiency.memory;
+  const double taken = 600e9;  // an A100's NVLink ring at 300 GB/s, stored and read back
+  auto busy = [&](KernelDesc d, double t) {
+    d.hbm_taken = t;
+    return d;
+  };
+  KernelDesc mem;
+  mem.bytes = 1e9;
+  const Seconds launch = c.gpu().launch_overhead;
+  EXPECT_NEAR(c.seconds(busy(mem, taken)) - launch, 1e9 / (bw - taken), 1e-12);
+  // Never below a quarter of the bandwidth, however much is asked for.
+  EXPECT_NEAR(c.seconds(busy(mem, 10 * bw)) - launch, 1e9 / (0.25 * bw), 1e-12);
+  // A compute-bound GEMM is unchanged; a measured copy stretches by bw / (bw - taken).
+  EXPECT_EQ(c.seconds(busy(gemm(8192, 8192, 8192), taken)), c.seconds(gemm(8192, 8192, 8192)));
+  auto table = std::make_shared<CostTable>();
+  table->membw.push_back({1e9, 5e-4});
+  const ComputeCostModel t(*find_gpu("a100-sxm-80gb"), table);
+  EXPECT_NEAR(t.seconds(busy(mem, taken)), 5e-4 * bw / (bw - taken), 1e-15);
+}
+
 TEST(ComputeCost, TableTakesPrecedenceWhereGiven) {
   auto table = std::make_shared<CostTable>();
   table->name = "measured";

@@ -62,6 +62,42 @@ TEST(ComputeUnderComm, BuilderGivesOpsTheirDurationUnderACollective) {
   EXPECT_EQ(hw::net::nccl_channels(0), 2);
 }
 
+// Records the HBM bandwidth the builder says a collective takes from the kernels under it.
+class HbmTakenRecorder : public FlopsOnlyCost {
+ public:
+  using FlopsOnlyCost::FlopsOnlyCost;
+  Seconds seconds(const hw::KernelDesc& k) const override {
+    (k.cls == hw::KernelClass::memory ? memory_taken : compute_taken) =
+        std::max(k.cls == hw::KernelClass::memory ? memory_taken : compute_taken, k.hbm_taken);
+    if (k.cls == hw::KernelClass::memory) memory_sms = std::max(memory_sms, k.reserved_sms);
+    return FlopsOnlyCost::seconds(k);
+  }
+  mutable BytesPerSecond memory_taken = 0, compute_taken = 0;
+  mutable int memory_sms = 0;
+};
+
+TEST(ComputeUnderComm, CollectiveTakesTwiceItsLinkRateOfHbm) {
+  // NVIDIA/nccl#1428: NCCL stores what it receives and reads it back to send it on.
+  // In a node the ring runs at the NVLink rate; across nodes at each GPU's share of the NICs.
+  const Scenario in_node = parse_scenario(kDp2, "test");
+  HbmTakenRecorder a(in_node.cluster.gpu);
+  build_program(in_node, a);
+  EXPECT_DOUBLE_EQ(a.memory_taken, 2 * in_node.cluster.intra_bandwidth);
+  EXPECT_DOUBLE_EQ(a.compute_taken, 2 * in_node.cluster.intra_bandwidth);
+  EXPECT_EQ(a.memory_sms, 0);  // memory-bound kernels lose HBM, not SMs
+  const Scenario across = parse_scenario(kDp2, "test", {"cluster.gpus_per_node=1"});
+  HbmTakenRecorder b(across.cluster.gpu);
+  build_program(across, b);
+  const auto& c = across.cluster;
+  EXPECT_DOUBLE_EQ(b.memory_taken, 2 * c.nic_bandwidth * c.nics_per_node / c.gpus_per_node);
+  EXPECT_LT(b.memory_taken, a.memory_taken);
+  // No data parallelism, no collective under compute.
+  const Scenario dp1 = parse_scenario(tiny_gpt_yaml(1, 1, 1, 16, 2), "test");
+  HbmTakenRecorder d(dp1.cluster.gpu);
+  build_program(dp1, d);
+  EXPECT_EQ(d.memory_taken + d.compute_taken, 0);
+}
+
 // Busy time of rank 0 of `yaml` when the collectives of dimension `d` take `seconds`.
 Seconds busy(const std::string& yaml, Dim d, Seconds seconds) {
   const Scenario s = parse_scenario(yaml, "test");
