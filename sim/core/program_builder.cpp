@@ -218,10 +218,12 @@ class Builder {
   // pipeline transfers block the compute stream; the context-parallel ring's send/recv
   // with two peers takes 2 × NCCL's channels per peer, a few CTAs, not modelled here.
   int comm_sms() const {
-    const bool ep_overlap = par_.schedule == models::Schedule::dualpipe && par_.ep > 1;
-    if (group_size(Dim::dp) <= 1 && !ep_overlap) return 0;
+    if (group_size(Dim::dp) <= 1 && !ep_overlap()) return 0;
     return std::min(compute_->gpu().sm_count - 1, hw::net::nccl_channels(s_.cluster.nics_per_node));
   }
+
+  // DualPipe runs its expert-parallel all-to-alls under the paired chunk's compute.
+  bool ep_overlap() const { return par_.schedule == models::Schedule::dualpipe && par_.ep > 1; }
 
   // HBM bandwidth the collective of comm_sms() takes: twice the rate each GPU's ring
   // step runs at (NVIDIA/nccl#1428: NCCL stores what it receives and reads it back to send
@@ -230,8 +232,7 @@ class Builder {
   BytesPerSecond comm_hbm() const {
     const auto& c = s_.cluster;
     const bool in_node =
-        par_.tp * group_size(Dim::dp) <= c.gpus_per_node &&
-        !(par_.schedule == models::Schedule::dualpipe && par_.ep > 1 && par_.tp * par_.ep > c.gpus_per_node);
+        par_.tp * group_size(Dim::dp) <= c.gpus_per_node && !(ep_overlap() && par_.tp * par_.ep > c.gpus_per_node);
     return 2.0 * (in_node ? c.intra_bandwidth : c.nic_bandwidth * c.nics_per_node / c.gpus_per_node);
   }
 
