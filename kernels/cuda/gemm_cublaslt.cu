@@ -140,6 +140,19 @@ std::vector<float> download(const char* src, std::size_t n) {
   return f;
 }
 
+// Calls f(T{}) with T the element type of LtGemm's A and B for `dtype`.
+template <typename F>
+void with_operand_type(const std::string& dtype, F&& f) {
+  if (dtype == "bf16")
+    f(__nv_bfloat16{});
+  else if (dtype == "fp16")
+    f(__half{});
+  else if (dtype == "fp32")
+    f(float{});
+  else
+    f(__nv_fp8_e4m3{});
+}
+
 }  // namespace
 
 TimingStats bench_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std::string& dtype,
@@ -147,19 +160,11 @@ TimingStats bench_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std
   LtGemm g(m, n, k, dtype);
   // Random operands: a GEMM on zeros draws less power and runs faster (fill_random.cuh).
   const auto mk = static_cast<std::size_t>(m * k), kn = static_cast<std::size_t>(k * n);
-  auto fill = [&](auto tag) {
+  with_operand_type(dtype, [&](auto tag) {
     using T = decltype(tag);
     fill_random(reinterpret_cast<T*>(g.a()), mk, 1);
     fill_random(reinterpret_cast<T*>(g.b()), kn, 2);
-  };
-  if (dtype == "bf16")
-    fill(__nv_bfloat16{});
-  else if (dtype == "fp16")
-    fill(__half{});
-  else if (dtype == "fp32")
-    fill(float{});
-  else
-    fill(__nv_fp8_e4m3{});
+  });
   return time_gpu([&] { g.run(nullptr); }, nullptr, cfg);
 }
 
@@ -168,19 +173,11 @@ CheckResult check_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std
   std::vector<float> a, b, c;
   const auto mk = static_cast<std::size_t>(m * k), kn = static_cast<std::size_t>(k * n),
              mn = static_cast<std::size_t>(m * n);
-  if (dtype == "bf16") {
-    a = upload_random<__nv_bfloat16>(g.a(), mk, 1);
-    b = upload_random<__nv_bfloat16>(g.b(), kn, 2);
-  } else if (dtype == "fp16") {
-    a = upload_random<__half>(g.a(), mk, 1);
-    b = upload_random<__half>(g.b(), kn, 2);
-  } else if (dtype == "fp32") {
-    a = upload_random<float>(g.a(), mk, 1);
-    b = upload_random<float>(g.b(), kn, 2);
-  } else {
-    a = upload_random<__nv_fp8_e4m3>(g.a(), mk, 1);
-    b = upload_random<__nv_fp8_e4m3>(g.b(), kn, 2);
-  }
+  with_operand_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    a = upload_random<T>(g.a(), mk, 1);
+    b = upload_random<T>(g.b(), kn, 2);
+  });
   g.run(nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
   if (dtype == "fp16")
