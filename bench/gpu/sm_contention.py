@@ -24,7 +24,6 @@ import torch
 
 HOLD_SMEM = 96 * 1024
 HOLD_THREADS = 512
-stream_of_holder = None
 HOLD_SRC = r"""
 extern "C" __global__ void hold(long long cycles, int* sink) {
   extern __shared__ int smem[];
@@ -47,23 +46,45 @@ def timed(fn, stream, reps=10):
     return start.elapsed_time(stop) / reps / 1e3
 
 
+def bf16_matmul(m, n, k):
+    """C[m x n] = A[m x k] B[k x n] on random bf16 operands, as a call."""
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    return lambda: torch.matmul(a, b, out=c)
+
+
+class Holder:
+    """R SMs held by the spinning kernel on its own stream while `fn` is timed on `stream`."""
+
+    def __init__(self, stream, clock_hz):
+        self.kernel = cupy.RawKernel(HOLD_SRC, "hold")
+        self.kernel.max_dynamic_shared_size_bytes = HOLD_SMEM
+        self.sink = cupy.zeros(1, dtype=cupy.int32)
+        self.stream = stream
+        self.clock_hz = clock_hz
+
+    def time_beside(self, fn, work_stream, held, spin_s, reps):
+        torch.cuda.synchronize()
+        with cupy.cuda.ExternalStream(self.stream.cuda_stream):
+            self.kernel((held,), (HOLD_THREADS,), (cupy.int64(int(spin_s * self.clock_hz)), self.sink),
+                        shared_mem=HOLD_SMEM)
+        with torch.cuda.stream(work_stream):
+            torch.cuda._sleep(200000)  # let the holder's CTAs take their SMs first
+        t = timed(fn, work_stream, reps)
+        torch.cuda.synchronize()
+        return t
+
+
 def main():
     out_path = sys.argv[1]
     dev = torch.cuda.get_device_properties(0)
     sms = dev.multi_processor_count
-    clock_hz = 1.98e9  # H100 SXM boost clock; the spin only has to outlast the work
-    hold = cupy.RawKernel(HOLD_SRC, "hold")
-    hold.max_dynamic_shared_size_bytes = HOLD_SMEM
-    sink = cupy.zeros(1, dtype=cupy.int32)
-    global stream_of_holder
-    work_stream, hold_stream = torch.cuda.Stream(), torch.cuda.Stream()
-    stream_of_holder = hold_stream
+    work_stream = torch.cuda.Stream()
+    holder = Holder(torch.cuda.Stream(), 1.98e9)  # H100 SXM boost clock; the spin only has to outlast the work
 
     def gemm_case(m, n, k):
-        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
-        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-        return (lambda: torch.matmul(a, b, out=c)), 2.0 * m * n * k
+        return bf16_matmul(m, n, k), 2.0 * m * n * k
 
     def copy_case(nbytes):
         src = torch.randn(nbytes // 4, device="cuda", dtype=torch.float32)
@@ -84,22 +105,12 @@ def main():
         alone = statistics.median(timed(fn, work_stream) for _ in range(5))
         row = {"case": label, "alone_s": alone, "tflops_alone": flops / alone / 1e12 if flops else None, "held": {}}
         for held in (8, 16, 24, 32):
-            runs = []
-            for _ in range(5):
-                torch.cuda.synchronize()
-                with cupy.cuda.ExternalStream(hold_stream.cuda_stream):
-                    hold((held,), (HOLD_THREADS,), (cupy.int64(int(alone * 10 * 3 * clock_hz)), sink),
-                         shared_mem=HOLD_SMEM)
-                with torch.cuda.stream(work_stream):
-                    torch.cuda._sleep(200000)  # let the holder's CTAs take their SMs first
-                runs.append(timed(fn, work_stream))
-                torch.cuda.synchronize()
-            t = statistics.median(runs)
+            t = statistics.median(holder.time_beside(fn, work_stream, held, alone * 10 * 3, 10) for _ in range(5))
             row["held"][held] = {"seconds": t, "ratio": t / alone,
                                  "sm_ratio": sms / (sms - held)}
         rows.append(row)
     settle = settling_curve(work_stream)
-    sweep = sweep_held(work_stream, hold, sink, clock_hz, held=16)
+    sweep = sweep_held(work_stream, holder, held=16)
     result = {"device": dev.name, "sms": sms, "torch": torch.__version__, "cuda": torch.version.cuda,
               "hold": {"threads": HOLD_THREADS, "smem_bytes": HOLD_SMEM}, "rows": rows,
               "settle": settle, "sweep_held16": sweep}
@@ -126,16 +137,14 @@ def main():
 
 def settling_curve(stream, seconds=3.0):
     m = n = k = 8192
-    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
-    c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    fn = bf16_matmul(m, n, k)
     torch.cuda.synchronize()
     count = int(seconds / 1.3e-3)
     events = [torch.cuda.Event(enable_timing=True) for _ in range(count + 1)]
     with torch.cuda.stream(stream):
         events[0].record()
         for i in range(count):
-            torch.matmul(a, b, out=c)
+            fn()
             events[i + 1].record()
     events[-1].synchronize()
     edges = [0.01, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 3.0]
@@ -164,31 +173,19 @@ def sweep_shapes():
     return out
 
 
-def sweep_held(stream, hold, sink, clock_hz, held):
+def sweep_held(stream, holder, held):
     rows = []
     for m, n, k in sweep_shapes():
-        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
-        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-        fn = lambda: torch.matmul(a, b, out=c)
+        fn = bf16_matmul(m, n, k)
         for _ in range(3):
             fn()
         alone = statistics.median(timed(fn, stream, 5) for _ in range(3))
-        runs = []
-        for _ in range(3):
-            torch.cuda.synchronize()
-            with cupy.cuda.ExternalStream(stream_of_holder.cuda_stream):
-                hold((held,), (HOLD_THREADS,), (cupy.int64(int(alone * 5 * 4 * clock_hz + 2e5)), sink),
-                     shared_mem=HOLD_SMEM)
-            with torch.cuda.stream(stream):
-                torch.cuda._sleep(200000)
-            runs.append(timed(fn, stream, 5))
-            torch.cuda.synchronize()
-        t = statistics.median(runs)
+        spin_s = alone * 5 * 4 + 2e5 / holder.clock_hz
+        t = statistics.median(holder.time_beside(fn, stream, held, spin_s, 5) for _ in range(3))
         tiles = -(-m // 128) * -(-n // 256)
         rows.append({"m": m, "n": n, "k": k, "alone_s": alone, "held_s": t, "ratio": t / alone,
                      "tiles_128x256": tiles, "tflops_alone": 2.0 * m * n * k / alone / 1e12})
-        del a, b, c
+        del fn  # free the operands before the next shape's
     return rows
 
 
