@@ -31,6 +31,19 @@ std::string_view to_string(Framework f) {
 FrameworkProfile default_profile(Framework f) {
   FrameworkProfile p;
   p.framework = f;
+  // dp_one_stream (true for all four): each framework gathers parameters and reduces
+  // gradients over one data-parallel process group — Megatron-core's param_and_grad_buffer
+  // (data_parallel_group for both), DeepSpeed's ZeRO-3 as Megatron-DeepSpeed builds it
+  // (zero.Init(data_parallel_group=mpu.get_data_parallel_group()), the engine's
+  // dp_process_group from the same mpu), FSDP's process_group. PyTorch's
+  // ProcessGroupNCCL runs every collective of a group on its one internal NCCL stream
+  // (pytorch/pytorch#65299: FSDP's all-gather and reduce-scatter streams do not overlap,
+  // "it allows one process group to run single NCCL stream only, this is expected";
+  // pytorch/pytorch#136187), and NCCL serializes the operations of one communicator
+  // (NVIDIA/nccl#574: "NCCL collective operations on a given communicator are always
+  // serialized"). So a gather issued after a gradient reduction starts when it ends.
+  // PyTorch PR #176949 (2026) gives FSDP2's all-gather and reduce-scatter their own
+  // process groups: training.dp_one_stream false models that.
   switch (f) {
     case Framework::megatron_core:
     case Framework::megatron_lm:

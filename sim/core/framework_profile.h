@@ -53,6 +53,13 @@ struct FrameworkProfile {
   // them again in backward (FULL_SHARD); false keeps them to the backward
   // (SHARD_GRAD_OP) and skips the backward gathers.
   bool reshard_after_forward = true;
+  // Parameter all-gathers and gradient reductions of the data-parallel group run on one
+  // stream, one after the other in issue order: every framework here issues both over
+  // one torch.distributed process group, and PyTorch's ProcessGroupNCCL runs all of a
+  // group's collectives on its one internal NCCL stream (framework_profile.cpp cites
+  // it). false: on two streams, so a gather never queues behind a reduction (separate
+  // process groups for the two, as FSDP2 has since pytorch/pytorch PR #176949, 2026).
+  bool dp_one_stream = true;
   // FSDP backward_prefetch: BACKWARD_PRE (default) issues the next unit's
   // all-gather before the current unit's gradient computation; BACKWARD_POST and
   // none issue it after, so it does not overlap compute.

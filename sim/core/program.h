@@ -26,8 +26,10 @@ using hw::net::kNumDims;
 using hw::net::Layout;
 
 // Async streams of a rank: one per dimension (index = Dim), plus a second DP
-// stream for parameter all-gathers (ZeRO-3 layer gathers, overlapped ZeRO-1/2
-// parameter gathers), so gathers never queue behind gradient reductions.
+// channel for parameter all-gathers (ZeRO-3 layer gathers, overlapped ZeRO-1/2
+// parameter gathers), whose waits count gathers only. Where the framework runs the
+// data-parallel group's collectives on one stream (Program::dp_one_stream), the
+// gathers execute in the DP stream's queue, in issue order with the reductions.
 inline constexpr int kGatherChannel = kNumDims;
 inline constexpr int kNumChannels = kNumDims + 1;
 
@@ -109,6 +111,8 @@ struct Program {
   models::Schedule schedule = models::Schedule::one_f_one_b;  // placement of the chunks, p2p peers
   std::vector<StageProgram> stages;
   std::vector<std::string> labels;
+  // FrameworkProfile::dp_one_stream: gathers queue with the gradient reductions.
+  bool dp_one_stream = false;
   std::uint16_t label(const std::string& name);
 };
 

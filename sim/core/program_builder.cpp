@@ -64,6 +64,7 @@ class Builder {
   Program build() {
     const int p = par_.pp, v = par_.vpp;
     prog_.schedule = par_.schedule;
+    prog_.dp_one_stream = fw_.dp_one_stream;
     for (int stage = 0; stage < p; ++stage) {
       // A mixed cluster costs each stage on its own GPU (sim/core/mixed_cluster.h).
       const auto& own = opt_.stage_compute;

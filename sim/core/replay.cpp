@@ -331,11 +331,13 @@ bool Replay::interact(RankState& r, const Instr& in, RankStats& st) {
       send(r, in);
       return true;
     case InstrKind::launch: {
-      auto& ch = channels_[static_cast<std::size_t>(r.slot)][in.channel];
+      auto& own = channels_[static_cast<std::size_t>(r.slot)];
+      ++own[in.channel].launched;  // counted on its own channel, run on its stream
+      const int stream = stream_of(in.channel);
+      auto& ch = own[stream];
       ch.queue.push_back({&in, r.t, current_microbatch(r), current_phase(r)});
-      ++ch.launched;
       if (in.dim == Dim::dp || in.dim == Dim::ep) expect_comm(r, ch, in);  // what holds SMs (Builder::comm_sms)
-      if (!ch.busy) start_async(r, in.channel, r.t);
+      if (!ch.busy) start_async(r, stream, r.t);
       return true;
     }
     case InstrKind::wait:
@@ -502,22 +504,25 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
     return;
   }
   // Async stream: finish the op on every member, start its next queued op, then
-  // wake ranks whose compute stream waits on this stream.
+  // wake ranks whose compute stream waits on the op's channel.
+  int done_channel = channel;
   for (std::size_t i = 0; i < n; ++i) {
     prefetch(i + kAhead);
     const std::int32_t slot = g.resuming[i];
     RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
     auto& st = self->stats_[static_cast<std::size_t>(slot)];
-    auto& ch = self->channels_[static_cast<std::size_t>(slot)][channel];
+    auto& own = self->channels_[static_cast<std::size_t>(slot)];
+    auto& ch = own[channel];
     st.wire[di] += wire;
+    const Launched& op = ch.queue[ch.head];
+    done_channel = op.instr->channel;  // the same op on every member (their programs match)
     if (self->opt_.trace) {
-      const Launched& op = ch.queue[ch.head];
-      Span sp = self->span_of(r, static_cast<std::uint8_t>(1 + channel), *op.instr, start, now);
+      Span sp = self->span_of(r, static_cast<std::uint8_t>(1 + done_channel), *op.instr, start, now);
       sp.microbatch = op.microbatch;
       sp.phase = op.phase;
       self->record(sp);
     }
-    ++ch.completed;
+    ++own[done_channel].completed;
     ch.busy = false;
     if (++ch.head < ch.queue.size()) {
       self->start_async(r, channel, now);
@@ -528,7 +533,7 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
   }
   for (std::int32_t slot : g.resuming) {
     RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
-    if (r.block == Block::wait && r.wait_channel == channel) self->resume_after_wait(r);
+    if (r.block == Block::wait && r.wait_channel == done_channel) self->resume_after_wait(r);
   }
 }
 

@@ -198,6 +198,9 @@ class Replay {
   bool next_instr(RankState& r);
   // `channel` < 0: the compute stream (blocking collective); else an async stream.
   void arrive(RankState& r, Dim d, int channel, const Instr& in, Tick at);
+  // The stream that runs channel c's ops: the DP stream for the gather channel when the
+  // framework runs the DP group's collectives on one stream (Program::dp_one_stream).
+  int stream_of(int c) const { return c == kGatherChannel && program_.dp_one_stream ? static_cast<int>(Dim::dp) : c; }
   void start_async(RankState& r, int channel, Tick at);
   bool wait_satisfied(const RankState& r, const Instr& in) const;
   void send(RankState& r, const Instr& in);

@@ -179,6 +179,7 @@ void read_framework(const hw::StrictReader& r, const YAML::Node& t, const YAML::
   if (f == Framework::deepspeed) read_deepspeed(r, t["deepspeed"], s);
   if (f == Framework::fsdp) read_fsdp(r, t["fsdp"], s);
   if (is_megatron(f)) read_megatron(r, t["megatron"], parallel, s);
+  if (t["dp_one_stream"]) s.framework.dp_one_stream = r.boolean(t["dp_one_stream"], "training.dp_one_stream");
   if (!is_megatron(f))
     for (const char* key : {"overlap_grad_reduce", "overlap_param_gather"})
       if (parallel && parallel[key])

@@ -145,6 +145,8 @@ const std::vector<ScenarioKey>& key_table() {
       {"training.memory.allocator_overhead", "", "0", "reserved-minus-allocated gap, fraction of allocated, 0 to 4", "",
        ""},
       {"training.framework", "", "megatron-core", "megatron-core | megatron-lm | deepspeed | fsdp", "", ""},
+      {"training.dp_one_stream", "", "true",
+       "DP parameter gathers queue with gradient reductions (one process group, one NCCL stream)", "", ""},
       {"training.deepspeed_config", "path", "",
        "a DeepSpeed JSON config: sets framework deepspeed and fills the keys the scenario does not give", "", ""},
       {"training.deepspeed", "", "", "DeepSpeed's own keys (framework deepspeed)", "", ""},

@@ -44,6 +44,8 @@ TEST(FrameworkProfile, DefaultsAreTheDocumentedOnes) {
   EXPECT_TRUE(fs.grad_reduce_per_unit);
   EXPECT_TRUE(fs.reshard_after_forward);
   EXPECT_TRUE(fs.backward_prefetch);
+  // Every framework gathers and reduces over one process group: one NCCL stream.
+  for (const auto& f : kFrameworkNames) EXPECT_TRUE(default_profile(f.value).dp_one_stream) << f.name;
 }
 
 TEST(FrameworkProfile, DeepSpeedReleases) {

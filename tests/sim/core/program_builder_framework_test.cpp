@@ -237,6 +237,12 @@ TEST(ProgramBuilderFramework, FsdpReshardAndPerUnitReduceScatter) {
   EXPECT_EQ(max_gather_wait(phase(b.p.stages[0], false)), 1);
 }
 
+TEST(ProgramBuilderFramework, DpOneStreamComesFromTheProfileOrTheKey) {
+  const std::string z3 = "  zero_stage: 3";
+  EXPECT_TRUE(build(one_stage_yaml(2, 4, 4, z3, "  framework: fsdp")).p.dp_one_stream);
+  EXPECT_FALSE(build(one_stage_yaml(2, 4, 4, z3, "  framework: fsdp\n  dp_one_stream: false")).p.dp_one_stream);
+}
+
 TEST(ProgramBuilderFramework, DeepSpeedZero1BucketsAfterBackward) {
   // ZeRO-1 under DeepSpeed: overlap_comm defaults to false below stage 3, so the
   // gradients are reduce-scattered after the backward (epilogue) in

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "models/memory.h"
+#include "sim/core/replay.h"
 #include "sim/core/simulate.h"
 #include "sim/io/result_json.h"
 #include "sim/io/scenario_file.h"
@@ -183,6 +184,57 @@ TEST(Replay, ContractFieldsAreSane) {
     EXPECT_TRUE(j["exposed_comm_s"].contains(k));
     EXPECT_TRUE(j["comm_bytes_per_gpu"].contains(k));
   }
+}
+
+// A DP gradient all-reduce of 10 ms launched just before a 1 ms parameter all-gather
+// that the compute stream then waits for (ZeRO-3 / FSDP backward). On one stream (one
+// process group: PyTorch's ProcessGroupNCCL runs a group's collectives on one NCCL
+// stream, NVIDIA/nccl#574) the gather runs after the all-reduce; on two it runs at once.
+class ReduceAndGather : public CollectiveCost {
+ public:
+  Seconds seconds(CollectiveKind c, Dim, const GroupShape&, Bytes) const override {
+    return c == CollectiveKind::all_reduce ? 10e-3 : 1e-3;
+  }
+};
+
+Tick gather_behind_reduce(bool one_stream) {
+  Program p;
+  p.dp_one_stream = one_stream;
+  StageProgram sp;
+  sp.steps = {{Phase::forward, 0, 0}};
+  auto instr = [&](InstrKind k, int channel, CollectiveKind c, int count, Tick duration) {
+    Instr in;
+    in.kind = k;
+    in.dim = Dim::dp;
+    in.coll = c;
+    in.channel = static_cast<std::uint8_t>(channel);
+    in.count = count;
+    in.duration = duration;
+    in.bytes = k == InstrKind::compute ? duration : 1 << 20;  // compute: its duration under a collective
+    in.label = p.label("op");
+    return in;
+  };
+  const int dp = static_cast<int>(Dim::dp);
+  ChunkProgram chunk;
+  chunk.forward = {instr(InstrKind::launch, dp, CollectiveKind::all_reduce, 0, 0),
+                   instr(InstrKind::launch, kGatherChannel, CollectiveKind::all_gather, 0, 0),
+                   instr(InstrKind::wait, kGatherChannel, CollectiveKind::all_gather, 0, 0),
+                   instr(InstrKind::compute, 0, CollectiveKind::all_reduce, 0, to_ticks(1e-3))};
+  sp.chunks.push_back(chunk);
+  sp.epilogue = {instr(InstrKind::wait, dp, CollectiveKind::all_reduce, 0, 0)};
+  p.stages.push_back(std::move(sp));
+  const ReduceAndGather cost;
+  AnalyticTransport transport(cost);
+  Replay replay(p, Layout(1, 1, 2, 1, 1, 8), 1, transport, {});
+  replay.run();
+  return replay.iteration_ticks();
+}
+
+TEST(Replay, DataParallelGatherQueuesBehindAReductionOnOneStream) {
+  // One stream: the gather from 10 to 11 ms, the compute until 12 ms.
+  EXPECT_EQ(gather_behind_reduce(true), to_ticks(12e-3));
+  // Two streams: the gather until 1 ms, the compute until 2 ms, the all-reduce until 10 ms.
+  EXPECT_EQ(gather_behind_reduce(false), to_ticks(10e-3));
 }
 
 }  // namespace
