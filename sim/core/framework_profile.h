@@ -4,6 +4,7 @@
 // `training.framework` and overrides its fields under the framework's own key names
 // (`training.deepspeed`, `training.fsdp`, `training.megatron`; sim/io/scenario_file).
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,12 @@ enum class GatherUnit {
   layer,      // one all-gather per block (Megatron-core, FSDP's per-layer wrapping unit)
   submodule,  // one per parameter-holding linear module (DeepSpeed's fetch_sub_module)
 };
+
+enum class BackwardPrefetch : std::uint8_t { pre, post, none };
+inline constexpr models::Spelling<BackwardPrefetch> kBackwardPrefetchNames[] = {
+    {BackwardPrefetch::pre, "BACKWARD_PRE"},
+    {BackwardPrefetch::post, "BACKWARD_POST"},
+    {BackwardPrefetch::none, "none"}};
 
 struct FrameworkProfile {
   Framework framework = Framework::megatron_core;
@@ -61,9 +68,12 @@ struct FrameworkProfile {
   // process groups for the two, as FSDP2 has since pytorch/pytorch PR #176949, 2026).
   bool dp_one_stream = true;
   // FSDP backward_prefetch: BACKWARD_PRE (default) issues the next unit's
-  // all-gather before the current unit's gradient computation; BACKWARD_POST and
-  // none issue it after, so it does not overlap compute.
-  bool backward_prefetch = true;
+  // all-gather before the current unit's gradient computation; BACKWARD_POST after
+  // it, ahead of the current unit's reduce-scatter (torch/distributed/fsdp/
+  // _runtime_utils.py: _post_backward_hook calls _post_backward_reshard, which
+  // prefetches, before _reduce_grad); none when the next unit's backward needs it,
+  // after that reduce-scatter. Neither of the last two overlaps compute.
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::pre;
   // FSDP MixedPrecision reduce_dtype (training.fsdp.reduce_dtype) as bytes per
   // gradient element: 4 for fp32, 2 for bf16 / fp16; 0 = PyTorch's default
   // (reduce_dtype None), the parameter dtype.

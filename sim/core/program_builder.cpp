@@ -511,7 +511,8 @@ class Builder {
   Fetch plan_fetch(const ChunkBlocks& blocks, const std::vector<int>& order, bool backward) const {
     Fetch f;
     if (!zero3() || (backward && !fw_.reshard_after_forward)) return f;
-    f.prefetch = s_.plan.overlap_param_gather && (!backward || fw_.backward_prefetch) && !fw_.gather_blocks_host;
+    f.prefetch = s_.plan.overlap_param_gather && (!backward || fw_.backward_prefetch == BackwardPrefetch::pre) &&
+                 !fw_.gather_blocks_host;
     for (int l : order) {
       if (l < 0 || fw_.gather_unit == sim::GatherUnit::layer) {
         // A block without parameters here (the embedding of a single stage) has no gather.
@@ -754,6 +755,9 @@ class Builder {
         if (ws > 0) b.push_back(mem(InstrKind::release, MemCat::activations, ws, "recompute working set"));
       }
       zero3_after(b, fetch, blocks, l, true);
+      // FSDP's BACKWARD_POST: the next unit's gather goes out before this one's reduce-scatter.
+      if (fw_.backward_prefetch == BackwardPrefetch::post && fetch.launched < fetch.units.size())
+        launch_unit(b, fetch.units[fetch.launched++], true);
       if (!split()) dp_launch(b, trainable_block_params(l), fw_.grad_reduce_per_unit);
       tag_layer(b, first_instr, l);
     }

@@ -87,8 +87,8 @@ void read_fsdp(const hw::StrictReader& r, const YAML::Node& f, Scenario& s) {
     if (f["reshard_after_forward"])
       fp.reshard_after_forward = r.boolean(f["reshard_after_forward"], "training.fsdp.reshard_after_forward");
     if (f["backward_prefetch"])
-      fp.backward_prefetch = r.choice(f["backward_prefetch"], "training.fsdp.backward_prefetch",
-                                      {"BACKWARD_PRE", "BACKWARD_POST", "none"}) == "BACKWARD_PRE";
+      fp.backward_prefetch =
+          r.choice(f["backward_prefetch"], "training.fsdp.backward_prefetch", kBackwardPrefetchNames);
     if (f["reduce_dtype"])
       fp.reduce_bytes =
           r.choice(f["reduce_dtype"], "training.fsdp.reduce_dtype", {"fp32", "bf16", "fp16"}) == "fp32" ? 4.0 : 2.0;

@@ -43,7 +43,7 @@ TEST(FrameworkProfile, DefaultsAreTheDocumentedOnes) {
   const auto fs = default_profile(Framework::fsdp);
   EXPECT_TRUE(fs.grad_reduce_per_unit);
   EXPECT_TRUE(fs.reshard_after_forward);
-  EXPECT_TRUE(fs.backward_prefetch);
+  EXPECT_EQ(fs.backward_prefetch, BackwardPrefetch::pre);
   // Every framework gathers and reduces over one process group: one NCCL stream.
   for (const auto& f : kFrameworkNames) EXPECT_TRUE(default_profile(f.value).dp_one_stream) << f.name;
 }

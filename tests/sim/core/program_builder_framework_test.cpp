@@ -237,6 +237,32 @@ TEST(ProgramBuilderFramework, FsdpReshardAndPerUnitReduceScatter) {
   EXPECT_EQ(max_gather_wait(phase(b.p.stages[0], false)), 1);
 }
 
+// The kinds of the DP launches of a backward pass, in issue order (what one stream runs).
+std::string dp_launch_order(const std::string& prefetch) {
+  const Built b = build(
+      one_stage_yaml(2, 4, 4, "  zero_stage: 3", "  framework: fsdp\n  fsdp: {backward_prefetch: " + prefetch + "}"));
+  std::string order;
+  for (const Instr& in : phase(b.p.stages[0], true))
+    if (in.kind == InstrKind::launch && in.dim == Dim::dp)
+      order += in.coll == CollectiveKind::all_gather ? 'G' : in.coll == CollectiveKind::reduce_scatter ? 'R' : '?';
+  return order;
+}
+
+TEST(ProgramBuilderFramework, FsdpBackwardPrefetchOrdersTheGatherAndTheReduceScatter) {
+  // Gathered units in backward: layer 1, layer 0, the embedding (with the tied head).
+  // BACKWARD_PRE issues the next unit's gather before this one's gradients;
+  // BACKWARD_POST after them but before this unit's reduce-scatter
+  // (_post_backward_reshard, then _reduce_grad): the same order, and PRE's gather
+  // overlaps the gradients (ProgramBuilderFramework.FsdpReshardAndPerUnitReduceScatter);
+  // none when the next unit's backward starts, after the reduce-scatter.
+  EXPECT_EQ(dp_launch_order("BACKWARD_PRE"), "GGRGRR");
+  EXPECT_EQ(dp_launch_order("BACKWARD_POST"), "GGRGRR");
+  EXPECT_EQ(dp_launch_order("none"), "GRGRGR");
+  const Built post = build(
+      one_stage_yaml(2, 4, 4, "  zero_stage: 3", "  framework: fsdp\n  fsdp: {backward_prefetch: BACKWARD_POST}"));
+  EXPECT_EQ(max_gather_wait(phase(post.p.stages[0], true)), 0);
+}
+
 TEST(ProgramBuilderFramework, DpOneStreamComesFromTheProfileOrTheKey) {
   const std::string z3 = "  zero_stage: 3";
   EXPECT_TRUE(build(one_stage_yaml(2, 4, 4, z3, "  framework: fsdp")).p.dp_one_stream);
