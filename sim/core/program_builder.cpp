@@ -591,16 +591,19 @@ class Builder {
   }
   // What a list-form gather (DeepSpeed before 0.5.5, framework_profile.cpp) adds to
   // its collective, with the host blocked throughout: the gathered buffer zeroed
-  // (torch.zeros), one narrow() view per rank on the host, then PyTorch's copy of the
-  // flat result into each view, the host issuing one copy per rank while the GPU
-  // moves the bytes (read and write).
+  // (torch.zeros), one narrow() view per rank on the host (DeepSpeed's
+  // _allgather_param), then PyTorch's copy of the flat result into each view, two
+  // eager calls per rank — the flat result's row (outputFlattened[i][j], a select)
+  // and its copy_ (ProcessGroupNCCL::allgather's post-processing loop) — while the
+  // GPU moves the bytes (read and write).
   Tick list_gather_ticks(Bytes bytes) const {
-    const double per_rank = group_size(Dim::dp) * kEagerOpHostSeconds;
+    const double views = group_size(Dim::dp) * kEagerOpHostSeconds;
+    const double copies = 2 * group_size(Dim::dp) * kEagerOpHostSeconds;
     hw::KernelDesc zero, copy;
     zero.cls = copy.cls = hw::KernelClass::memory;
     zero.bytes = bytes;
     copy.bytes = 2 * bytes;
-    return to_ticks(compute_->seconds(zero) + per_rank + std::max(per_rank, compute_->seconds(copy)));
+    return to_ticks(compute_->seconds(zero) + views + std::max(copies, compute_->seconds(copy)));
   }
   // Bytes of a block that its gathers bring in (persistent submodules excluded).
   Bytes gathered_bytes(const ChunkBlocks& blocks, int block) const {
