@@ -556,8 +556,11 @@ class Builder {
 
   void launch_unit(std::vector<Instr>& out, const GatherUnit& u, bool backward) {
     out.push_back(mem(InstrKind::alloc, MemCat::buffers, u.bytes, "gathered params"));
+    const ListGather list = list_gather(u.bytes);
+    push_compute(out, "zero3 gather buffer and per-rank views", list.before);
     launch(out, Dim::dp, kGatherChannel, CollectiveKind::all_gather, u.bytes,
            backward ? "zero3 gather (bwd)" : "zero3 gather");
+    push_compute(out, "zero3 gather per-rank copies issued", list.during);
   }
 
   // Before computing `op` of `block` (-1: the block as a whole): its unit gathered.
@@ -581,8 +584,7 @@ class Builder {
       }
     }
     wait(out, Dim::dp, kGatherChannel, static_cast<int>(f.launched - u - 1));
-    if (fw_.gather_per_rank_ops)
-      push_compute(out, "zero3 gather per-rank views/copies", list_gather_ticks(f.units[u].bytes));
+    push_compute(out, "zero3 gather per-rank copies", list_gather(f.units[u].bytes).after);
     if (par_.offload_params) {
       // ZeRO-Infinity: the shard comes from host memory over PCIe first.
       const double shard = f.units[u].bytes / group_size(Dim::dp);
@@ -590,20 +592,25 @@ class Builder {
     }
   }
   // What a list-form gather (DeepSpeed before 0.5.5, framework_profile.cpp) adds to
-  // its collective, with the host blocked throughout: the gathered buffer zeroed
-  // (torch.zeros), one narrow() view per rank on the host (DeepSpeed's
-  // _allgather_param), then PyTorch's copy of the flat result into each view, two
-  // eager calls per rank — the flat result's row (outputFlattened[i][j], a select)
-  // and its copy_ (ProcessGroupNCCL::allgather's post-processing loop) — while the
-  // GPU moves the bytes (read and write).
-  Tick list_gather_ticks(Bytes bytes) const {
-    const double views = group_size(Dim::dp) * kEagerOpHostSeconds;
-    const double copies = 2 * group_size(Dim::dp) * kEagerOpHostSeconds;
+  // its collective, with the host blocked throughout. Before it: the gathered buffer
+  // zeroed (torch.zeros) and one narrow() view per rank on the host (DeepSpeed's
+  // _allgather_param). Then PyTorch's ProcessGroupNCCL::allgather enqueues the NCCL
+  // kernel and, at once (collective() runs its `post` right after the NCCL call), the
+  // copy of the flat result into each view: two eager calls per rank, the flat
+  // result's row (outputFlattened[i][j], a select) and its copy_, issued while the
+  // gather runs; the copies move the bytes (read and write) on the NCCL stream after it.
+  struct ListGather {
+    Tick before = 0, during = 0, after = 0;
+  };
+  ListGather list_gather(Bytes bytes) const {
+    if (!fw_.gather_per_rank_ops) return {};
     hw::KernelDesc zero, copy;
     zero.cls = copy.cls = hw::KernelClass::memory;
     zero.bytes = bytes;
     copy.bytes = 2 * bytes;
-    return to_ticks(compute_->seconds(zero) + views + std::max(copies, compute_->seconds(copy)));
+    const double views = group_size(Dim::dp) * kEagerOpHostSeconds;
+    const double copies = 2 * group_size(Dim::dp) * kEagerOpHostSeconds;
+    return {to_ticks(compute_->seconds(zero) + views), to_ticks(copies), to_ticks(compute_->seconds(copy))};
   }
   // Bytes of a block that its gathers bring in (persistent submodules excluded).
   Bytes gathered_bytes(const ChunkBlocks& blocks, int block) const {

@@ -97,13 +97,17 @@ TEST(ProgramBuilderFramework, DeepSpeedPrefetchWindow) {
   EXPECT_EQ(max_gather_wait(fwd("  deepspeed: {overlap_comm: false}")), 0);
 }
 
-// The host-side work a list-form gather adds (DeepSpeed before 0.5.5): the total
-// duration of the compute instructions of that name in `v`.
+// The work a list-form gather adds (DeepSpeed before 0.5.5): the total duration of the
+// compute instructions of those names in `v`.
 double per_rank_copy_seconds(const std::vector<Instr>& v, const Program& p) {
   double t = 0;
-  for (const Instr& in : v)
-    if (in.kind == InstrKind::compute && p.labels[in.label] == "zero3 gather per-rank views/copies")
+  for (const Instr& in : v) {
+    if (in.kind != InstrKind::compute) continue;
+    const std::string& name = p.labels[in.label];
+    if (name == "zero3 gather buffer and per-rank views" || name == "zero3 gather per-rank copies issued" ||
+        name == "zero3 gather per-rank copies")
       t += to_seconds(in.duration);
+  }
   return t;
 }
 
@@ -138,6 +142,17 @@ TEST(ProgramBuilderFramework, DeepSpeedReleasesBefore06GatherWithTheHostBlocked)
   const int gathers = tally(fwd, CollectiveKind::all_gather).count;
   ASSERT_GT(gathers, 0);
   EXPECT_NEAR(wide64 - narrow4, gathers * 3 * (64 - 4) * kEagerOpHostSeconds, 1e-6);
+  // The views come before the gather is launched; the copies are issued while it runs
+  // (ProcessGroupNCCL's `post` right after the NCCL call), before the wait for it.
+  std::string order;
+  for (const Instr& in : fwd) {
+    const std::string& name = old.p.labels[in.label];
+    if (in.kind == InstrKind::launch && in.coll == CollectiveKind::all_gather) order += 'G';
+    if (in.kind == InstrKind::wait && in.channel == kGatherChannel) order += 'W';
+    if (name == "zero3 gather buffer and per-rank views") order += 'v';
+    if (name == "zero3 gather per-rank copies issued") order += 'c';
+  }
+  EXPECT_EQ(order.substr(0, 8), "vGcWvGcW");
   const Built mid = built("  deepspeed: {version: \"0.5.5\"}", 4);
   EXPECT_EQ(max_gather_wait(phase(mid.p.stages[0], false)), 0);
   EXPECT_EQ(per_rank_copy_seconds(phase(mid.p.stages[0], false), mid.p), 0);
