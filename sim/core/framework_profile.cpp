@@ -142,8 +142,11 @@ void apply_deepspeed_release(FrameworkProfile& fp, DeepSpeedVersion v, std::opti
   // world_size narrow() views for the list form of torch.distributed.all_gather (whose
   // ProcessGroupNCCL implementation copies the flat result out once per rank);
   // fetch_sub_module then waits in _synchronize_communication (comm_stream and
-  // torch.cuda.synchronize). Prefetching went through the same path, so it was
-  // "not async at all" (DeepSpeed PR #1188, v0.5.5, which moved the fetch to
+  // torch.cuda.synchronize). Before PR #1170 (June 2021) the trace-based prefetch did
+  // not run at all: a sub-module's pre-forward hook ran before the module's own, whose
+  // reset_step put every step id one off the trace, so get_params_to_prefetch gave up
+  // ("Tracing failed", DeepSpeed issue #1069). After it, prefetching went through the
+  // same path, so it was "not async at all" (DeepSpeed PR #1188, v0.5.5, which moved the fetch to
   // _allgather_params_coalesced: flat all-gathers back to back, one synchronize).
   // v0.6.0 (PR #1453) gathers on its own stream with coalesced prefetch buckets,
   // the behaviour default_profile describes.
