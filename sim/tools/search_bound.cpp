@@ -79,7 +79,7 @@ struct StageBusy {
   bool starts_fwd0 = false, ends_bwd0 = false;
 };
 
-StageBusy stage_busy(const StageProgram& sp, const BusyMeter& busy_of) {
+StageBusy stage_busy(const StageProgram& sp, const BusyMeter& busy_of, bool dp_one_stream) {
   StageBusy s;
   std::array<Tick, kNumChannels> ch{};
   auto add_channels = [&](const Busy& b, Tick times) {
@@ -105,6 +105,11 @@ StageBusy stage_busy(const StageProgram& sp, const BusyMeter& busy_of) {
   s.epi = eb.every + eb.once;
   add_channels(pb, 1);
   add_channels(eb, 1);
+  // One DP stream (Program::dp_one_stream): the gathers run in the reductions' queue.
+  if (dp_one_stream) {
+    ch[static_cast<std::size_t>(Dim::dp)] += ch[kGatherChannel];
+    ch[kGatherChannel] = 0;
+  }
   for (Tick t : ch) s.channels = std::max(s.channels, t);
   s.starts_fwd0 = !sp.steps.empty() && sp.steps.front().phase == Phase::forward && sp.steps.front().chunk == 0;
   s.ends_bwd0 = !sp.steps.empty() && sp.steps.back().phase == Phase::backward && sp.steps.back().chunk == 0;
@@ -225,7 +230,7 @@ double iteration_time_lower_bound(const Scenario& s, const hw::ComputeCostModel&
   std::vector<StageBusy> stages(static_cast<std::size_t>(par.pp));
   for (const auto& sp : prog.stages) {
     const BusyMeter busy_of(layout, collectives, layout.rank_of(Coords{0, 0, 0, sp.stage}));
-    stages[static_cast<std::size_t>(sp.stage)] = stage_busy(sp, busy_of);
+    stages[static_cast<std::size_t>(sp.stage)] = stage_busy(sp, busy_of, prog.dp_one_stream);
   }
   return to_seconds(pipeline_bound(stages));
 }
