@@ -85,8 +85,10 @@ class Builder {
       prog_.stages.push_back(std::move(sp));
     }
     compute_ = default_compute_;
-    const auto steps = build_schedules(par_.schedule, p, par_.num_microbatches, v, {}, pass_times());
-    for (int stage = 0; stage < p; ++stage) prog_.stages[static_cast<std::size_t>(stage)].steps = steps[stage];
+    if (!opt_.schedule_steps) return std::move(prog_);
+    auto steps = build_schedules(par_.schedule, p, par_.num_microbatches, v, {}, pass_times());
+    for (int stage = 0; stage < p; ++stage)
+      prog_.stages[static_cast<std::size_t>(stage)].steps = std::move(steps[static_cast<std::size_t>(stage)]);
     return std::move(prog_);
   }
 

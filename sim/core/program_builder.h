@@ -28,6 +28,9 @@ struct BuildOptions {
   // A mixed-GPU cluster (sim/core/mixed_cluster.h): stage i's compute costs from
   // stage_compute[i] when it is given and not null, from `compute` otherwise.
   std::vector<const hw::ComputeCostModel*> stage_compute;
+  // false: leave every StageProgram::steps empty, for a caller that reads only the
+  // instruction lists (the plan search's bound, which takes the schedule from its own cache).
+  bool schedule_steps = true;
 };
 
 Program build_program(const Scenario& s, const hw::ComputeCostModel& compute, BuildOptions opt = {});

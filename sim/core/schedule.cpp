@@ -1,6 +1,7 @@
 #include "sim/core/schedule.h"
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <limits>
 
@@ -305,6 +306,24 @@ std::vector<std::vector<ScheduleStep>> build_schedules(models::Schedule kind, in
       for (int s = 0; s < p; ++s) out.push_back(classic_schedule(kind, s, p, m, v));
       return out;
   }
+}
+
+const std::vector<std::vector<ScheduleStep>>& cached_schedules(models::Schedule kind, int p, int m, int v) {
+  struct Entry {
+    std::array<int, 4> key{-1, 0, 0, 0};
+    std::vector<std::vector<ScheduleStep>> steps;
+  };
+  constexpr std::size_t kEntries = 8;  // a family's schedules (mbs x schedule kinds) in turn
+  thread_local std::array<Entry, kEntries> cache;
+  thread_local std::size_t next = 0;
+  const std::array<int, 4> key{static_cast<int>(kind), p, m, v};
+  for (const Entry& e : cache)
+    if (e.key == key) return e.steps;
+  Entry& e = cache[next];
+  next = (next + 1) % kEntries;
+  e.steps = build_schedules(kind, p, m, v);
+  e.key = key;
+  return e.steps;
 }
 
 std::vector<ScheduleStep> build_schedule(models::Schedule kind, int stage, int p, int m, int v) {

@@ -61,6 +61,11 @@ std::string schedule_requirement(models::Schedule kind, int p, int m, int v);
 std::vector<std::vector<ScheduleStep>> build_schedules(models::Schedule kind, int p, int m, int v,
                                                        PassTimes times = {},
                                                        const std::vector<PassTimes>& per_chunk = {});
+// build_schedules(kind, p, m, v) with the default pass times, from a small per-thread
+// cache of the last ones built: the plan search's pre-pass asks for the same schedule for
+// every candidate of a family that differs only in ZeRO, recompute or sequence
+// parallelism. The reference is valid until the thread's next call.
+const std::vector<std::vector<ScheduleStep>>& cached_schedules(models::Schedule kind, int p, int m, int v);
 // The steps of `stage` (0-based) alone.
 std::vector<ScheduleStep> build_schedule(models::Schedule kind, int stage, int p, int m, int v);
 

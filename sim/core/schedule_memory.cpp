@@ -7,7 +7,7 @@
 namespace ptsim::sim {
 
 std::vector<double> schedule_activation_peaks(const models::ModelSpec& m, const models::Parallelism& p) {
-  const auto steps = build_schedules(p.schedule, p.pp, p.num_microbatches, p.vpp);
+  const auto& steps = cached_schedules(p.schedule, p.pp, p.num_microbatches, p.vpp);
   const bool split = models::splits_backward(p.schedule);
   const double emb = models::embedding_activation_bytes(m, p), head = models::head_activation_bytes(m, p);
   std::vector<double> peaks;

@@ -7,6 +7,7 @@
 #include <array>
 #include <atomic>
 #include <limits>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <utility>
@@ -16,6 +17,7 @@
 #include "sim/core/errors.h"
 #include "sim/core/goodput.h"
 #include "sim/core/program_builder.h"
+#include "sim/core/schedule.h"
 #include "sim/core/schedule_memory.h"
 #include "sim/core/simulate.h"
 #include "sim/io/scenario_file.h"
@@ -79,22 +81,53 @@ struct StageBusy {
   bool starts_fwd0 = false, ends_bwd0 = false;
 };
 
-StageBusy stage_busy(const StageProgram& sp, const BusyMeter& busy_of, bool dp_one_stream) {
+// What the bound reads of a stage's schedule: how often each chunk runs each pass (once
+// per micro-batch, but DualPipe's chunks carry half of them each, schedule.h), and
+// whether the stage starts with chunk 0's forward and ends with chunk 0's backward.
+struct StepSummary {
+  std::vector<std::array<Tick, 3>> runs;  // by chunk: forward, backward, weight steps
+  bool starts_fwd0 = false, ends_bwd0 = false;
+};
+
+StepSummary summarize(const std::vector<ScheduleStep>& steps) {
+  StepSummary s;
+  for (const auto& step : steps) {
+    const auto c = static_cast<std::size_t>(step.chunk);
+    if (c >= s.runs.size()) s.runs.resize(c + 1, {0, 0, 0});
+    ++s.runs[c][static_cast<int>(step.phase)];
+  }
+  s.starts_fwd0 = !steps.empty() && steps.front().phase == Phase::forward && steps.front().chunk == 0;
+  s.ends_bwd0 = !steps.empty() && steps.back().phase == Phase::backward && steps.back().chunk == 0;
+  return s;
+}
+
+// Every stage's summary of a (kind, p, m, v) schedule, built once per thread: the
+// pre-pass bounds tens of thousands of candidates that share far fewer schedules, and
+// building their steps anew was a sixth of a plan search. Not for ZB-V, whose steps
+// depend on the pass times; the others' depend on nothing else (schedule.h).
+const std::vector<StepSummary>& schedule_summaries(models::Schedule kind, int p, int m, int v) {
+  thread_local std::map<std::array<int, 4>, std::vector<StepSummary>> cache;
+  const std::array<int, 4> key{static_cast<int>(kind), p, m, v};
+  if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  if (cache.size() >= 4096) cache.clear();  // bounded: a search meets a few hundred
+  std::vector<StepSummary> out;
+  for (const auto& steps : cached_schedules(kind, p, m, v)) out.push_back(summarize(steps));
+  return cache.emplace(key, std::move(out)).first->second;
+}
+
+StageBusy stage_busy(const StageProgram& sp, const StepSummary& sched, const BusyMeter& busy_of, bool dp_one_stream) {
   StageBusy s;
   std::array<Tick, kNumChannels> ch{};
   auto add_channels = [&](const Busy& b, Tick times) {
     for (std::size_t k = 0; k < ch.size(); ++k) ch[k] += times * b.ch_every[k] + b.ch_once[k];
   };
-  // How often each chunk runs each pass: once per micro-batch, but DualPipe's
-  // chunks carry half of them each (schedule.h).
-  std::vector<std::array<Tick, 3>> runs(sp.chunks.size(), {0, 0, 0});
-  for (const auto& step : sp.steps) ++runs[static_cast<std::size_t>(step.chunk)][static_cast<int>(step.phase)];
   for (std::size_t c = 0; c < sp.chunks.size(); ++c) {
+    const std::array<Tick, 3> run = c < sched.runs.size() ? sched.runs[c] : std::array<Tick, 3>{0, 0, 0};
     const Busy f = busy_of(sp.chunks[c].forward), b = busy_of(sp.chunks[c].backward), w = busy_of(sp.chunks[c].weight);
-    s.busy += runs[c][0] * f.every + runs[c][1] * b.every + runs[c][2] * w.every + f.once + b.once + w.once;
-    add_channels(f, runs[c][0]);
-    add_channels(b, runs[c][1]);
-    add_channels(w, runs[c][2]);
+    s.busy += run[0] * f.every + run[1] * b.every + run[2] * w.every + f.once + b.once + w.once;
+    add_channels(f, run[0]);
+    add_channels(b, run[1]);
+    add_channels(w, run[2]);
     if (c == 0) {
       s.f0 = f.every;
       s.b0 = b.every;
@@ -111,8 +144,8 @@ StageBusy stage_busy(const StageProgram& sp, const BusyMeter& busy_of, bool dp_o
     ch[kGatherChannel] = 0;
   }
   for (Tick t : ch) s.channels = std::max(s.channels, t);
-  s.starts_fwd0 = !sp.steps.empty() && sp.steps.front().phase == Phase::forward && sp.steps.front().chunk == 0;
-  s.ends_bwd0 = !sp.steps.empty() && sp.steps.back().phase == Phase::backward && sp.steps.back().chunk == 0;
+  s.starts_fwd0 = sched.starts_fwd0;
+  s.ends_bwd0 = sched.ends_bwd0;
   return s;
 }
 
@@ -223,14 +256,21 @@ void pre_pass_family(const plan_search::SearchRun& run, std::int64_t begin, std:
 double iteration_time_lower_bound(const Scenario& s, const hw::ComputeCostModel& compute,
                                   const CollectiveCost& collectives) {
   const auto& par = s.plan.par;
+  const bool zb_v = par.schedule == models::Schedule::zb_v;  // steps from the pass times
   BuildOptions bo;
   bo.fuse_compute = true;
+  bo.schedule_steps = zb_v;
   const Program prog = build_program(s, compute, bo);
+  std::vector<StepSummary> own;
+  if (zb_v)
+    for (const auto& sp : prog.stages) own.push_back(summarize(sp.steps));
+  const auto& sched = zb_v ? own : schedule_summaries(par.schedule, par.pp, par.num_microbatches, par.vpp);
   const Layout layout(par.tp, par.cp, par.dp, par.pp, par.ep, s.cluster.gpus_per_node);
   std::vector<StageBusy> stages(static_cast<std::size_t>(par.pp));
   for (const auto& sp : prog.stages) {
     const BusyMeter busy_of(layout, collectives, layout.rank_of(Coords{0, 0, 0, sp.stage}));
-    stages[static_cast<std::size_t>(sp.stage)] = stage_busy(sp, busy_of, prog.dp_one_stream);
+    const auto st = static_cast<std::size_t>(sp.stage);
+    stages[st] = stage_busy(sp, sched[st], busy_of, prog.dp_one_stream);
   }
   return to_seconds(pipeline_bound(stages));
 }

@@ -71,6 +71,20 @@ Tally per_layer(const std::string& parallel, int gpus, bool backward, Dim d, Col
   return {(a.count - b.count) / 2, (a.bytes - b.bytes) / 2};
 }
 
+// BuildOptions::schedule_steps = false leaves the steps out and nothing else.
+TEST(ProgramBuilder, WithoutScheduleStepsTheInstructionsAreTheSame) {
+  const Built with = build(yaml(8, 4, 16, "  pipeline_parallel: 4\n  data_parallel: 2"));
+  BuildOptions opt;
+  opt.schedule_steps = false;
+  const Program without = build_program(with.s, testing::FlopsOnlyCost(with.s.cluster.gpu), opt);
+  ASSERT_EQ(without.stages.size(), with.p.stages.size());
+  for (std::size_t st = 0; st < with.p.stages.size(); ++st) {
+    EXPECT_FALSE(with.p.stages[st].steps.empty());
+    EXPECT_TRUE(without.stages[st].steps.empty());
+    EXPECT_EQ(all_of(without.stages[st]).size(), all_of(with.p.stages[st]).size());
+  }
+}
+
 TEST(ProgramBuilder, TensorParallelAllReducesTwicePerLayerEachWay) {
   // Megatron TP (Fig. 3): in forward the operator g all-reduces the attention output
   // (after the row-parallel projection) and the MLP output (after the down-projection);

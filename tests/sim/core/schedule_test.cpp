@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <utility>
+#include <vector>
 
 namespace ptsim::sim {
 namespace {
@@ -21,6 +23,39 @@ TEST(Schedule, OneFOneBWarmupSteadyCooldown) {
   const auto last = build_schedule(Schedule::one_f_one_b, 3, 4, 6, 1);
   EXPECT_EQ(last[0].phase, Phase::forward);
   EXPECT_EQ(last[1].phase, Phase::backward);
+}
+
+// The per-thread cache answers what build_schedules builds, for every kind, across more
+// keys than it holds (so entries are evicted and rebuilt) and back again.
+TEST(Schedule, CachedSchedulesAreTheBuiltOnes) {
+  const auto same = [](const std::vector<std::vector<ScheduleStep>>& a,
+                       const std::vector<std::vector<ScheduleStep>>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t s = 0; s < a.size(); ++s) {
+      if (a[s].size() != b[s].size()) return false;
+      for (std::size_t i = 0; i < a[s].size(); ++i)
+        if (a[s][i].phase != b[s][i].phase || a[s][i].microbatch != b[s][i].microbatch ||
+            a[s][i].chunk != b[s][i].chunk || a[s][i].paired != b[s][i].paired)
+          return false;
+    }
+    return true;
+  };
+  struct Key {
+    Schedule kind;
+    int p, m, v;
+  };
+  std::vector<Key> keys;
+  for (int m : {4, 8, 12})
+    for (auto [kind, v] :
+         {std::pair{Schedule::gpipe, 1}, std::pair{Schedule::one_f_one_b, 1}, std::pair{Schedule::interleaved_1f1b, 2},
+          std::pair{Schedule::zb_h1, 1}, std::pair{Schedule::zb_h2, 1}, std::pair{Schedule::zb_v, 2},
+          std::pair{Schedule::dualpipe, 2}})
+      if (schedule_requirement(kind, 4, m, v).empty()) keys.push_back({kind, 4, m, v});
+  ASSERT_GT(keys.size(), 8u);  // more than the cache holds
+  for (int round = 0; round < 2; ++round)
+    for (const Key& k : keys)
+      EXPECT_TRUE(same(cached_schedules(k.kind, k.p, k.m, k.v), build_schedules(k.kind, k.p, k.m, k.v)))
+          << static_cast<int>(k.kind) << " m=" << k.m;
 }
 
 TEST(Schedule, EveryMicrobatchRunsOnceEachWay) {
