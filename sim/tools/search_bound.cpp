@@ -7,7 +7,6 @@
 #include <array>
 #include <atomic>
 #include <limits>
-#include <map>
 #include <memory>
 #include <stdexcept>
 #include <utility>
@@ -99,20 +98,6 @@ StepSummary summarize(const std::vector<ScheduleStep>& steps) {
   s.starts_fwd0 = !steps.empty() && steps.front().phase == Phase::forward && steps.front().chunk == 0;
   s.ends_bwd0 = !steps.empty() && steps.back().phase == Phase::backward && steps.back().chunk == 0;
   return s;
-}
-
-// Every stage's summary of a (kind, p, m, v) schedule, built once per thread: the
-// pre-pass bounds tens of thousands of candidates that share far fewer schedules, and
-// building their steps anew was a sixth of a plan search. Not for ZB-V, whose steps
-// depend on the pass times; the others' depend on nothing else (schedule.h).
-const std::vector<StepSummary>& schedule_summaries(models::Schedule kind, int p, int m, int v) {
-  thread_local std::map<std::array<int, 4>, std::vector<StepSummary>> cache;
-  const std::array<int, 4> key{static_cast<int>(kind), p, m, v};
-  if (const auto it = cache.find(key); it != cache.end()) return it->second;
-  if (cache.size() >= 4096) cache.clear();  // bounded: a search meets a few hundred
-  std::vector<StepSummary> out;
-  for (const auto& steps : cached_schedules(kind, p, m, v)) out.push_back(summarize(steps));
-  return cache.emplace(key, std::move(out)).first->second;
 }
 
 StageBusy stage_busy(const StageProgram& sp, const StepSummary& sched, const BusyMeter& busy_of, bool dp_one_stream) {
@@ -261,16 +246,16 @@ double iteration_time_lower_bound(const Scenario& s, const hw::ComputeCostModel&
   bo.fuse_compute = true;
   bo.schedule_steps = zb_v;
   const Program prog = build_program(s, compute, bo);
-  std::vector<StepSummary> own;
-  if (zb_v)
-    for (const auto& sp : prog.stages) own.push_back(summarize(sp.steps));
-  const auto& sched = zb_v ? own : schedule_summaries(par.schedule, par.pp, par.num_microbatches, par.vpp);
+  // ZB-V's steps come with the program (they depend on its pass times); the others' from
+  // the per-thread cache, which the pre-pass hits for most candidates (schedule.h).
+  const std::vector<std::vector<ScheduleStep>>* cached =
+      zb_v ? nullptr : &cached_schedules(par.schedule, par.pp, par.num_microbatches, par.vpp);
   const Layout layout(par.tp, par.cp, par.dp, par.pp, par.ep, s.cluster.gpus_per_node);
   std::vector<StageBusy> stages(static_cast<std::size_t>(par.pp));
   for (const auto& sp : prog.stages) {
     const BusyMeter busy_of(layout, collectives, layout.rank_of(Coords{0, 0, 0, sp.stage}));
     const auto st = static_cast<std::size_t>(sp.stage);
-    stages[st] = stage_busy(sp, sched[st], busy_of, prog.dp_one_stream);
+    stages[st] = stage_busy(sp, summarize(cached ? (*cached)[st] : sp.steps), busy_of, prog.dp_one_stream);
   }
   return to_seconds(pipeline_bound(stages));
 }
