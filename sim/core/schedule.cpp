@@ -326,6 +326,26 @@ const std::vector<std::vector<ScheduleStep>>& cached_schedules(models::Schedule 
   return e.steps;
 }
 
+StepCounts count_steps(const std::vector<ScheduleStep>& steps) {
+  StepCounts s;
+  for (const auto& step : steps) {
+    const auto c = static_cast<std::size_t>(step.chunk);
+    if (c >= s.runs.size()) s.runs.resize(c + 1, {0, 0, 0});
+    ++s.runs[c][static_cast<int>(step.phase)];
+  }
+  s.starts_fwd0 = !steps.empty() && steps.front().phase == Phase::forward && steps.front().chunk == 0;
+  s.ends_bwd0 = !steps.empty() && steps.back().phase == Phase::backward && steps.back().chunk == 0;
+  return s;
+}
+
+StepCounts zb_v_counts(int m) {
+  StepCounts s;
+  s.runs.assign(2, {m, m, m});
+  s.starts_fwd0 = true;
+  s.ends_bwd0 = false;
+  return s;
+}
+
 std::vector<ScheduleStep> build_schedule(models::Schedule kind, int stage, int p, int m, int v) {
   PTSIM_CHECK(stage >= 0 && stage < p && m >= 1 && v >= 1, "schedule: stage {} of {}, {} micro-batches, {} chunks",
               stage, p, m, v);

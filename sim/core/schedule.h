@@ -24,6 +24,7 @@
 //     micro-batches each; the eight-part order of the reference implementation
 //     (forward warm-up, zero-bubble B/W/F, overlapped F&B pairs, B/W tail).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -66,6 +67,19 @@ std::vector<std::vector<ScheduleStep>> build_schedules(models::Schedule kind, in
 // every candidate of a family that differs only in ZeRO, recompute or sequence
 // parallelism. The reference is valid until the thread's next call.
 const std::vector<std::vector<ScheduleStep>>& cached_schedules(models::Schedule kind, int p, int m, int v);
+// What a bound reads of one stage's steps: how often each chunk runs each pass (once per
+// micro-batch, but DualPipe's chunks carry half of them each), and whether the stage
+// starts with chunk 0's forward and ends with chunk 0's backward.
+struct StepCounts {
+  std::vector<std::array<int, 3>> runs;  // by chunk: forward, backward, weight steps
+  bool starts_fwd0 = false, ends_bwd0 = false;
+};
+StepCounts count_steps(const std::vector<ScheduleStep>& steps);
+// ZB-V's counts on every stage, whatever pass times placed its steps: each of the two
+// chunks runs m forwards, m input-gradient and m weight-gradient passes; a stage can start
+// with nothing but chunk 0's forward of micro-batch 0 (the first input anywhere), and
+// ends with a weight pass (each B's W comes after it).
+StepCounts zb_v_counts(int m);
 // The steps of `stage` (0-based) alone.
 std::vector<ScheduleStep> build_schedule(models::Schedule kind, int stage, int p, int m, int v);
 

@@ -80,34 +80,15 @@ struct StageBusy {
   bool starts_fwd0 = false, ends_bwd0 = false;
 };
 
-// What the bound reads of a stage's schedule: how often each chunk runs each pass (once
-// per micro-batch, but DualPipe's chunks carry half of them each, schedule.h), and
-// whether the stage starts with chunk 0's forward and ends with chunk 0's backward.
-struct StepSummary {
-  std::vector<std::array<Tick, 3>> runs;  // by chunk: forward, backward, weight steps
-  bool starts_fwd0 = false, ends_bwd0 = false;
-};
-
-StepSummary summarize(const std::vector<ScheduleStep>& steps) {
-  StepSummary s;
-  for (const auto& step : steps) {
-    const auto c = static_cast<std::size_t>(step.chunk);
-    if (c >= s.runs.size()) s.runs.resize(c + 1, {0, 0, 0});
-    ++s.runs[c][static_cast<int>(step.phase)];
-  }
-  s.starts_fwd0 = !steps.empty() && steps.front().phase == Phase::forward && steps.front().chunk == 0;
-  s.ends_bwd0 = !steps.empty() && steps.back().phase == Phase::backward && steps.back().chunk == 0;
-  return s;
-}
-
-StageBusy stage_busy(const StageProgram& sp, const StepSummary& sched, const BusyMeter& busy_of, bool dp_one_stream) {
+StageBusy stage_busy(const StageProgram& sp, const StepCounts& sched, const BusyMeter& busy_of, bool dp_one_stream) {
   StageBusy s;
   std::array<Tick, kNumChannels> ch{};
   auto add_channels = [&](const Busy& b, Tick times) {
     for (std::size_t k = 0; k < ch.size(); ++k) ch[k] += times * b.ch_every[k] + b.ch_once[k];
   };
   for (std::size_t c = 0; c < sp.chunks.size(); ++c) {
-    const std::array<Tick, 3> run = c < sched.runs.size() ? sched.runs[c] : std::array<Tick, 3>{0, 0, 0};
+    std::array<Tick, 3> run{0, 0, 0};
+    if (c < sched.runs.size()) std::copy(sched.runs[c].begin(), sched.runs[c].end(), run.begin());
     const Busy f = busy_of(sp.chunks[c].forward), b = busy_of(sp.chunks[c].backward), w = busy_of(sp.chunks[c].weight);
     s.busy += run[0] * f.every + run[1] * b.every + run[2] * w.every + f.once + b.once + w.once;
     add_channels(f, run[0]);
@@ -241,21 +222,22 @@ void pre_pass_family(const plan_search::SearchRun& run, std::int64_t begin, std:
 double iteration_time_lower_bound(const Scenario& s, const hw::ComputeCostModel& compute,
                                   const CollectiveCost& collectives) {
   const auto& par = s.plan.par;
-  const bool zb_v = par.schedule == models::Schedule::zb_v;  // steps from the pass times
   BuildOptions bo;
   bo.fuse_compute = true;
-  bo.schedule_steps = zb_v;
+  bo.schedule_steps = false;  // the steps' counts come from count_steps / zb_v_counts
   const Program prog = build_program(s, compute, bo);
+  const bool zb_v = par.schedule == models::Schedule::zb_v;  // its steps follow the pass times, its counts do not
   // ZB-V's steps come with the program (they depend on its pass times); the others' from
   // the per-thread cache, which the pre-pass hits for most candidates (schedule.h).
   const std::vector<std::vector<ScheduleStep>>* cached =
       zb_v ? nullptr : &cached_schedules(par.schedule, par.pp, par.num_microbatches, par.vpp);
+  const StepCounts zb_v_stage = zb_v_counts(par.num_microbatches);
   const Layout layout(par.tp, par.cp, par.dp, par.pp, par.ep, s.cluster.gpus_per_node);
   std::vector<StageBusy> stages(static_cast<std::size_t>(par.pp));
   for (const auto& sp : prog.stages) {
     const BusyMeter busy_of(layout, collectives, layout.rank_of(Coords{0, 0, 0, sp.stage}));
     const auto st = static_cast<std::size_t>(sp.stage);
-    stages[st] = stage_busy(sp, summarize(cached ? (*cached)[st] : sp.steps), busy_of, prog.dp_one_stream);
+    stages[st] = stage_busy(sp, cached ? count_steps((*cached)[st]) : zb_v_stage, busy_of, prog.dp_one_stream);
   }
   return to_seconds(pipeline_bound(stages));
 }

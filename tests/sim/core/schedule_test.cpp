@@ -58,6 +58,22 @@ TEST(Schedule, CachedSchedulesAreTheBuiltOnes) {
           << static_cast<int>(k.kind) << " m=" << k.m;
 }
 
+// What the plan search's bound reads of ZB-V without placing its steps (zb_v_counts) is
+// what the placed steps say, whatever the pass times.
+TEST(Schedule, ZbVCountsHoldForAnyPassTimes) {
+  for (int p : {2, 4, 8})
+    for (int m : {4, 9, 32})
+      for (const PassTimes t : {PassTimes{1, 1, 1}, PassTimes{1, 2.5, 0.3}, PassTimes{3, 1, 2}}) {
+        const StepCounts want = zb_v_counts(m);
+        for (const auto& steps : build_schedules(Schedule::zb_v, p, m, 2, t)) {
+          const StepCounts got = count_steps(steps);
+          EXPECT_EQ(got.runs, want.runs) << "p=" << p << " m=" << m;
+          EXPECT_EQ(got.starts_fwd0, want.starts_fwd0) << "p=" << p << " m=" << m;
+          EXPECT_EQ(got.ends_bwd0, want.ends_bwd0) << "p=" << p << " m=" << m;
+        }
+      }
+}
+
 TEST(Schedule, EveryMicrobatchRunsOnceEachWay) {
   for (auto kind : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved_1f1b}) {
     const int p = 4, m = 8, v = kind == Schedule::interleaved_1f1b ? 3 : 1;
