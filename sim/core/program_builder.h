@@ -29,7 +29,7 @@ struct BuildOptions {
   // stage_compute[i] when it is given and not null, from `compute` otherwise.
   std::vector<const hw::ComputeCostModel*> stage_compute;
   // false: leave every StageProgram::steps empty, for a caller that reads only the
-  // instruction lists (the plan search's bound, which takes the schedule from its own cache).
+  // instruction lists (the plan search's bound, which counts steps from cached_schedules).
   bool schedule_steps = true;
 };
 

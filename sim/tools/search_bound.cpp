@@ -224,11 +224,12 @@ double iteration_time_lower_bound(const Scenario& s, const hw::ComputeCostModel&
   const auto& par = s.plan.par;
   BuildOptions bo;
   bo.fuse_compute = true;
-  bo.schedule_steps = false;  // the steps' counts come from count_steps / zb_v_counts
+  bo.schedule_steps = false;  // the bound reads only the steps' counts (StepCounts)
   const Program prog = build_program(s, compute, bo);
-  const bool zb_v = par.schedule == models::Schedule::zb_v;  // its steps follow the pass times, its counts do not
-  // ZB-V's steps come with the program (they depend on its pass times); the others' from
-  // the per-thread cache, which the pre-pass hits for most candidates (schedule.h).
+  // ZB-V's steps depend on its pass times but its counts do not (zb_v_counts); the other
+  // schedules' counts come from their steps in the per-thread cache, which the pre-pass
+  // hits for most candidates (schedule.h).
+  const bool zb_v = par.schedule == models::Schedule::zb_v;
   const std::vector<std::vector<ScheduleStep>>* cached =
       zb_v ? nullptr : &cached_schedules(par.schedule, par.pp, par.num_microbatches, par.vpp);
   const StepCounts zb_v_stage = zb_v_counts(par.num_microbatches);
