@@ -558,6 +558,10 @@ class Builder {
 
   void launch_unit(std::vector<Instr>& out, const GatherUnit& u, bool backward) {
     out.push_back(mem(InstrKind::alloc, MemCat::buffers, u.bytes, "gathered params"));
+    // DeepSpeed before 0.6 calls torch.cuda.synchronize() before each gather
+    // (framework_profile.cpp): the host waits for every stream, the gradient reductions
+    // on the DP stream included, before it builds the gather's views.
+    if (fw_.gather_blocks_host) wait(out, Dim::dp, static_cast<int>(Dim::dp), 0);
     const ListGather list = list_gather(u.bytes);
     push_compute(out, "zero3 gather buffer and per-rank views", list.before);
     launch(out, Dim::dp, kGatherChannel, CollectiveKind::all_gather, u.bytes,

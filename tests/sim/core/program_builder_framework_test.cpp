@@ -142,17 +142,19 @@ TEST(ProgramBuilderFramework, DeepSpeedReleasesBefore06GatherWithTheHostBlocked)
   const int gathers = tally(fwd, CollectiveKind::all_gather).count;
   ASSERT_GT(gathers, 0);
   EXPECT_NEAR(wide64 - narrow4, gathers * 3 * (64 - 4) * kEagerOpHostSeconds, 1e-6);
-  // The views come before the gather is launched; the copies are issued while it runs
+  // torch.cuda.synchronize() first (a wait for the DP stream: its reductions); the views
+  // come before the gather is launched; the copies are issued while it runs
   // (ProcessGroupNCCL's `post` right after the NCCL call), before the wait for it.
   std::string order;
   for (const Instr& in : fwd) {
     const std::string& name = old.p.labels[in.label];
     if (in.kind == InstrKind::launch && in.coll == CollectiveKind::all_gather) order += 'G';
     if (in.kind == InstrKind::wait && in.channel == kGatherChannel) order += 'W';
+    if (in.kind == InstrKind::wait && in.channel == static_cast<int>(Dim::dp)) order += 'D';
     if (name == "zero3 gather buffer and per-rank views") order += 'v';
     if (name == "zero3 gather per-rank copies issued") order += 'c';
   }
-  EXPECT_EQ(order.substr(0, 8), "vGcWvGcW");
+  EXPECT_EQ(order.substr(0, 10), "DvGcWDvGcW");
   const Built mid = built("  deepspeed: {version: \"0.5.5\"}", 4);
   EXPECT_EQ(max_gather_wait(phase(mid.p.stages[0], false)), 0);
   EXPECT_EQ(per_rank_copy_seconds(phase(mid.p.stages[0], false), mid.p), 0);
