@@ -229,16 +229,16 @@ double iteration_time_lower_bound(const Scenario& s, const hw::ComputeCostModel&
   // ZB-V's steps depend on its pass times but its counts do not (zb_v_counts); the other
   // schedules' counts come from their steps in the per-thread cache, which the pre-pass
   // hits for most candidates (schedule.h).
-  const bool zb_v = par.schedule == models::Schedule::zb_v;
   const std::vector<std::vector<ScheduleStep>>* cached =
-      zb_v ? nullptr : &cached_schedules(par.schedule, par.pp, par.num_microbatches, par.vpp);
-  const StepCounts zb_v_stage = zb_v_counts(par.num_microbatches);
+      par.schedule == models::Schedule::zb_v ? nullptr
+                                             : &cached_schedules(par.schedule, par.pp, par.num_microbatches, par.vpp);
   const Layout layout(par.tp, par.cp, par.dp, par.pp, par.ep, s.cluster.gpus_per_node);
   std::vector<StageBusy> stages(static_cast<std::size_t>(par.pp));
   for (const auto& sp : prog.stages) {
     const BusyMeter busy_of(layout, collectives, layout.rank_of(Coords{0, 0, 0, sp.stage}));
     const auto st = static_cast<std::size_t>(sp.stage);
-    stages[st] = stage_busy(sp, cached ? count_steps((*cached)[st]) : zb_v_stage, busy_of, prog.dp_one_stream);
+    stages[st] = stage_busy(sp, cached ? count_steps((*cached)[st]) : zb_v_counts(par.num_microbatches), busy_of,
+                            prog.dp_one_stream);
   }
   return to_seconds(pipeline_bound(stages));
 }
