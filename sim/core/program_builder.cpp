@@ -604,7 +604,9 @@ class Builder {
   // kernel and, at once (collective() runs its `post` right after the NCCL call), the
   // copy of the flat result into each view: two eager calls per rank, the flat
   // result's row (outputFlattened[i][j], a select) and its copy_, issued while the
-  // gather runs; the copies move the bytes (read and write) on the NCCL stream after it.
+  // gather runs; the copies move the bytes (read and write) on the NCCL stream after it,
+  // one copy per rank (ProcessGroupNCCL::allgather's `post` loop), so the stream runs dp
+  // kernels back to back, each with its launch overhead (the GPU's launch_overhead).
   struct ListGather {
     Tick before = 0, during = 0, after = 0;
   };
@@ -616,7 +618,8 @@ class Builder {
     copy.bytes = 2 * bytes;
     const double views = group_size(Dim::dp) * kEagerOpHostSeconds;
     const double copies = 2 * group_size(Dim::dp) * kEagerOpHostSeconds;
-    return {to_ticks(compute_->seconds(zero) + views), to_ticks(copies), to_ticks(compute_->seconds(copy))};
+    const double launches = (group_size(Dim::dp) - 1) * compute_->gpu().launch_overhead;  // the first is in seconds()
+    return {to_ticks(compute_->seconds(zero) + views), to_ticks(copies), to_ticks(compute_->seconds(copy) + launches)};
   }
   // Bytes of a block that its gathers bring in (persistent submodules excluded).
   Bytes gathered_bytes(const ChunkBlocks& blocks, int block) const {
