@@ -79,12 +79,6 @@ Replay::Replay(const Program& program, const Layout& layout, int num_microbatche
   engine_.reserve(ranks_.size() * 4 + 64);
 }
 
-Replay::GroupState& Replay::group(Dim d, int channel, int gid) {
-  auto& v = channel >= 0 ? async_groups_[channel] : sync_groups_[static_cast<int>(d)];
-  if (v.empty()) make_groups(v, channel < 0 ? d : channel == kGatherChannel ? Dim::dp : static_cast<Dim>(channel));
-  return v[static_cast<std::size_t>(gid)];
-}
-
 // Folded, only the representative of each stage is simulated, so a group has one
 // simulated member, except the model-parallel group (one per stage).
 void Replay::make_groups(std::vector<GroupState>& groups, Dim dim) {
@@ -143,8 +137,7 @@ std::uint64_t Replay::msg_key(Phase phase, int microbatch, int chunk) {
 
 // Whether `in` is left out on the rank's current step: instructions of a chunk's
 // first or last micro-batch only (schedule.h first_microbatch / last_microbatch).
-bool Replay::skipped(const RankState& r, const Instr& in) const {
-  if (!(in.flags & (kLastMicrobatch | kFirstMicrobatch))) return false;
+bool Replay::skipped_in_step(const RankState& r, const Instr& in) const {
   const auto& p = *r.prog;
   if (r.step < 0 || r.step >= static_cast<int>(p.steps.size())) return true;
   const auto& s = p.steps[static_cast<std::size_t>(r.step)];
@@ -152,9 +145,9 @@ bool Replay::skipped(const RankState& r, const Instr& in) const {
   return (in.flags & kFirstMicrobatch) && s.microbatch != first_microbatch(program_.schedule, s.chunk, m_);
 }
 
-// Moves the program counter to the next instruction; false when the rank is done.
-bool Replay::next_instr(RankState& r) {
-  ++r.pc;
+// Moves the program counter past the end of the current list to the next non-empty
+// step's first instruction; false when the rank is done.
+bool Replay::next_step(RankState& r) {
   for (;;) {
     if (r.pc < current_list(r).size()) return true;
     if (r.step > static_cast<int>(r.prog->steps.size())) return false;
@@ -272,6 +265,18 @@ void Replay::run() {
   }
   iteration_ = 0;
   for (const auto& s : stats_) iteration_ = std::max(iteration_, s.end);
+  // Each rank's share of its groups' collectives (GroupState::wire).
+  for (const RankState& r : ranks_) {
+    auto& wire = stats_[static_cast<std::size_t>(r.slot)].wire;
+    for (int d = 0; d < kNumDims; ++d)
+      if (const auto& v = sync_groups_[static_cast<std::size_t>(d)]; !v.empty())
+        wire[d] += v[static_cast<std::size_t>(r.gid[d])].wire;
+    for (int c = 0; c < kNumChannels; ++c) {
+      const int d = c == kGatherChannel ? static_cast<int>(Dim::dp) : c;
+      if (const auto& v = async_groups_[static_cast<std::size_t>(c)]; !v.empty())
+        wire[d] += v[static_cast<std::size_t>(r.gid[d])].wire;
+    }
+  }
 }
 
 void Replay::on_resume(void* ctx, std::uint64_t arg) {
@@ -363,7 +368,7 @@ void Replay::expect_comm(RankState& r, Channel& ch, const Instr& in) {
 
 // Under an expected collective for `window` ticks the op progresses at its
 // duration_under_comm rate, then at its own.
-Tick Replay::compute_ticks(const RankState& r, const Instr& in) const {
+Tick Replay::compute_ticks_slow(const RankState& r, const Instr& in) const {
   Tick d = in.duration;
   const Tick slow = in.duration_under_comm();
   if (r.t < r.comm_until && slow > d) {
@@ -459,7 +464,7 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
   GroupState& g = self->group(d, channel, gid);
   const Tick now = self->engine_.now();
   const Tick start = g.start;
-  const Bytes wire = self->transport_.wire_bytes(g.coll, d, self->shape_of(g, d, gid), g.bytes);
+  g.wire += self->transport_.wire_bytes(g.coll, d, self->shape_of(g, d, gid), g.bytes);
   std::swap(g.waiters, g.resuming);
   g.waiters.clear();
   g.arrived = 0;
@@ -486,7 +491,6 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
       const std::int32_t slot = g.resuming[i];
       RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
       auto& st = self->stats_[static_cast<std::size_t>(slot)];
-      st.wire[di] += wire;
       // Waiting for slower peers of the model-parallel sync is pipeline imbalance when
       // there is a pipeline; with one stage it is waiting on communication (peers held
       // up by their own collectives), not a bubble.
@@ -513,7 +517,6 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
     auto& st = self->stats_[static_cast<std::size_t>(slot)];
     auto& own = self->channels_[static_cast<std::size_t>(slot)];
     auto& ch = own[channel];
-    st.wire[di] += wire;
     const Launched& op = ch.queue[ch.head];
     done_channel = op.instr->channel;  // the same op on every member (their programs match)
     if (self->opt_.trace) {

@@ -170,6 +170,10 @@ class Replay {
     std::uint16_t label = 0;
     bool shape_known = false;
     GroupShape shape;
+    // Bytes on the wire of the group's collectives so far, each member's share (every member
+    // sends the same): added to the members' RankStats::wire when the run ends, so that a
+    // finished collective does not touch every member's statistics.
+    Bytes wire = 0;
     std::vector<std::int32_t> waiters, resuming;
   };
 
@@ -179,7 +183,12 @@ class Replay {
     r.step = step;
     r.list = &list_of(r);
   }
-  bool skipped(const RankState& r, const Instr& in) const;
+  // Whether `in` is left out in r's current step (kFirstMicrobatch / kLastMicrobatch work
+  // of another micro-batch). Inline test of the flags, which most instructions lack.
+  bool skipped(const RankState& r, const Instr& in) const {
+    return (in.flags & (kLastMicrobatch | kFirstMicrobatch)) && skipped_in_step(r, in);
+  }
+  bool skipped_in_step(const RankState& r, const Instr& in) const;
   void release_held_sends(RankState& r);
   void start_send(std::uint32_t idx, Tick at);
   // Runs the rank from its current instruction until it blocks or finishes.
@@ -191,11 +200,20 @@ class Replay {
   // its NCCL kernel is expected to hold SMs (Instr::duration_under_comm).
   static void expect_comm(RankState& r, Channel& ch, const Instr& in);
   // How long compute instruction `in` takes starting at r.t.
-  Tick compute_ticks(const RankState& r, const Instr& in) const;
+  Tick compute_ticks(const RankState& r, const Instr& in) const {
+    if (r.scale == 1.0 && (r.t >= r.comm_until || in.duration_under_comm() <= in.duration)) return in.duration;
+    return compute_ticks_slow(r, in);
+  }
+  Tick compute_ticks_slow(const RankState& r, const Instr& in) const;
   // After a blocking instruction completed at r.t: on to the next one, or finished.
   void continue_after_block(RankState& r);
   void mark_finished(RankState& r);
-  bool next_instr(RankState& r);
+  bool next_instr(RankState& r) {
+    ++r.pc;
+    return r.pc < r.list->size() || next_step(r);
+  }
+  // At the end of r's current instruction list: on to the next step's; false when done.
+  bool next_step(RankState& r);
   // `channel` < 0: the compute stream (blocking collective); else an async stream.
   void arrive(RankState& r, Dim d, int channel, const Instr& in, Tick at);
   // The stream that runs channel c's ops: the DP stream for the gather channel when the
@@ -206,7 +224,13 @@ class Replay {
   void send(RankState& r, const Instr& in);
   void resume_after_wait(RankState& r);
   // The state of group `gid` of dimension d (channel < 0) or of async stream `channel`.
-  GroupState& group(Dim d, int channel, int gid);
+  GroupState& group(Dim d, int channel, int gid) {
+    auto& v =
+        channel >= 0 ? async_groups_[static_cast<std::size_t>(channel)] : sync_groups_[static_cast<std::size_t>(d)];
+    if (v.empty()) [[unlikely]]
+      make_groups(v, channel < 0 ? d : channel == kGatherChannel ? Dim::dp : static_cast<Dim>(channel));
+    return v[static_cast<std::size_t>(gid)];
+  }
   void make_groups(std::vector<GroupState>& groups, Dim dim);
   const GroupShape& shape_of(GroupState& g, Dim d, int gid);
   GroupShape pair_shape(int src, int dst) const;
