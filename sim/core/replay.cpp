@@ -480,6 +480,7 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
     if (i >= n) return;
     const auto slot = static_cast<std::size_t>(g.resuming[i]);
     __builtin_prefetch(&self->ranks_[slot]);
+    __builtin_prefetch(reinterpret_cast<const char*>(&self->ranks_[slot]) + 64);
     __builtin_prefetch(&self->stats_[slot]);
     __builtin_prefetch(reinterpret_cast<const char*>(&self->stats_[slot]) + 64);
   };

@@ -9,6 +9,7 @@
 // async launch, wait), so events scale with communication, not with kernels.
 #pragma once
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <vector>
@@ -21,18 +22,23 @@
 
 namespace ptsim::sim {
 
-struct RankStats {
-  int rank = 0;
-  int stage = 0;
-  Tick end = 0;                          // when the rank finished its iteration
+// Laid out for the replay, which updates one rank's record per resume (a cache miss per
+// line at 16k ranks): what a resume updates in the first line (busy, bubble, exposed), the
+// memory accounting in the second, what is written once per run in the third.
+struct alignas(64) RankStats {
   Tick busy = 0;                         // compute stream busy with compute ops
   Tick bubble = 0;                       // compute stream waiting on pipeline dependencies
   std::array<Tick, kNumDims> exposed{};  // compute stream waiting on communication
-  std::array<Bytes, kNumDims> wire{};    // bytes sent on the wire
   Bytes mem_now = 0, mem_peak = 0;
   Bytes activations_now = 0, activations_at_peak = 0;
   Bytes buffers_now = 0, buffers_at_peak = 0;
+  Tick end = 0;  // when the rank finished its iteration
+  int rank = 0;
+  int stage = 0;
+  std::array<Bytes, kNumDims> wire{};  // bytes sent on the wire
 };
+static_assert(offsetof(RankStats, mem_now) == 64 && offsetof(RankStats, wire) == 128,
+              "RankStats: per-resume fields in the first cache line, memory in the second");
 
 // Where in its program a traced span ran: a step of the schedule or outside them.
 enum class SpanPhase : std::uint8_t { forward, backward, prologue, epilogue };
@@ -140,25 +146,28 @@ class Replay {
     int launched = 0, completed = 0;
     Tick until = 0;  // its collectives are expected to run until then (Replay::expect_comm)
   };
-  struct RankState {
-    int rank = 0;
-    int stage = 0;
-    const StageProgram* prog = nullptr;
-    int step = -1;  // -1 prologue, [0, steps) schedule, steps epilogue
+  // The first cache line holds what every resume reads and writes (on_group_done,
+  // advance), the second what a collective or a wait reads (gid, block); the rest is
+  // touched by pipeline messages only.
+  struct alignas(64) RankState {
+    Tick t = 0;
     const std::vector<Instr>* list = nullptr;  // list_of(step), kept with `step` (read per instruction)
     std::size_t pc = 0;
-    Tick t = 0;
-    double scale = 1.0;  // compute slowdown (ReplayOptions::compute_scale)
-    Tick comm_until = 0;  // an async collective of the rank is expected to run until then
-    Block block = Block::none;
     Tick wait_start = 0;
-    std::uint64_t wait_key = 0;
+    Tick comm_until = 0;  // an async collective of the rank is expected to run until then
+    double scale = 1.0;   // compute slowdown (ReplayOptions::compute_scale)
+    const StageProgram* prog = nullptr;
+    int step = -1;          // -1 prologue, [0, steps) schedule, steps epilogue
+    std::int32_t slot = 0;  // index in ranks_ (and stats_, channels_)
+    Block block = Block::none;
     Dim wait_dim = Dim::tp;
     int wait_channel = 0;
+    std::array<int, kNumDims> gid{};  // the rank's group in every dimension
+    int rank = 0;
+    int stage = 0;
+    std::uint64_t wait_key = 0;
     std::vector<Msg> inbox;
     std::vector<std::uint32_t> held_sends;  // paired forward's outputs (msg_pool_ slots), sent at the pair's end
-    std::array<int, kNumDims> gid{};  // the rank's group in every dimension
-    std::int32_t slot = 0;            // index in ranks_ (and stats_, channels_)
   };
   using Channels = std::array<Channel, kNumChannels>;
   struct GroupState {
