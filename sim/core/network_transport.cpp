@@ -396,17 +396,23 @@ void NetworkTransport::promote(std::uint32_t id) {
   kick();
 }
 
-void NetworkTransport::phase_finished(std::uint32_t id) {
+void NetworkTransport::phase_finished(std::uint32_t id, bool call_done) {
   Transfer& x = transfers_[id];
   last_time_ = std::max(last_time_, to_seconds(engine_->now()));
   if (++x.phase < x.t->phases.size()) {
     start_phase(id);
     return;
   }
-  engine_->schedule(engine_->now(), x.done, x.ctx, x.arg);
+  const Engine::Callback done = x.done;
+  void* const ctx = x.ctx;
+  const std::uint64_t arg = x.arg;
   if (x.group != kSharedLink) --memo_of(x.group).inflight;
   x.mode = Mode::free;
   free_transfers_.push_back(id);
+  if (call_done)
+    done(ctx, arg);  // x may move: transfers started by `done` can grow transfers_
+  else
+    engine_->schedule(engine_->now(), done, ctx, arg);
 }
 
 void NetworkTransport::on_fast_done(void* ctx, std::uint64_t arg) {
@@ -421,7 +427,7 @@ void NetworkTransport::on_fast_done(void* ctx, std::uint64_t arg) {
     self->memo_of(x.group).private_xfer = kNone;
     if (p.private_repeats == 0) self->private_phases_.push_back(&p);
     p.private_repeats += r;
-    self->phase_finished(id);
+    self->phase_finished(id, /*call_done=*/true);
     return;
   }
   for (std::size_t i = 0; i < p.links.size(); ++i) {

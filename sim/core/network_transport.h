@@ -185,7 +185,10 @@ class NetworkTransport : public Transport {
   void promote(std::uint32_t id);
   // Transfer `id` (x) now waits for flow `fid` too.
   void own_flow(Transfer& x, std::uint32_t id, hw::net::FlowId fid);
-  void phase_finished(std::uint32_t id);
+  // The transfer's phase ended: its next phase, or its end. call_done: from an event handler
+  // with nothing left to do after it, so the owner's callback runs now instead of as an
+  // event of its own at the same tick.
+  void phase_finished(std::uint32_t id, bool call_done = false);
   void account_fast(const PhaseT& p, const Template& t, double fraction_of_total, const std::vector<Bytes>* moved);
   void kick();
   void reschedule(bool in_handler);
