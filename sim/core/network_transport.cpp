@@ -396,7 +396,7 @@ void NetworkTransport::promote(std::uint32_t id) {
   kick();
 }
 
-void NetworkTransport::phase_finished(std::uint32_t id, bool call_done) {
+void NetworkTransport::phase_finished(std::uint32_t id, Done how) {
   Transfer& x = transfers_[id];
   last_time_ = std::max(last_time_, to_seconds(engine_->now()));
   if (++x.phase < x.t->phases.size()) {
@@ -409,10 +409,17 @@ void NetworkTransport::phase_finished(std::uint32_t id, bool call_done) {
   if (x.group != kSharedLink) --memo_of(x.group).inflight;
   x.mode = Mode::free;
   free_transfers_.push_back(id);
-  if (call_done)
-    done(ctx, arg);  // x may move: transfers started by `done` can grow transfers_
-  else
-    engine_->schedule(engine_->now(), done, ctx, arg);
+  switch (how) {  // x may move from here on: transfers started by `done` can grow transfers_
+    case Done::now:
+      done(ctx, arg);
+      break;
+    case Done::collect:
+      finished_.push_back({done, ctx, arg});
+      break;
+    case Done::event:
+      engine_->schedule(engine_->now(), done, ctx, arg);
+      break;
+  }
 }
 
 void NetworkTransport::on_fast_done(void* ctx, std::uint64_t arg) {
@@ -427,7 +434,7 @@ void NetworkTransport::on_fast_done(void* ctx, std::uint64_t arg) {
     self->memo_of(x.group).private_xfer = kNone;
     if (p.private_repeats == 0) self->private_phases_.push_back(&p);
     p.private_repeats += r;
-    self->phase_finished(id, /*call_done=*/true);
+    self->phase_finished(id, Done::now);
     return;
   }
   for (std::size_t i = 0; i < p.links.size(); ++i) {
@@ -435,7 +442,7 @@ void NetworkTransport::on_fast_done(void* ctx, std::uint64_t arg) {
     u.bytes += r * p.link_bytes[i];
     if (u.fast_owner == id) u.fast_owner = kNone;
   }
-  self->phase_finished(id);
+  self->phase_finished(id, Done::now);
 }
 
 // Runs the FlowNetwork's next event (or catches up after flows were added) now.
@@ -474,13 +481,19 @@ void NetworkTransport::on_net_event(void* ctx, std::uint64_t) {
     owners.push_back(self->flow_owner_[fid]);
     self->flow_owner_[fid] = kNone;
   }
+  self->finished_.clear();
   for (const std::uint32_t id : owners) {
     Transfer& x = self->transfers_[id];
     if (--x.outstanding > 0) continue;
     const PhaseT& p = x.t->phases[x.phase];
     for (auto l : p.links) --self->use_[l].net_users;
-    self->phase_finished(id);
+    self->phase_finished(id, Done::collect);
   }
+  // The owners' callbacks, once the network's state is settled (they start new transfers).
+  // Swapped out first: this handler is not re-entered, but keep the list stable anyway.
+  auto finished = std::move(self->finished_);
+  for (const auto& f : finished) f.fn(f.ctx, f.arg);
+  self->finished_ = std::move(finished);
   // kick() from inside may have scheduled a catch-up at now; otherwise the next event.
   if (self->net_event_at_ != self->engine_->now()) self->reschedule(true);
 }
