@@ -52,10 +52,12 @@ Replay::Replay(const Program& program, const Layout& layout, int num_microbatche
     r.prog = &program_.stages[static_cast<std::size_t>(c.pp)];
     if (!opt_.compute_scale.empty()) r.scale = opt_.compute_scale[static_cast<std::size_t>(rank)];
     for (int d = 0; d < kNumDims; ++d) r.gid[d] = layout_.group_id(rank, static_cast<Dim>(d));
-    r.inbox.reserve(8);
     ranks_.push_back(std::move(r));
   }
   stats_.resize(ranks_.size());
+  tally_.resize(ranks_.size());
+  mail_.resize(ranks_.size());
+  for (auto& m : mail_) m.inbox.reserve(8);
   channels_.resize(ranks_.size());
   for (std::size_t i = 0; i < ranks_.size(); ++i) {
     stats_[i].rank = ranks_[i].rank;
@@ -157,7 +159,8 @@ bool Replay::next_step(RankState& r) {
     }
     // The output of a forward overlapped with the next step (DualPipe's F&B pair)
     // leaves when that step ends.
-    if (!r.held_sends.empty() && !(r.step >= 0 && r.prog->steps[static_cast<std::size_t>(r.step)].paired))
+    if (!mail_[static_cast<std::size_t>(r.slot)].held_sends.empty() &&
+        !(r.step >= 0 && r.prog->steps[static_cast<std::size_t>(r.step)].paired))
       release_held_sends(r);
     set_step(r, r.step + 1);
     r.pc = 0;
@@ -165,11 +168,12 @@ bool Replay::next_step(RankState& r) {
 }
 
 void Replay::release_held_sends(RankState& r) {
-  for (std::uint32_t idx : r.held_sends) {
+  auto& held = mail_[static_cast<std::size_t>(r.slot)].held_sends;
+  for (std::uint32_t idx : held) {
     msg_pool_[idx].sent = r.t;
     start_send(idx, r.t);
   }
-  r.held_sends.clear();
+  held.clear();
 }
 
 SpanPhase Replay::current_phase(const RankState& r) const {
@@ -200,7 +204,7 @@ void Replay::record(const Span& s) {
 }
 
 void Replay::note_memory(RankState& r, const Instr& in, bool alloc) {
-  auto& st = stats_[static_cast<std::size_t>(r.slot)];
+  auto& st = tally_[static_cast<std::size_t>(r.slot)];
   const Bytes delta = alloc ? in.bytes : -in.bytes;
   st.mem_now += delta;
   if (in.mem == MemCat::activations) st.activations_now += delta;
@@ -263,6 +267,20 @@ void Replay::run() {
                       r.rank, r.stage, r.step, r.pc, what[static_cast<int>(r.block)], finished_, ranks_.size()));
     }
   }
+  for (std::size_t i = 0; i < ranks_.size(); ++i) {
+    const Tally& a = tally_[i];
+    RankStats& s = stats_[i];
+    s.end = a.end;
+    s.busy = a.busy;
+    s.bubble = a.bubble;
+    s.exposed = a.exposed;
+    s.mem_now = a.mem_now;
+    s.mem_peak = a.mem_peak;
+    s.activations_now = a.activations_now;
+    s.activations_at_peak = a.activations_at_peak;
+    s.buffers_now = a.buffers_now;
+    s.buffers_at_peak = a.buffers_at_peak;
+  }
   iteration_ = 0;
   for (const auto& s : stats_) iteration_ = std::max(iteration_, s.end);
   // Each rank's share of its groups' collectives (GroupState::wire).
@@ -285,7 +303,7 @@ void Replay::on_resume(void* ctx, std::uint64_t arg) {
 }
 
 void Replay::advance(RankState& r) {
-  auto& st = stats_[static_cast<std::size_t>(r.slot)];
+  auto& st = tally_[static_cast<std::size_t>(r.slot)];
   r.block = Block::none;
   for (;;) {
     const Instr& in = current_list(r)[r.pc];
@@ -308,7 +326,7 @@ void Replay::advance(RankState& r) {
   }
 }
 
-bool Replay::interact(RankState& r, const Instr& in, RankStats& st) {
+bool Replay::interact(RankState& r, const Instr& in, Tally& st) {
   // Collectives, launches and sends carry their own timestamp. Receives and waits look at
   // state that only grows with the engine's clock (messages delivered, stream ops done), and
   // the rank may be ahead of that clock (r.t > now): what is there now is there at r.t, and
@@ -321,15 +339,16 @@ bool Replay::interact(RankState& r, const Instr& in, RankStats& st) {
     case InstrKind::recv: {
       const auto& step = r.prog->steps[static_cast<std::size_t>(r.step)];
       const std::uint64_t key = msg_key(step.phase, step.microbatch, step.chunk);
-      auto it = std::find_if(r.inbox.begin(), r.inbox.end(), [&](const Msg& m) { return m.key == key; });
-      if (it == r.inbox.end()) {
+      auto& inbox = mail_[static_cast<std::size_t>(r.slot)].inbox;
+      auto it = std::find_if(inbox.begin(), inbox.end(), [&](const Msg& m) { return m.key == key; });
+      if (it == inbox.end()) {
         r.block = Block::recv;
         r.wait_key = key;
         r.wait_start = r.t;
         return false;  // resumed by on_deliver
       }
-      *it = r.inbox.back();
-      r.inbox.pop_back();
+      *it = inbox.back();
+      inbox.pop_back();
       return true;
     }
     case InstrKind::send:
@@ -380,7 +399,7 @@ Tick Replay::compute_ticks_slow(const RankState& r, const Instr& in) const {
   return r.scale == 1.0 ? d : static_cast<Tick>(std::llround(static_cast<double>(d) * r.scale));
 }
 
-bool Replay::collective_on_compute_stream(RankState& r, const Instr& in, RankStats& st) {
+bool Replay::collective_on_compute_stream(RankState& r, const Instr& in, Tally& st) {
   GroupState& g = group(in.dim, -1, r.gid[static_cast<int>(in.dim)]);
   if (g.expected == 1 && transport_.immediate()) {
     // The only simulated member (a folded run): with a closed-form network the
@@ -388,7 +407,7 @@ bool Replay::collective_on_compute_stream(RankState& r, const Instr& in, RankSta
     const int di = static_cast<int>(in.dim);
     const GroupShape& shape = shape_of(g, in.dim, r.gid[di]);
     const Tick dur = to_ticks(transport_.collective_seconds(in.coll, in.dim, r.gid[di], shape, in.bytes));
-    st.wire[di] += transport_.wire_bytes(in.coll, in.dim, shape, in.bytes);
+    stats_[static_cast<std::size_t>(r.slot)].wire[di] += transport_.wire_bytes(in.coll, in.dim, shape, in.bytes);
     st.exposed[di] += dur;
     if (in.dim != Dim::mp && opt_.trace) record(span_of(r, 0, in, r.t, r.t + dur));
     r.t += dur;
@@ -403,7 +422,7 @@ bool Replay::collective_on_compute_stream(RankState& r, const Instr& in, RankSta
 
 void Replay::mark_finished(RankState& r) {
   r.block = Block::finished;
-  stats_[static_cast<std::size_t>(r.slot)].end = r.t;
+  tally_[static_cast<std::size_t>(r.slot)].end = r.t;
   ++finished_;
 }
 
@@ -481,8 +500,7 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
     const auto slot = static_cast<std::size_t>(g.resuming[i]);
     __builtin_prefetch(&self->ranks_[slot]);
     __builtin_prefetch(reinterpret_cast<const char*>(&self->ranks_[slot]) + 64);
-    __builtin_prefetch(&self->stats_[slot]);
-    __builtin_prefetch(reinterpret_cast<const char*>(&self->stats_[slot]) + 64);
+    __builtin_prefetch(&self->tally_[slot]);
   };
   constexpr std::size_t kAhead = 4;
   for (std::size_t i = 0; i < kAhead; ++i) prefetch(i);
@@ -491,7 +509,7 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
       prefetch(i + kAhead);
       const std::int32_t slot = g.resuming[i];
       RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
-      auto& st = self->stats_[static_cast<std::size_t>(slot)];
+      auto& st = self->tally_[static_cast<std::size_t>(slot)];
       // Waiting for slower peers of the model-parallel sync is pipeline imbalance when
       // there is a pipeline; with one stage it is waiting on communication (peers held
       // up by their own collectives), not a bubble.
@@ -515,7 +533,6 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
     prefetch(i + kAhead);
     const std::int32_t slot = g.resuming[i];
     RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
-    auto& st = self->stats_[static_cast<std::size_t>(slot)];
     auto& own = self->channels_[static_cast<std::size_t>(slot)];
     auto& ch = own[channel];
     const Launched& op = ch.queue[ch.head];
@@ -544,7 +561,7 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
 void Replay::resume_after_wait(RankState& r) {
   const Instr& in = current_list(r)[r.pc];
   if (!wait_satisfied(r, in)) return;
-  auto& st = stats_[static_cast<std::size_t>(r.slot)];
+  auto& st = tally_[static_cast<std::size_t>(r.slot)];
   // The rank may have blocked ahead of the clock: it goes on at its own time or now.
   const Tick now = std::max(engine_.now(), r.wait_start);
   st.exposed[static_cast<int>(in.dim)] += now - r.wait_start;
@@ -561,13 +578,12 @@ void Replay::send(RankState& r, const Instr& in) {
   Coords c = layout_.coords(r.rank);
   c.pp = dst.stage;
   const int dst_rank = layout_.rank_of(c);
-  auto& st = stats_[static_cast<std::size_t>(r.slot)];
-  st.wire[static_cast<int>(Dim::pp)] += in.bytes;
+  stats_[static_cast<std::size_t>(r.slot)].wire[static_cast<int>(Dim::pp)] += in.bytes;
   const std::uint32_t idx = take_slot(msg_free_, msg_pool_, msg_dst_);
   msg_pool_[idx] = {msg_key(s.phase, s.microbatch, dst.chunk), r.t, 0, r.rank, in.label, in.bytes};
   msg_dst_[idx] = slot_of_rank_[dst_rank];
   if (s.paired) {
-    r.held_sends.push_back(idx);
+    mail_[static_cast<std::size_t>(r.slot)].held_sends.push_back(idx);
     return;
   }
   start_send(idx, r.t);
@@ -608,7 +624,7 @@ void Replay::on_deliver(void* ctx, std::uint64_t arg) {
   self->msg_free_.push_back(static_cast<std::uint32_t>(arg));
   RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
   if (r.block == Block::recv && r.wait_key == m.key) {
-    auto& st = self->stats_[static_cast<std::size_t>(slot)];
+    auto& st = self->tally_[static_cast<std::size_t>(slot)];
     // Waiting until the producer sent is the bubble; the transfer after that is
     // exposed pipeline communication.
     // A rank that blocked ahead of the clock waits only from its own time.
@@ -621,7 +637,7 @@ void Replay::on_deliver(void* ctx, std::uint64_t arg) {
     self->continue_after_block(r);
     return;
   }
-  r.inbox.push_back(m);
+  self->mail_[static_cast<std::size_t>(r.slot)].inbox.push_back(m);
 }
 
 }  // namespace ptsim::sim

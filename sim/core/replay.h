@@ -22,23 +22,18 @@
 
 namespace ptsim::sim {
 
-// Laid out for the replay, which updates one rank's record per resume (a cache miss per
-// line at 16k ranks): what a resume updates in the first line (busy, bubble, exposed), the
-// memory accounting in the second, what is written once per run in the third.
-struct alignas(64) RankStats {
+struct RankStats {
+  int rank = 0;
+  int stage = 0;
+  Tick end = 0;                          // when the rank finished its iteration
   Tick busy = 0;                         // compute stream busy with compute ops
   Tick bubble = 0;                       // compute stream waiting on pipeline dependencies
   std::array<Tick, kNumDims> exposed{};  // compute stream waiting on communication
+  std::array<Bytes, kNumDims> wire{};    // bytes sent on the wire
   Bytes mem_now = 0, mem_peak = 0;
   Bytes activations_now = 0, activations_at_peak = 0;
   Bytes buffers_now = 0, buffers_at_peak = 0;
-  Tick end = 0;  // when the rank finished its iteration
-  int rank = 0;
-  int stage = 0;
-  std::array<Bytes, kNumDims> wire{};  // bytes sent on the wire
 };
-static_assert(offsetof(RankStats, mem_now) == 64 && offsetof(RankStats, wire) == 128,
-              "RankStats: per-resume fields in the first cache line, memory in the second");
 
 // Where in its program a traced span ran: a step of the schedule or outside them.
 enum class SpanPhase : std::uint8_t { forward, backward, prologue, epilogue };
@@ -148,8 +143,8 @@ class Replay {
     Tick until = 0;  // its collectives are expected to run until then (Replay::expect_comm)
   };
   // The first cache line holds what every resume reads and writes (on_group_done,
-  // advance), the second what a collective or a wait reads (gid, block); the rest is
-  // touched by pipeline messages only.
+  // advance), the second what a collective or a wait reads (gid, block); a rank's pipeline
+  // messages live apart (Mail), so that 16k ranks' states take 2 MiB.
   struct alignas(64) RankState {
     Tick t = 0;
     const std::vector<Instr>* list = nullptr;  // list_of(step), kept with `step` (read per instruction)
@@ -159,7 +154,7 @@ class Replay {
     double scale = 1.0;   // compute slowdown (ReplayOptions::compute_scale)
     const StageProgram* prog = nullptr;
     int step = -1;          // -1 prologue, [0, steps) schedule, steps epilogue
-    std::int32_t slot = 0;  // index in ranks_ (and stats_, channels_)
+    std::int32_t slot = 0;  // index in ranks_ (and tally_, stats_, channels_, mail_)
     Block block = Block::none;
     Dim wait_dim = Dim::tp;
     int wait_channel = 0;
@@ -167,9 +162,25 @@ class Replay {
     int rank = 0;
     int stage = 0;
     std::uint64_t wait_key = 0;
+  };
+  static_assert(sizeof(RankState) == 128, "RankState: two cache lines");
+  struct Mail {
     std::vector<Msg> inbox;
     std::vector<std::uint32_t> held_sends;  // paired forward's outputs (msg_pool_ slots), sent at the pair's end
   };
+  // What the replay adds up per rank while it runs, laid out like RankState (a resume
+  // updates the first line: busy, bubble, exposed; memory events the second); copied into
+  // RankStats when the run ends. Wire bytes go to RankStats directly (once per group
+  // collective, GroupState::wire, and per pipeline message).
+  struct alignas(64) Tally {
+    Tick busy = 0, bubble = 0;
+    std::array<Tick, kNumDims> exposed{};
+    Bytes mem_now = 0, mem_peak = 0;
+    Bytes activations_now = 0, activations_at_peak = 0;
+    Bytes buffers_now = 0, buffers_at_peak = 0;
+    Tick end = 0;
+  };
+  static_assert(sizeof(Tally) == 128, "Tally: two cache lines");
   using Channels = std::array<Channel, kNumChannels>;
   struct GroupState {
     int expected = 0;
@@ -204,8 +215,8 @@ class Replay {
   // Runs the rank from its current instruction until it blocks or finishes.
   void advance(RankState& r);
   // An instruction that meets other ranks or the clock; false when the rank blocks.
-  bool interact(RankState& r, const Instr& in, RankStats& st);
-  bool collective_on_compute_stream(RankState& r, const Instr& in, RankStats& st);
+  bool interact(RankState& r, const Instr& in, Tally& st);
+  bool collective_on_compute_stream(RankState& r, const Instr& in, Tally& st);
   // A data- or expert-parallel collective launched on an async stream at r.t: until when
   // its NCCL kernel is expected to hold SMs (Instr::duration_under_comm).
   static void expect_comm(RankState& r, Channel& ch, const Instr& in);
@@ -270,6 +281,8 @@ class Replay {
   // group's members read (a 16k-rank run was faster with the smaller record).
   std::vector<Channels> channels_;
   std::vector<std::int32_t> slot_of_rank_;  // global rank -> index in ranks_ (-1 if folded away)
+  std::vector<Tally> tally_;                // by slot, while running
+  std::vector<Mail> mail_;                  // by slot
   std::vector<RankStats> stats_;
   std::array<std::vector<GroupState>, kNumDims> sync_groups_;
   std::array<std::vector<GroupState>, kNumChannels> async_groups_;
