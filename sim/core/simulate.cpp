@@ -205,7 +205,7 @@ void run_bounded(Replay& replay, const Scenario& s) {
     const std::string what = e.estimated()
                                  ? fmt::format(
                                        "this run would simulate more than the limit of {} events: its ranks run {} "
-                                       "synchronising instructions (1/6 to 1 event each)",
+                                       "synchronising instructions (1/9 to 1 event each)",
                                        e.limit(), e.events())
                                  : fmt::format("the simulation passed the limit of {} events", e.limit());
     throw ScenarioError(s.file, "", what,
