@@ -490,10 +490,10 @@ void NetworkTransport::on_net_event(void* ctx, std::uint64_t) {
     self->phase_finished(id, Done::collect);
   }
   // The owners' callbacks, once the network's state is settled (they start new transfers).
-  // Swapped out first: this handler is not re-entered, but keep the list stable anyway.
-  auto finished = std::move(self->finished_);
-  for (const auto& f : finished) f.fn(f.ctx, f.arg);
-  self->finished_ = std::move(finished);
+  for (std::size_t i = 0; i < self->finished_.size(); ++i) {
+    const Finished f = self->finished_[i];
+    f.fn(f.ctx, f.arg);
+  }
   // kick() from inside may have scheduled a catch-up at now; otherwise the next event.
   if (self->net_event_at_ != self->engine_->now()) self->reschedule(true);
 }

@@ -290,7 +290,7 @@ void Replay::run() {
       if (const auto& v = sync_groups_[static_cast<std::size_t>(d)]; !v.empty())
         wire[d] += v[static_cast<std::size_t>(r.gid[d])].wire;
     for (int c = 0; c < kNumChannels; ++c) {
-      const int d = c == kGatherChannel ? static_cast<int>(Dim::dp) : c;
+      const int d = static_cast<int>(channel_dim(c));
       if (const auto& v = async_groups_[static_cast<std::size_t>(c)]; !v.empty())
         wire[d] += v[static_cast<std::size_t>(r.gid[d])].wire;
     }

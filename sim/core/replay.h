@@ -249,9 +249,11 @@ class Replay {
     auto& v =
         channel >= 0 ? async_groups_[static_cast<std::size_t>(channel)] : sync_groups_[static_cast<std::size_t>(d)];
     if (v.empty()) [[unlikely]]
-      make_groups(v, channel < 0 ? d : channel == kGatherChannel ? Dim::dp : static_cast<Dim>(channel));
+      make_groups(v, channel < 0 ? d : channel_dim(channel));
     return v[static_cast<std::size_t>(gid)];
   }
+  // The dimension whose groups async stream `channel` runs collectives of.
+  static Dim channel_dim(int channel) { return channel == kGatherChannel ? Dim::dp : static_cast<Dim>(channel); }
   void make_groups(std::vector<GroupState>& groups, Dim dim);
   const GroupShape& shape_of(GroupState& g, Dim d, int gid);
   GroupShape pair_shape(int src, int dst) const;
