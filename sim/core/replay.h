@@ -55,8 +55,8 @@ struct Span {
 inline constexpr std::uint8_t kComputeSpan = 0xff;
 
 // The work bound of one run (README "Reliability"): at most this many engine events. The
-// largest example, GPT-3 1T on 16,384 GPUs every rank with link sharing, runs 11.4 M events
-// (README "Performance"), and the engine runs 10-30 M events/s, so the bound is ~90 times that
+// largest example, GPT-3 1T on 16,384 GPUs every rank with link sharing, runs 10.4 M events
+// (README "Performance"), and the engine runs 10-30 M events/s, so the bound is ~95 times that
 // run and stops a runaway input after about one to two minutes instead of hours.
 inline constexpr std::uint64_t kMaxEvents = 1'000'000'000;
 
@@ -104,7 +104,7 @@ class Replay {
   void run();
   // The synchronising instructions (collective, send, receive, launch, wait) of every simulated
   // rank's iteration: each costs the engine 1/9 to 1 event (measured: scenarios/default.yaml
-  // 12.6 M instructions, 3.5 M events; mixtral-8x7b 236 k, 228 k; search_small.yaml 560, 68: a
+  // 12.6 M instructions, 3.1 M events; mixtral-8x7b 236 k, 152 k; search_small.yaml 560, 68: a
   // tensor-parallel collective alone on its node's links costs one event for its 8 members).
   // run() throws EventLimitError before it starts when this exceeds kEventsPerInstrSlack times
   // the bound (the run would certainly pass it), and once the engine passes the bound.
