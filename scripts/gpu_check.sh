@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: runs every CUDA test, a quick and a full `ptsim calibrate`,
-# and the SM-contention probe (bench/gpu/sm_contention.py), writing logs and tables to OUTDIR.
+# the SM-contention probe (bench/gpu/sm_contention.py) and the list-form gather's host loop
+# (bench/gpu/list_gather_host.py), writing logs and tables to OUTDIR.
 # usage: scripts/gpu_check.sh OUTDIR [BIN_DIR]
 #   BIN_DIR holds ptsim, libptsim_cuda.so and tests/ptsim_kernels_tests (default: build).
 # Each step has its own time limit and runs even when an earlier one failed; the last lines
@@ -34,6 +35,8 @@ step kernel-tests 240 "$out/kernels_tests.log" "$bin/tests/ptsim_kernels_tests" 
 step calibrate-quick 120 "$out/calibrate_quick.log" "$bin/ptsim" calibrate --quick --name "$name-quick" \
   --out "$out/$name-quick.yaml"
 step sm-contention 200 "$out/sm_contention.log" python3 "$here/bench/gpu/sm_contention.py" "$out/sm_contention.json"
+step list-gather 200 "$out/list_gather_host.log" python3 "$here/bench/gpu/list_gather_host.py" \
+  "$out/list_gather_host.json"
 step calibrate-full "${PTSIM_FULL_LIMIT:-330}" "$out/calibrate.log" "$bin/ptsim" calibrate --name "$name" \
   --out "$out/$name.yaml"
 printf '%s\n' "${summary[@]}"
