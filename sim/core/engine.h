@@ -15,7 +15,7 @@
 // Heap entries are 16 bytes — the time and one word holding the insertion sequence
 // (high 40 bits) above the event's slot (low 24 bits) — and the callback, context and
 // argument live out of line in the slot, read once when the event runs.
-// Measured in bench/engine_bench (README "Performance"): at 16,384 pending events the
+// Measured in bench/engine_bench (docs/performance-history.md): at 16,384 pending events the
 // radix heap beats the binary heap it replaced (16-byte entries, Floyd's bottom-up
 // pop), which had beaten a 48-byte in-line binary heap and a 4-ary heap.
 #pragma once
