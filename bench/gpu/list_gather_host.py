@@ -27,7 +27,10 @@ extension that does what ProcessGroupNCCL does (the list's conversion to C++ inc
 side stream, host time and the time until its copies finished; (d) the copies' own GPU time
 when they wait behind a long kernel, as they wait behind the gather. Every figure is a median over
 repeats, divided by W. Shapes: GPT-3 175B's per-layer weights and a bias (hidden 12288),
-fp16, for W in 64, 384, 1536.
+fp16, for W in 64, 384, 1536, ROUNDS times (default 5). Each row also times a fixed pure-Python
+loop (python_ref_s), so rows where the host ran slower can be told apart. At W = 1536 the
+copies outnumber CUDA's launch queue, so the host waits for the GPU and the queued figure
+there mixes in the host's issue rate.
 
 usage: list_gather_host.py OUT.json
 """
@@ -70,7 +73,7 @@ SHAPES = {  # elements of one parameter of a GPT-3 175B layer
 }
 WORLDS = [64, 384, 1536]
 REPEATS = 7
-ROUNDS = int(os.environ.get("ROUNDS", "3"))  # the whole sweep again: the host's speed drifts between runs
+ROUNDS = int(os.environ.get("ROUNDS", "5"))  # the whole sweep again: the host's speed drifts between runs
 
 
 def median_s(fn, repeats=REPEATS):
@@ -152,11 +155,13 @@ def main():
         for fn in (zeros, ds_loop, py_checks, to_cpp, post_done):  # warm-up
             fn()
         torch.cuda.synchronize()
-        row = {"round": rnd, "python_ref_s": median_s(python_ref), "world": world, "param": name, "elements": numel, "partition_bytes": 2 * part}
+        row = {"round": rnd, "python_ref_s": median_s(python_ref), "world": world, "param": name,
+               "elements": numel, "partition_bytes": 2 * part}
         row["zeros_s"] = median_s(lambda: (zeros(), torch.cuda.synchronize()))
         row["ds_loop_per_rank_s"] = median_s(ds_loop) / world
         row["py_checks_per_rank_s"] = median_s(py_checks) / world
         row["to_cpp_per_rank_s"] = median_s(to_cpp) / world
+
         def post_host_s():
             side.synchronize()
             t0 = time.perf_counter()
@@ -167,6 +172,7 @@ def main():
 
         row["post_host_per_rank_s"] = statistics.median(post_host_s() for _ in range(REPEATS)) / world
         row["post_until_copied_per_rank_s"] = median_s(post_done) / world
+
         def queued_s():
             # The copies wait behind a kernel that outlasts their issue (as they wait behind
             # the gather): the GPU then runs them back to back, and the time from the
