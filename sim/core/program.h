@@ -4,7 +4,10 @@
 // not one program per rank (DESIGN.md "Per-rank programs are generated").
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "hw/net/collectives.h"
@@ -113,7 +116,17 @@ struct Program {
   std::vector<std::string> labels;
   // FrameworkProfile::dp_one_stream: gathers queue with the gradient reductions.
   bool dp_one_stream = false;
-  std::uint16_t label(const std::string& name);
+  // The index of `name` in labels, appended the first time it is seen.
+  std::uint16_t label(std::string_view name);
+
+ private:
+  // labels by name (label() runs once per instruction built: the plan search's bound builds
+  // a program per candidate, and comparing every stored name was 7 % of its profile).
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::uint16_t, NameHash, std::equal_to<>> label_index_;
 };
 
 }  // namespace ptsim::sim

@@ -1,7 +1,9 @@
 #include "sim/core/program_builder.h"
 
-#include <fmt/format.h>
 #include <algorithm>
+#include <array>
+#include <initializer_list>
+#include <string_view>
 
 #include "hw/net/nccl_tuning.h"
 #include "models/memory.h"
@@ -10,11 +12,12 @@
 
 namespace ptsim::sim {
 
-std::uint16_t Program::label(const std::string& name) {
-  for (std::size_t i = 0; i < labels.size(); ++i)
-    if (labels[i] == name) return static_cast<std::uint16_t>(i);
-  labels.push_back(name);
-  return static_cast<std::uint16_t>(labels.size() - 1);
+std::uint16_t Program::label(std::string_view name) {
+  if (const auto it = label_index_.find(name); it != label_index_.end()) return it->second;
+  const auto i = static_cast<std::uint16_t>(labels.size());
+  labels.emplace_back(name);
+  label_index_.emplace(labels.back(), i);
+  return i;
 }
 
 namespace {
@@ -284,10 +287,10 @@ class Builder {
   }
 
   // Host work and memory-bound kernels: as long under a collective as alone.
-  void push_compute(std::vector<Instr>& out, const std::string& name, Tick dur, std::uint8_t flags = kNoFlags) {
+  void push_compute(std::vector<Instr>& out, std::string_view name, Tick dur, std::uint8_t flags = kNoFlags) {
     push_compute(out, name, OpTicks{dur, dur}, flags);
   }
-  void push_compute(std::vector<Instr>& out, const std::string& name, OpTicks t, std::uint8_t flags = kNoFlags) {
+  void push_compute(std::vector<Instr>& out, std::string_view name, OpTicks t, std::uint8_t flags = kNoFlags) {
     if (t.plain <= 0) return;
     if (opt_.fuse_compute && !out.empty() && out.back().kind == InstrKind::compute && out.back().flags == flags) {
       out.back().duration += t.plain;
@@ -300,11 +303,11 @@ class Builder {
     in.duration = t.plain;
     in.set_duration_under_comm(t.under_comm);
     in.flags = flags;
-    in.label = prog_.label(opt_.fuse_compute ? std::string("compute") : name);
+    in.label = opt_.fuse_compute ? compute_label() : prog_.label(name);
     out.push_back(in);
   }
 
-  void push_coll(std::vector<Instr>& out, Dim d, CollectiveKind c, Bytes bytes, const std::string& name,
+  void push_coll(std::vector<Instr>& out, Dim d, CollectiveKind c, Bytes bytes, std::string_view name,
                  std::uint8_t flags = kNoFlags) {
     if (group_size(d) <= 1 || bytes <= 0) return;
     Instr in;
@@ -317,7 +320,7 @@ class Builder {
     out.push_back(in);
   }
 
-  void launch(std::vector<Instr>& out, Dim d, int channel, CollectiveKind c, Bytes bytes, const std::string& name,
+  void launch(std::vector<Instr>& out, Dim d, int channel, CollectiveKind c, Bytes bytes, std::string_view name,
               std::uint8_t flags = kNoFlags) {
     if (group_size(d) <= 1 || bytes <= 0) return;
     Instr in;
@@ -341,7 +344,9 @@ class Builder {
     in.channel = static_cast<std::uint8_t>(channel);
     in.count = outstanding;
     in.flags = flags;
-    in.label = prog_.label(fmt::format("wait {}", to_string(d)));
+    int& label = wait_label_[static_cast<std::size_t>(d)];
+    if (label < 0) label = prog_.label(joined({"wait ", to_string(d)}));
+    in.label = static_cast<std::uint16_t>(label);
     out.push_back(in);
   }
 
@@ -376,7 +381,7 @@ class Builder {
       if (!enter && !sp) return;  // identity in backward
       c = enter ? (sp ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce) : CollectiveKind::all_gather;
     }
-    push_coll(out, Dim::tp, c, hidden_msg_, fmt::format("tp {} {}", to_string(c), block), flags);
+    push_coll(out, Dim::tp, c, hidden_msg_, joined({"tp ", to_string(c), " ", block}), flags);
   }
 
   // Forward instructions of one layer's ops (also used for full recomputation).
@@ -408,7 +413,7 @@ class Builder {
       if (op.role == OpRole::moe_dispatch) ep_all_to_all(out, "ep dispatch bwd", kNoFlags);
       if (op.recomputed_selective && par_.recompute == models::Recompute::selective) {
         cp_launch(out, false, kRecompute);
-        push_compute(out, op.name + " (recompute)", fwd[j], kRecompute);
+        push_compute(out, joined({op.name, " (recompute)"}), fwd[j], kRecompute);
         wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, kRecompute);
       }
       if (op.cls == OpClass::attention) cp_launch(out, true, kNoFlags);
@@ -459,7 +464,7 @@ class Builder {
     if (pending_bucket_ <= 0 || (!force && pending_bucket_ < bucket_params())) return;
     const CollectiveKind c = grad_collective();
     launch(out, Dim::dp, static_cast<int>(Dim::dp), c, pending_bucket_ * grad_elem_bytes_,
-           fmt::format("dp grad {}", to_string(c)), par_.zero_stage >= 2 ? kNoFlags : kLastMicrobatch);
+           joined({"dp grad ", to_string(c)}), par_.zero_stage >= 2 ? kNoFlags : kLastMicrobatch);
     pending_bucket_ = 0;
   }
 
@@ -812,7 +817,8 @@ class Builder {
       const std::vector<Op> ops = l == kHead        ? models::head_ops(m, par_)
                                   : l == kEmbedding ? std::vector<Op>{}
                                                     : blocks.ops(m, l);
-      for (auto op = ops.rbegin(); op != ops.rend(); ++op) push_compute(w, op->name + " wgrad", gemm_half(*op, true));
+      for (auto op = ops.rbegin(); op != ops.rend(); ++op)
+        push_compute(w, joined({op->name, " wgrad"}), gemm_half(*op, true));
       dp_launch(w, block_params(l), fw_.grad_reduce_per_unit);
     }
     if (chunk == 0) dp_launch(w, 0, true);
@@ -957,7 +963,7 @@ class Builder {
       const CollectiveKind c = grad_collective();
       for (double left = local_params; left > 0; left -= bucket_params())
         launch(e, Dim::dp, static_cast<int>(Dim::dp), c, std::min(left, bucket_params()) * grad_elem_bytes_,
-               fmt::format("dp grad {}", to_string(c)));
+               joined({"dp grad ", to_string(c)}));
     }
     wait(e, Dim::dp, static_cast<int>(Dim::dp), 0);
     // Overlapped parameter gathers of this step must be done before the next.
@@ -997,6 +1003,14 @@ class Builder {
     return static_cast<double>(models::stage_params(s_.model, par_, stage).total());
   }
 
+  // `parts` joined in a scratch string (no allocation once it has grown): the names built per
+  // instruction, which label() looks up (it copies a name it has not seen).
+  std::string_view joined(std::initializer_list<std::string_view> parts) {
+    name_.clear();
+    for (const std::string_view p : parts) name_ += p;
+    return name_;
+  }
+
   const Scenario& s_;
   const models::Parallelism& par_;
   const FrameworkProfile& fw_;
@@ -1009,6 +1023,18 @@ class Builder {
   double pending_bucket_ = 0;
   int cur_stage_ = 0, cur_chunk_ = 0;  // the chunk being built (its head's parameters)
   bool overlap_ep_ = false;            // building a DualPipe F&B pair's passes (EP all-to-alls async)
+  std::string name_;                   // joined()'s scratch
+  // Labels of the most frequent instructions, looked up once (-1: not yet).
+  int compute_label_ = -1;
+  std::array<int, kNumDims> wait_label_ = [] {
+    std::array<int, kNumDims> a{};
+    a.fill(-1);
+    return a;
+  }();
+  std::uint16_t compute_label() {
+    if (compute_label_ < 0) compute_label_ = prog_.label("compute");
+    return static_cast<std::uint16_t>(compute_label_);
+  }
 };
 
 }  // namespace

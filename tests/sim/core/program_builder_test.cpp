@@ -246,5 +246,21 @@ TEST(ProgramBuilder, PipelineSendsOneActivationEachWay) {
   }
 }
 
+// Program::label interns names: one index per distinct name, in the order of first use
+// (traces print labels[index]); a copied program keeps its own, working index.
+TEST(Program, LabelsAreInternedInTheOrderOfFirstUse) {
+  Program p;
+  EXPECT_EQ(p.label("compute"), 0);
+  EXPECT_EQ(p.label("wait tp"), 1);
+  EXPECT_EQ(p.label(std::string("comp") + "ute"), 0);
+  const Program copy = p;
+  EXPECT_EQ(p.label("wait dp"), 2);
+  Program other = copy;
+  EXPECT_EQ(other.label("wait tp"), 1);
+  EXPECT_EQ(other.label("send"), 2);
+  EXPECT_EQ(p.labels, (std::vector<std::string>{"compute", "wait tp", "wait dp"}));
+  EXPECT_EQ(other.labels, (std::vector<std::string>{"compute", "wait tp", "send"}));
+}
+
 }  // namespace
 }  // namespace ptsim::sim
