@@ -267,20 +267,7 @@ void Replay::run() {
                       r.rank, r.stage, r.step, r.pc, what[static_cast<int>(r.block)], finished_, ranks_.size()));
     }
   }
-  for (std::size_t i = 0; i < ranks_.size(); ++i) {
-    const Tally& a = tally_[i];
-    RankStats& s = stats_[i];
-    s.end = a.end;
-    s.busy = a.busy;
-    s.bubble = a.bubble;
-    s.exposed = a.exposed;
-    s.mem_now = a.mem_now;
-    s.mem_peak = a.mem_peak;
-    s.activations_now = a.activations_now;
-    s.activations_at_peak = a.activations_at_peak;
-    s.buffers_now = a.buffers_now;
-    s.buffers_at_peak = a.buffers_at_peak;
-  }
+  for (std::size_t i = 0; i < ranks_.size(); ++i) static_cast<RankTally&>(stats_[i]) = tally_[i];
   iteration_ = 0;
   for (const auto& s : stats_) iteration_ = std::max(iteration_, s.end);
   // Each rank's share of its groups' collectives (GroupState::wire).

@@ -22,17 +22,22 @@
 
 namespace ptsim::sim {
 
-struct RankStats {
-  int rank = 0;
-  int stage = 0;
-  Tick end = 0;                          // when the rank finished its iteration
+// What the replay adds up per rank while it runs (Replay::Tally keeps it on two cache
+// lines: busy, bubble and exposed, which a resume updates, on the first).
+struct RankTally {
   Tick busy = 0;                         // compute stream busy with compute ops
   Tick bubble = 0;                       // compute stream waiting on pipeline dependencies
   std::array<Tick, kNumDims> exposed{};  // compute stream waiting on communication
-  std::array<Bytes, kNumDims> wire{};    // bytes sent on the wire
   Bytes mem_now = 0, mem_peak = 0;
   Bytes activations_now = 0, activations_at_peak = 0;
   Bytes buffers_now = 0, buffers_at_peak = 0;
+  Tick end = 0;  // when the rank finished its iteration
+};
+
+struct RankStats : RankTally {
+  int rank = 0;
+  int stage = 0;
+  std::array<Bytes, kNumDims> wire{};  // bytes sent on the wire
 };
 
 // Where in its program a traced span ran: a step of the schedule or outside them.
@@ -168,18 +173,11 @@ class Replay {
     std::vector<Msg> inbox;
     std::vector<std::uint32_t> held_sends;  // paired forward's outputs (msg_pool_ slots), sent at the pair's end
   };
-  // What the replay adds up per rank while it runs, laid out like RankState (a resume
-  // updates the first line: busy, bubble, exposed; memory events the second); copied into
-  // RankStats when the run ends. Wire bytes go to RankStats directly (once per group
-  // collective, GroupState::wire, and per pipeline message).
-  struct alignas(64) Tally {
-    Tick busy = 0, bubble = 0;
-    std::array<Tick, kNumDims> exposed{};
-    Bytes mem_now = 0, mem_peak = 0;
-    Bytes activations_now = 0, activations_at_peak = 0;
-    Bytes buffers_now = 0, buffers_at_peak = 0;
-    Tick end = 0;
-  };
+  // A rank's running sums while the run goes (a resume updates the first line, memory
+  // events the second), apart from RankStats' other fields; copied into RankStats when the
+  // run ends. Wire bytes go to RankStats directly (once per group collective,
+  // GroupState::wire, and per pipeline message).
+  struct alignas(64) Tally : RankTally {};
   static_assert(sizeof(Tally) == 128, "Tally: two cache lines");
   using Channels = std::array<Channel, kNumChannels>;
   struct GroupState {
