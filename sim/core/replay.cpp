@@ -79,6 +79,9 @@ Replay::Replay(const Program& program, const Layout& layout, int num_microbatche
       if (!traced_[r.rank] && shown < opt_.trace_max_ranks) traced_[r.rank] = 1, ++shown;
   }
   engine_.reserve(ranks_.size() * 4 + 64);
+  sessions_ = opt_.lockstep_sessions && !opt_.trace && !opt_.fold;
+  for (const StageProgram& sp : program_.stages)
+    for (const auto& step : sp.steps) paired_steps_ = paired_steps_ || step.paired;
 }
 
 // Folded, only the representative of each stage is simulated, so a group has one
@@ -302,11 +305,13 @@ void Replay::advance(RankState& r) {
         st.busy += d;
       } else if (in.kind == InstrKind::alloc || in.kind == InstrKind::release) {
         note_memory(r, in, in.kind == InstrKind::alloc);
-      } else if (!interact(r, in, st)) {
-        return;  // blocked, or resumed later by an event
+      } else {
+        if (r.leading && !(in.kind == InstrKind::collective && in.dim == r.lead_dim)) end_session(r, false);
+        if (!interact(r, in, st)) return;  // blocked, or resumed later by an event
       }
     }
     if (!next_instr(r)) {
+      if (r.leading) end_session(r, true);
       mark_finished(r);
       return;
     }
@@ -414,10 +419,74 @@ void Replay::mark_finished(RankState& r) {
 }
 
 void Replay::continue_after_block(RankState& r) {
-  if (next_instr(r))
+  if (next_instr(r)) {
     advance(r);
-  else
-    mark_finished(r);
+    return;
+  }
+  if (r.leading) end_session(r, true);
+  mark_finished(r);
+}
+
+bool Replay::start_session(GroupState& g, Dim d) {
+  const auto& members = g.resuming;
+  const RankState& lead = ranks_[static_cast<std::size_t>(members[0])];
+  const Tally& lt = tally_[static_cast<std::size_t>(lead.slot)];
+  const Tick now = engine_.now();
+  const auto held = [this](const RankState& r) {
+    return paired_steps_ && !mail_[static_cast<std::size_t>(r.slot)].held_sends.empty();
+  };
+  if (held(lead)) return false;
+  for (std::size_t i = 1; i < members.size(); ++i) {
+    const RankState& r = ranks_[static_cast<std::size_t>(members[i])];
+    const Tally& t = tally_[static_cast<std::size_t>(r.slot)];
+    // r.t is now for every member; an expected collective that ended by now slows nothing.
+    if (r.prog != lead.prog || r.step != lead.step || r.pc != lead.pc || r.scale != lead.scale ||
+        std::max(r.comm_until, now) != std::max(lead.comm_until, now) || t.mem_now != lt.mem_now ||
+        t.mem_peak != lt.mem_peak || t.activations_now != lt.activations_now ||
+        t.activations_at_peak != lt.activations_at_peak || t.buffers_now != lt.buffers_now ||
+        t.buffers_at_peak != lt.buffers_at_peak || held(r))
+      return false;
+  }
+  ranks_[static_cast<std::size_t>(lead.slot)].leading = true;
+  ranks_[static_cast<std::size_t>(lead.slot)].lead_dim = d;
+  g.followers.assign(members.begin() + 1, members.end());
+  g.base = lt;
+  ++sessions_started_;
+  return true;
+}
+
+void Replay::end_session(RankState& lead, bool finished) {
+  GroupState& g = group(lead.lead_dim, -1, lead.gid[static_cast<int>(lead.lead_dim)]);
+  const Tally& lt = tally_[static_cast<std::size_t>(lead.slot)];
+  for (std::int32_t slot : g.followers) {
+    RankState& r = ranks_[static_cast<std::size_t>(slot)];
+    Tally& t = tally_[static_cast<std::size_t>(slot)];
+    t.busy += lt.busy - g.base.busy;
+    t.bubble += lt.bubble - g.base.bubble;
+    for (int d = 0; d < kNumDims; ++d) t.exposed[d] += lt.exposed[d] - g.base.exposed[d];
+    t.mem_now = lt.mem_now;
+    t.mem_peak = lt.mem_peak;
+    t.activations_now = lt.activations_now;
+    t.activations_at_peak = lt.activations_at_peak;
+    t.buffers_now = lt.buffers_now;
+    t.buffers_at_peak = lt.buffers_at_peak;
+    r.t = lead.t;
+    r.list = lead.list;
+    r.pc = lead.pc;
+    r.step = lead.step;
+    r.wait_start = lead.wait_start;
+    r.comm_until = lead.comm_until;
+    r.block = lead.block;
+    r.wait_dim = lead.wait_dim;
+    r.wait_channel = lead.wait_channel;
+    r.wait_key = lead.wait_key;
+    if (finished)
+      mark_finished(r);
+    else
+      released_.push_back(slot);
+  }
+  g.followers.clear();
+  lead.leading = false;
 }
 
 void Replay::arrive(RankState& r, Dim d, int channel, const Instr& in, Tick at) {
@@ -429,6 +498,7 @@ void Replay::arrive(RankState& r, Dim d, int channel, const Instr& in, Tick at) 
     g.label = in.label;
   }
   ++g.arrived;
+  if (r.leading && channel < 0 && d == r.lead_dim) g.arrived += static_cast<int>(g.followers.size());
   g.start = std::max(g.start, at);
   g.waiters.push_back(r.slot);
   if (g.arrived < g.expected) return;
@@ -509,8 +579,17 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
       if (traced_stream_dim(d) && self->opt_.trace)
         self->record(self->span_of(r, 0, self->current_list(r)[r.pc], start, now));
       r.t = now;
-      self->continue_after_block(r);
     }
+    // In a lockstep session (running, or begun now) only the leader runs on.
+    if (!g.followers.empty() || (n > 1 && self->sessions_ && self->start_session(g, d))) {
+      self->continue_after_block(self->ranks_[static_cast<std::size_t>(g.resuming[0])]);
+      // The frozen members the leader gave back run on after it, in their order.
+      for (std::size_t i = 0; i < self->released_.size(); ++i)
+        self->advance(self->ranks_[static_cast<std::size_t>(self->released_[i])]);
+      self->released_.clear();
+      return;
+    }
+    for (std::int32_t slot : g.resuming) self->continue_after_block(self->ranks_[static_cast<std::size_t>(slot)]);
     return;
   }
   // Async stream: finish the op on every member, start its next queued op, then

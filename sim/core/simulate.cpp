@@ -353,6 +353,7 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt_in) {
   ro.trace = opt.trace;
   ro.trace_max_ranks = opt.trace_max_ranks;
   ro.max_events = opt.max_events;
+  ro.lockstep_sessions = opt.lockstep_sessions;
   if (slow) ro.compute_scale = s.cluster.slow_factor;
   AnalyticTransport analytic(*coll);
   const auto shared_net = shared_network(s, opt, *coll, sim.result);
@@ -361,6 +362,7 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt_in) {
   if (shared_net) transport = shared_net.get();
   Replay replay(sim.program, layout, par.num_microbatches, *transport, ro);
   run_bounded(replay, s);
+  sim.lockstep_sessions = replay.sessions();
 
   Result& r = sim.result;
   fill_headline(r, s, *compute, *coll, replay, opt.fold);

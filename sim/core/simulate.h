@@ -26,12 +26,14 @@ struct SimulateOptions {
   // = from the scenario (`compute` does not apply to mixed clusters).
   std::vector<const hw::ComputeCostModel*> group_compute;
   Transport* transport = nullptr;  // e.g. a link-sharing network; null = analytic
+  bool lockstep_sessions = true;   // ReplayOptions::lockstep_sessions (off only to test it)
 };
 
 struct Simulation {
   Result result;
   Program program;  // kept for the trace writer (labels)
   std::vector<Span> spans;
+  std::uint64_t lockstep_sessions = 0;  // Replay::sessions(): how often the replay ran a group as one member
 };
 
 Simulation simulate(const Scenario& s, const SimulateOptions& opt = {});

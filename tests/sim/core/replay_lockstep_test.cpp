@@ -1,0 +1,118 @@
+// Lockstep sessions (Replay::start_session): a group whose members resume from a
+// blocking collective in the same state runs as its first member until it meets
+// anything else. The result must be the one every member running on its own gives,
+// byte for byte, on every kind of plan: pipeline sends, async data-parallel streams,
+// ZeRO-3 gathers, link sharing, stragglers, DualPipe's held sends, context and expert
+// parallelism, mixed GPU types.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/core/simulate.h"
+#include "sim/io/result_json.h"
+#include "sim/io/scenario_file.h"
+#include "tests/sim/test_scenarios.h"
+#include "tests/test_paths.h"
+
+namespace ptsim::sim {
+namespace {
+
+struct Both {
+  std::string with, without;
+  std::uint64_t sessions = 0;
+};
+
+Both run_both(const Scenario& s) {
+  auto text = [&](bool lockstep, std::uint64_t* sessions) {
+    SimulateOptions o;
+    o.lockstep_sessions = lockstep;
+    Simulation sim = simulate(s, o);
+    if (sessions) *sessions = sim.lockstep_sessions;
+    sim.result.sim_wall_time_s = 0;  // wall-clock, the only field that is not a function of the input
+    return to_json_text(sim.result);
+  };
+  Both b;
+  b.with = text(true, &b.sessions);
+  std::uint64_t none = 1;
+  b.without = text(false, &none);
+  EXPECT_EQ(none, 0u);
+  return b;
+}
+
+// The first line where two JSON texts differ (both versions), or "" when they are equal.
+std::string first_difference(const std::string& a, const std::string& b) {
+  std::istringstream x(a), y(b);
+  std::string la, lb;
+  for (int line = 1;; ++line) {
+    const bool more_a = static_cast<bool>(std::getline(x, la)), more_b = static_cast<bool>(std::getline(y, lb));
+    if (!more_a && !more_b) return "";
+    if (la != lb || more_a != more_b) return "line " + std::to_string(line) + ": " + la + " | " + lb;
+  }
+}
+
+Scenario repo(const std::string& file, const std::vector<std::string>& sets) {
+  return load_scenario(test::repo_path(file), sets);
+}
+
+TEST(ReplayLockstep, EveryMemberOnItsOwnGivesTheSameJson) {
+  const std::vector<std::string> small = {"cluster.num_gpus=64", "parallel.pipeline_parallel=4",
+                                          "training.global_batch_size=16", "model.num_layers=8"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), small.begin(), small.end());
+    return extra;
+  };
+  struct Case {
+    const char* what;
+    Scenario s;
+    bool sessions;  // whether a group can run in lockstep at all
+  };
+  const std::vector<Case> cases = {
+      {"GPT-3 175B shape, tp 8 pp 4 dp 2, link sharing", repo("scenarios/default.yaml", small), true},
+      {"the same, closed-form network", repo("scenarios/default.yaml", with({"cluster.link_sharing=false"})), true},
+      {"ZeRO-3 under DeepSpeed 0.3.14 (host-blocking gathers)",
+       repo("scenarios/reference/sc21-zero3-175b-384.yaml",
+            {"cluster.num_gpus=32", "parallel.tensor_parallel=2", "parallel.data_parallel=16",
+             "training.global_batch_size=32", "training.micro_batch_size=1", "model.num_layers=4"}),
+       true},
+      {"ZeRO-3 under megatron-core, interleaved",
+       repo("scenarios/default.yaml", with({"parallel.zero_stage=3", "parallel.pipeline_schedule=interleaved-1f1b",
+                                            "parallel.virtual_pipeline_stages=2"})),
+       true},
+      {"one straggler node",
+       repo("scenarios/straggler-llama3-8b-32xh100.yaml",
+            {"cluster.slow=[{nodes: [3], factor: 1.1}]", "training.global_batch_size=16"}),
+       true},
+      {"every rank a different speed",
+       repo("scenarios/straggler-llama3-8b-32xh100.yaml", {"training.global_batch_size=16"}), false},
+      {"zero-bubble schedule", repo("scenarios/zero-bubble-llama3-70b.yaml", {"training.global_batch_size=32"}), true},
+      {"mixed A100 / H100", repo("scenarios/mixed-a100-h100-llama2-13b.yaml", {"training.global_batch_size=16"}), true},
+      {"context parallel", repo("scenarios/default.yaml", with({"parallel.context_parallel=2"})), true},
+      {"MoE, expert parallel, DualPipe (held sends)",
+       parse_scenario(testing::tiny_moe_yaml("dualpipe"), "moe.yaml",
+                      {"parallel.tensor_parallel=2", "cluster.num_gpus=8", "cluster.gpus_per_node=8"}),
+       true},
+  };
+  for (const auto& c : cases) {
+    const Both b = run_both(c.s);
+    EXPECT_EQ(first_difference(b.with, b.without), "") << c.what;
+    if (c.sessions)
+      EXPECT_GT(b.sessions, 0u) << c.what;
+    else
+      EXPECT_EQ(b.sessions, 0u) << c.what;
+  }
+}
+
+TEST(ReplayLockstep, NoSessionsWhenTracingOrFolded) {
+  const Scenario s = repo("scenarios/default.yaml", {"cluster.num_gpus=64", "parallel.pipeline_parallel=4",
+                                                     "training.global_batch_size=16", "model.num_layers=8"});
+  SimulateOptions traced, folded;
+  traced.trace = true;
+  folded.fold = true;
+  EXPECT_EQ(simulate(s, traced).lockstep_sessions, 0u);
+  EXPECT_EQ(simulate(s, folded).lockstep_sessions, 0u);
+}
+
+}  // namespace
+}  // namespace ptsim::sim
