@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <vector>
 
 #include "hw/cost_table.h"
 
@@ -73,6 +74,41 @@ TEST(GemmModel, ShortKPaysThePipelineFill) {
   EXPECT_NEAR(rate(64) / rate(1 << 20), 0.25, 0.01);
   EXPECT_GT(rate(12288) / rate(1 << 20), 0.98);
   EXPECT_LT(rate(1536) / rate(12288), 0.92);
+}
+
+// gemm_timing remembers recent results per thread (the plan search times the same shapes
+// for every candidate): a remembered answer must be the one computed afresh, whatever ran
+// in between, and must not leak from one GPU, rate or SM reservation to another.
+TEST(GemmModel, RememberedTimingsAreTheComputedOnes) {
+  const GpuSpec a = a100();
+  GpuSpec b = a;
+  b.sm_count = 96;  // another GPU with the same shapes in flight
+  GpuSpec c = a;
+  c.gemm_tile_k = 32;
+  struct Variant {
+    const GpuSpec* gpu;
+    double eff;
+    int reserved;
+  };
+  // Keys that differ from the first in one field each.
+  const std::vector<Variant> variants = {{&a, 0.8, 0}, {&b, 0.8, 0}, {&c, 0.8, 0}, {&a, 0.7, 0}, {&a, 0.8, 20}};
+  auto timing = [](const Variant& v, std::int64_t m) {
+    return gemm_timing(*v.gpu, 312e12, v.eff, m, 4096, 1024 + m % 7, 1, v.reserved).seconds;
+  };
+  constexpr std::int64_t kShapes = 3000;  // more than the table holds
+  // Each variant alone, in order; then all of them interleaved, twice, in reverse order.
+  std::vector<std::vector<double>> alone(variants.size());
+  for (std::size_t v = 0; v < variants.size(); ++v)
+    for (std::int64_t m = 1; m <= kShapes; ++m) alone[v].push_back(timing(variants[v], m));
+  for (int round = 0; round < 2; ++round)
+    for (std::int64_t m = kShapes; m >= 1; --m)
+      for (std::size_t v = variants.size(); v-- > 0;)
+        ASSERT_EQ(timing(variants[v], m), alone[v][static_cast<std::size_t>(m - 1)]) << "variant " << v << " m " << m;
+  // The variants really answer differently (else a leak between keys would go unseen).
+  for (std::size_t v = 1; v < variants.size(); ++v) EXPECT_NE(alone[v], alone[0]) << v;
+  // By hand: m = 1, n = 4096 is one wave of every tile; k = 1025 + 1 % 7 - 1 = 1025 gives
+  // ⌈1025/64⌉ + 3 = 20 slices of a 128×128 tile at 312e12·0.8/108 per SM.
+  EXPECT_NEAR(alone[0][0], 20 * 2.0 * 128 * 128 * 64 / (312e12 * 0.8 / 108), 1e-15);
 }
 
 TEST(GemmModel, AttentionLengthFactor) {
