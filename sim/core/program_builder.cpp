@@ -303,7 +303,7 @@ class Builder {
     in.duration = t.plain;
     in.set_duration_under_comm(t.under_comm);
     in.flags = flags;
-    in.label = opt_.fuse_compute ? compute_label() : prog_.label(name);
+    in.label = opt_.fuse_compute ? compute_label() : label_of(name);
     out.push_back(in);
   }
 
@@ -316,7 +316,7 @@ class Builder {
     in.coll = c;
     in.bytes = bytes;
     in.flags = flags;
-    in.label = prog_.label(name);
+    in.label = label_of(name);
     out.push_back(in);
   }
 
@@ -330,7 +330,7 @@ class Builder {
     in.coll = c;
     in.bytes = bytes;
     in.flags = flags;
-    in.label = prog_.label(name);
+    in.label = label_of(name);
     out.push_back(in);
   }
 
@@ -345,7 +345,7 @@ class Builder {
     in.count = outstanding;
     in.flags = flags;
     int& label = wait_label_[static_cast<std::size_t>(d)];
-    if (label < 0) label = prog_.label(joined({"wait ", to_string(d)}));
+    if (label < 0) label = label_of(joined({"wait ", to_string(d)}));
     in.label = static_cast<std::uint16_t>(label);
     out.push_back(in);
   }
@@ -705,7 +705,7 @@ class Builder {
       w.dim = Dim::ep;
       w.channel = static_cast<std::uint8_t>(Dim::ep);
       w.count = 0;
-      w.label = prog_.label("wait ep (F&B pair)");
+      w.label = label_of("wait ep (F&B pair)");
       cp.backward_overlap.insert(send, w);  // before the gradient leaves: it needs the combine's backward
     }
     return cp;
@@ -904,7 +904,7 @@ class Builder {
     in.dim = Dim::pp;
     in.coll = CollectiveKind::send_recv;
     in.bytes = hidden_msg_ / par_.tp;
-    in.label = prog_.label(name);
+    in.label = label_of(name);
     return in;
   }
   void recv(std::vector<Instr>& out, const char* name) {
@@ -917,7 +917,7 @@ class Builder {
     in.kind = k;
     in.mem = c;
     in.bytes = bytes;
-    in.label = prog_.label(name);
+    in.label = label_of(name);
     return in;
   }
 
@@ -1003,6 +1003,8 @@ class Builder {
     return static_cast<double>(models::stage_params(s_.model, par_, stage).total());
   }
 
+  std::uint16_t label_of(std::string_view name) { return opt_.labels ? prog_.label(name) : 0; }
+
   // `parts` joined in a scratch string (no allocation once it has grown): the names built per
   // instruction, which label() looks up (it copies a name it has not seen).
   std::string_view joined(std::initializer_list<std::string_view> parts) {
@@ -1032,7 +1034,7 @@ class Builder {
     return a;
   }();
   std::uint16_t compute_label() {
-    if (compute_label_ < 0) compute_label_ = prog_.label("compute");
+    if (compute_label_ < 0) compute_label_ = label_of("compute");
     return static_cast<std::uint16_t>(compute_label_);
   }
 };

@@ -31,6 +31,9 @@ struct BuildOptions {
   // false: leave every StageProgram::steps empty, for a caller that reads only the
   // instruction lists (the plan search's bound, which counts steps from cached_schedules).
   bool schedule_steps = true;
+  // false: every instruction's label is 0 and Program::labels stays empty, for a caller that
+  // reads no names (the plan search's bound: looking each name up was ~8 % of the search).
+  bool labels = true;
 };
 
 Program build_program(const Scenario& s, const hw::ComputeCostModel& compute, BuildOptions opt = {});

@@ -225,6 +225,7 @@ double iteration_time_lower_bound(const Scenario& s, const hw::ComputeCostModel&
   BuildOptions bo;
   bo.fuse_compute = true;
   bo.schedule_steps = false;  // the bound reads only the steps' counts (StepCounts)
+  bo.labels = false;          // and no instruction's name
   const Program prog = build_program(s, compute, bo);
   // ZB-V's steps depend on its pass times but its counts do not (zb_v_counts); the other
   // schedules' counts come from their steps in the per-thread cache, which the pre-pass
