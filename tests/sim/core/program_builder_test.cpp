@@ -10,6 +10,7 @@
 // all-to-all send buffer, the point-to-point message.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,30 @@ TEST(ProgramBuilder, WithoutScheduleStepsTheInstructionsAreTheSame) {
     EXPECT_TRUE(without.stages[st].steps.empty());
     EXPECT_EQ(all_of(without.stages[st]).size(), all_of(with.p.stages[st]).size());
   }
+}
+
+// BuildOptions::labels = false leaves every name out (label 0, no labels) and nothing else.
+TEST(ProgramBuilder, WithoutLabelsTheInstructionsAreTheSame) {
+  const Built with = build(yaml(8, 4, 16, "  pipeline_parallel: 4\n  data_parallel: 2\n  zero_stage: 3"));
+  BuildOptions opt;
+  opt.labels = false;
+  const Program without = build_program(with.s, testing::FlopsOnlyCost(with.s.cluster.gpu), opt);
+  EXPECT_FALSE(with.p.labels.empty());
+  EXPECT_TRUE(without.labels.empty());
+  ASSERT_EQ(without.stages.size(), with.p.stages.size());
+  bool named = false;
+  for (std::size_t st = 0; st < with.p.stages.size(); ++st) {
+    const auto a = all_of(with.p.stages[st]), b = all_of(without.stages[st]);
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      Instr x = a[i];
+      named = named || x.label != 0;
+      EXPECT_EQ(b[i].label, 0);
+      x.label = 0;
+      EXPECT_EQ(std::memcmp(&x, &b[i], sizeof x), 0) << "stage " << st << " instruction " << i;
+    }
+  }
+  EXPECT_TRUE(named);
 }
 
 TEST(ProgramBuilder, TensorParallelAllReducesTwicePerLayerEachWay) {
