@@ -41,9 +41,11 @@
 //    a feasible allocation is the max-min one iff every flow crosses a saturated link
 //    on which no flow is faster. Rules, each proved by that characterisation:
 //    (a) Seeds: a link where a flow was added, or where one was removed while the link
-//        was saturated. A removed flow's unsaturated link is not a seed: no flow has it
-//        as a bottleneck, and its load only drops. (Measured in finish() before the
-//        load drops; loads only drop between solves, adds carry no load until solved.)
+//        was saturated and which still carries flows. A removed flow's unsaturated link
+//        is not a seed: no flow has it as a bottleneck, and its load only drops; nor is
+//        a link the removal left empty: no flow is there to re-fill. (Measured in
+//        finish() before the load drops; loads only drop between solves, adds carry no
+//        load until solved.)
 //    (b) Search: a seed's flows at or above L join S; a link of an S flow that is a seed
 //        or saturated (old) has its flows at or above L join S too, and so on. A link of
 //        an S flow that is not saturated only constrains the filling (its other flows
