@@ -441,10 +441,7 @@ bool Replay::start_session(GroupState& g, Dim d) {
     const Tally& t = tally_[static_cast<std::size_t>(r.slot)];
     // r.t is now for every member; an expected collective that ended by now slows nothing.
     if (r.prog != lead.prog || r.step != lead.step || r.pc != lead.pc || r.scale != lead.scale ||
-        std::max(r.comm_until, now) != std::max(lead.comm_until, now) || t.mem_now != lt.mem_now ||
-        t.mem_peak != lt.mem_peak || t.activations_now != lt.activations_now ||
-        t.activations_at_peak != lt.activations_at_peak || t.buffers_now != lt.buffers_now ||
-        t.buffers_at_peak != lt.buffers_at_peak || held(r))
+        std::max(r.comm_until, now) != std::max(lead.comm_until, now) || !t.same_memory(lt) || held(r))
       return false;
   }
   ranks_[static_cast<std::size_t>(lead.slot)].leading = true;
@@ -461,15 +458,8 @@ void Replay::end_session(RankState& lead, bool finished) {
   for (std::int32_t slot : g.followers) {
     RankState& r = ranks_[static_cast<std::size_t>(slot)];
     Tally& t = tally_[static_cast<std::size_t>(slot)];
-    t.busy += lt.busy - g.base.busy;
-    t.bubble += lt.bubble - g.base.bubble;
-    for (int d = 0; d < kNumDims; ++d) t.exposed[d] += lt.exposed[d] - g.base.exposed[d];
-    t.mem_now = lt.mem_now;
-    t.mem_peak = lt.mem_peak;
-    t.activations_now = lt.activations_now;
-    t.activations_at_peak = lt.activations_at_peak;
-    t.buffers_now = lt.buffers_now;
-    t.buffers_at_peak = lt.buffers_at_peak;
+    t.add_time(lt, g.base);
+    t.take_memory(lt);  // the same before the session, so the same after
     r.t = lead.t;
     r.list = lead.list;
     r.pc = lead.pc;

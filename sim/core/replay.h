@@ -32,6 +32,24 @@ struct RankTally {
   Bytes activations_now = 0, activations_at_peak = 0;
   Bytes buffers_now = 0, buffers_at_peak = 0;
   Tick end = 0;  // when the rank finished its iteration
+
+  // The memory fields (what Replay::note_memory keeps), compared or taken as a whole.
+  bool same_memory(const RankTally& o) const {
+    return mem_now == o.mem_now && mem_peak == o.mem_peak && activations_now == o.activations_now &&
+           activations_at_peak == o.activations_at_peak && buffers_now == o.buffers_now &&
+           buffers_at_peak == o.buffers_at_peak;
+  }
+  void take_memory(const RankTally& o) {
+    mem_now = o.mem_now, mem_peak = o.mem_peak;
+    activations_now = o.activations_now, activations_at_peak = o.activations_at_peak;
+    buffers_now = o.buffers_now, buffers_at_peak = o.buffers_at_peak;
+  }
+  // Adds the time another rank's sums gained from `then` to `now` (busy, bubble, exposed).
+  void add_time(const RankTally& now, const RankTally& then) {
+    busy += now.busy - then.busy;
+    bubble += now.bubble - then.bubble;
+    for (int d = 0; d < kNumDims; ++d) exposed[d] += now.exposed[d] - then.exposed[d];
+  }
 };
 
 struct RankStats : RankTally {
