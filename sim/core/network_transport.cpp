@@ -28,7 +28,7 @@ std::string percent(double x) { return fmt::format("{:.0f}%", 100 * x); }
 NetworkTransport::NetworkTransport(NetworkModel& model, const CollectiveCost& cost)
     : model_(model), cost_(cost), net_(model.topology()) {
   const std::size_t links = model.topology().num_links();
-  use_.assign(links, LinkUse{kNone, 0, 0.0});
+  use_.assign(links, LinkUse{kNone, 0, 0, 0.0});
   link_owner_.assign(links, kUnowned);
   slots_.resize(1024);
 }
@@ -123,6 +123,7 @@ const NetworkTransport::Template& NetworkTransport::get_template(CollectiveKind 
       if (f.bytes > 0 && !f.path.empty()) transfer = std::max(transfer, f.bytes / f.rate);
     }
     for (auto l : p.links) load[l] = 0;
+    split_components(t, p);
     p.link_bytes.assign(p.links.size(), 0.0);
     for (std::uint32_t i = p.flow_begin; i < p.flow_end; ++i) {
       const FlowT& f = t.flows[i];
@@ -137,11 +138,75 @@ const NetworkTransport::Template& NetworkTransport::get_template(CollectiveKind 
     }
     for (auto l : p.links) load[l] = 0;
     p.fast_time = static_cast<double>(p.repeat) * (p.alpha + transfer);
+    for (Comp& k : p.comps) {
+      Seconds slowest = 0;
+      for (std::uint32_t j = k.flow_begin; j < k.flow_end; ++j) {
+        const FlowT& f = t.flows[p.comp_flows[j]];
+        if (f.bytes > 0) slowest = std::max(slowest, f.bytes / f.rate);
+        k.wire_bytes += f.count * f.bytes;
+      }
+      k.fast_time = static_cast<double>(p.repeat) * (p.alpha + slowest);
+    }
     t.phases.push_back(std::move(p));
   }
   t.group = group;
   claim_links(t);
   return t;
+}
+
+// The phase's components (flows joined by a shared link, union-find), numbered in the
+// order of their first flow; p.links is regrouped by component.
+void NetworkTransport::split_components(const Template& t, PhaseT& p) {
+  auto& first = template_load_;  // all zero: link -> 1 + the first flow (local index) on it
+  const std::uint32_t n = p.flow_end - p.flow_begin;
+  std::vector<std::uint32_t> parent(n);
+  for (std::uint32_t i = 0; i < n; ++i) parent[i] = i;
+  auto root = [&](std::uint32_t i) {
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
+    return i;
+  };
+  for (std::uint32_t i = 0; i < n; ++i)
+    for (auto l : t.flows[p.flow_begin + i].path) {
+      if (first[l] == 0) {
+        first[l] = i + 1;
+        continue;
+      }
+      const std::uint32_t a = root(first[l] - 1), b = root(i);
+      if (a != b) parent[std::max(a, b)] = std::min(a, b);
+    }
+  std::vector<std::uint32_t> comp(n, kNone);  // by local flow index: its component
+  std::uint32_t ncomp = 0;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (t.flows[p.flow_begin + i].path.empty()) continue;
+    std::uint32_t& r = comp[root(i)];
+    if (r == kNone) r = ncomp++;
+    comp[i] = r;
+  }
+  p.comps.assign(ncomp, Comp{});
+  std::vector<std::pair<std::uint32_t, hw::net::LinkId>> by_comp;
+  by_comp.reserve(p.links.size());
+  for (auto l : p.links) {
+    by_comp.emplace_back(comp[first[l] - 1], l);
+    first[l] = 0;
+  }
+  std::stable_sort(by_comp.begin(), by_comp.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (std::size_t k = 0; k < by_comp.size(); ++k) {
+    p.links[k] = by_comp[k].second;
+    Comp& c = p.comps[by_comp[k].first];
+    if (c.link_end == 0) c.link_begin = static_cast<std::uint32_t>(k);
+    c.link_end = static_cast<std::uint32_t>(k + 1);
+  }
+  std::vector<std::uint32_t> count(ncomp + 1, 0);  // flows per component, then where each begins
+  for (std::uint32_t i = 0; i < n; ++i)
+    if (comp[i] != kNone) ++count[comp[i] + 1];
+  for (std::uint32_t c = 0; c < ncomp; ++c) {
+    count[c + 1] += count[c];
+    p.comps[c].flow_begin = count[c];
+    p.comps[c].flow_end = count[c];
+  }
+  p.comp_flows.assign(count[ncomp], 0);
+  for (std::uint32_t i = 0; i < n; ++i)
+    if (comp[i] != kNone) p.comp_flows[p.comps[comp[i]].flow_end++] = p.flow_begin + i;
 }
 
 // A group's template takes its links if no other group and no shared template crosses
@@ -182,7 +247,13 @@ bool NetworkTransport::is_private(const Template& t, const PhaseT& p) const {
 // so that traffic arriving on them sees (and promotes) it.
 void NetworkTransport::register_private(std::uint32_t id) {
   Transfer& x = transfers_[id];
-  for (auto l : x.t->phases[x.phase].links) use_[l].fast_owner = id;
+  const PhaseT& p = x.t->phases[x.phase];
+  x.comp_mode.assign(p.comps.size(), CompMode::fast);
+  for (std::uint32_t c = 0; c < p.comps.size(); ++c)
+    for (std::uint32_t k = p.comps[c].link_begin; k < p.comps[c].link_end; ++k) {
+      use_[p.links[k]].fast_owner = id;
+      use_[p.links[k]].fast_comp = c;
+    }
   x.priv = false;
   memo_of(x.group).private_xfer = kNone;
 }
@@ -267,7 +338,9 @@ void NetworkTransport::begin(Engine& e, const Template& t, int tag, std::uint32_
   }
   const std::uint32_t id = take_slot(free_transfers_, transfers_);
   Transfer& x = transfers_[id];
+  auto modes = std::move(x.comp_mode);  // keeps its capacity
   x = Transfer{};
+  x.comp_mode = std::move(modes);
   x.t = &t;
   x.tag = tag;
   x.done = done;
@@ -281,38 +354,40 @@ void NetworkTransport::begin(Engine& e, const Template& t, int tag, std::uint32_
 void NetworkTransport::start_phase(std::uint32_t id) {
   Transfer& x = transfers_[id];
   const PhaseT& p = x.t->phases[x.phase];
-  x.phase_start = to_seconds(engine_->now());
+  x.phase_tick = engine_->now();
+  x.phase_start = to_seconds(x.phase_tick);
+  x.outstanding = 0;
+  x.fast_pending = true;
+  x.shared = false;
   if (x.group != kSharedLink && is_private(*x.t, p)) {
     GroupMemo& m = memo_of(x.group);
     if (m.inflight == 1) {  // alone on links no one else crosses
-      x.mode = Mode::fast;
       x.priv = true;
       m.private_xfer = id;
-      x.fast_event =
-          engine_->schedule(engine_->now() + to_ticks(p.fast_time), &NetworkTransport::on_fast_done, this, id);
+      x.fast_at = x.phase_tick + to_ticks(p.fast_time);
+      x.fast_event = engine_->schedule(x.fast_at, &NetworkTransport::on_fast_done, this, id);
       return;
     }
     if (m.private_xfer != kNone) register_private(m.private_xfer);  // the group's other transfer meets this one
   }
   scratch_owners_.clear();
+  x.comp_mode.assign(p.comps.size(), CompMode::fast);
   bool contended = false;
-  for (auto l : p.links) {
-    const LinkUse& u = use_[l];
-    if (u.net_users > 0) contended = true;
-    if (const std::uint32_t o = u.fast_owner; o != kNone) {
+  for (std::uint32_t c = 0; c < p.comps.size(); ++c)
+    for (std::uint32_t k = p.comps[c].link_begin; k < p.comps[c].link_end; ++k) {
+      const LinkUse& u = use_[p.links[k]];
+      if (u.net_users == 0 && u.fast_owner == kNone) continue;
+      x.comp_mode[c] = CompMode::net;
       contended = true;
+      if (u.fast_owner == kNone) continue;
+      const std::uint64_t o = (std::uint64_t{u.fast_owner} << 32) | u.fast_comp;
       if (std::find(scratch_owners_.begin(), scratch_owners_.end(), o) == scratch_owners_.end())
         scratch_owners_.push_back(o);
     }
+  if (contended) {
+    const auto owners = scratch_owners_;  // promote() may reuse the scratch
+    for (const std::uint64_t o : owners) promote(static_cast<std::uint32_t>(o >> 32), static_cast<std::uint32_t>(o));
   }
-  if (!contended) {
-    x.mode = Mode::fast;
-    for (auto l : p.links) use_[l].fast_owner = id;
-    x.fast_event = engine_->schedule(engine_->now() + to_ticks(p.fast_time), &NetworkTransport::on_fast_done, this, id);
-    return;
-  }
-  const auto owners = scratch_owners_;  // promote() may reuse the scratch
-  for (std::uint32_t o : owners) promote(o);
   launch_net(id);
 }
 
@@ -320,58 +395,83 @@ void NetworkTransport::own_flow(Transfer& x, std::uint32_t id, hw::net::FlowId f
   if (flow_owner_.size() <= fid) flow_owner_.resize(fid + 1, kNone);
   flow_owner_[fid] = id;
   ++x.outstanding;
+  ++shared_flows_;
 }
 
+void NetworkTransport::schedule_fast(std::uint32_t id) {
+  Transfer& x = transfers_[id];
+  const PhaseT& p = x.t->phases[x.phase];
+  Seconds last = -1;
+  for (std::uint32_t c = 0; c < p.comps.size(); ++c)
+    if (x.comp_mode[c] == CompMode::fast) last = std::max(last, p.comps[c].fast_time);
+  if (p.comps.empty()) last = p.fast_time;  // nothing on the wire: only the latency
+  // A component promoted after the others' end leaves them due now.
+  const Tick at = last < 0 ? -1 : std::max(engine_->now(), x.phase_tick + to_ticks(last));
+  if (x.fast_pending && at == x.fast_at) return;
+  if (x.fast_pending) engine_->cancel(x.fast_event);
+  x.fast_pending = at >= 0;
+  if (!x.fast_pending) return;
+  x.fast_at = at;
+  x.fast_event = engine_->schedule(at, &NetworkTransport::on_fast_done, this, id);
+}
+
+// Components that meet traffic go to the FlowNetwork; the others take their links.
 void NetworkTransport::launch_net(std::uint32_t id) {
   Transfer& x = transfers_[id];
   const PhaseT& p = x.t->phases[x.phase];
-  const Seconds now = to_seconds(engine_->now());
+  const Seconds now = x.phase_start;
   const double r = static_cast<double>(p.repeat);
-  x.mode = Mode::net;
-  x.outstanding = 0;
-  ++shared_phases_;
-  for (std::uint32_t i = p.flow_begin; i < p.flow_end; ++i) {
-    const FlowT& f = x.t->flows[i];
-    if (f.path.empty()) continue;
-    // Every flow starts moving bytes at now + repeat·α (FlowNetwork adds the path
-    // latency to `start`), so an idle network reproduces the closed form.
-    const auto fid = net_.add_flow(f.path, r * f.bytes, now + r * p.alpha - f.latency, x.tag, true, f.count);
-    own_flow(x, id, fid);
+  x.fast_pending = false;
+  bool net = false;
+  for (std::uint32_t c = 0; c < p.comps.size(); ++c) {
+    const Comp& k = p.comps[c];
+    if (x.comp_mode[c] == CompMode::fast) {
+      for (std::uint32_t i = k.link_begin; i < k.link_end; ++i) {
+        use_[p.links[i]].fast_owner = id;
+        use_[p.links[i]].fast_comp = c;
+      }
+      continue;
+    }
+    if (!x.shared) ++shared_phases_;
+    x.shared = true;
+    net = true;
+    for (std::uint32_t j = k.flow_begin; j < k.flow_end; ++j) {
+      const FlowT& f = x.t->flows[p.comp_flows[j]];
+      // Every flow starts moving bytes at now + repeat·α, its step's latency (the
+      // expansion's, which may exceed the path's links), so an idle network reproduces
+      // the closed form.
+      own_flow(x, id, net_.add_flow(f.path, r * f.bytes, now + r * p.alpha, x.tag, /*pay_latency=*/false, f.count));
+    }
+    for (std::uint32_t i = k.link_begin; i < k.link_end; ++i) ++use_[p.links[i]].net_users;
   }
-  for (auto l : p.links) ++use_[l].net_users;
-  if (x.outstanding == 0) {  // nothing on the wire: only the latency
-    for (auto l : p.links) --use_[l].net_users;
-    x.mode = Mode::fast;
-    x.fast_event = engine_->schedule(engine_->now() + to_ticks(p.fast_time), &NetworkTransport::on_fast_done, this, id);
-    return;
-  }
-  kick();
+  schedule_fast(id);
+  if (net) kick();
 }
 
-// A fast-path phase that meets other traffic joins the FlowNetwork with what it has
+// A fast-path component that meets other traffic joins the FlowNetwork with what it has
 // left: until now its flows ran alone at their isolated rates.
-void NetworkTransport::promote(std::uint32_t id) {
+void NetworkTransport::promote(std::uint32_t id, std::uint32_t c) {
   Transfer& x = transfers_[id];
   const PhaseT& p = x.t->phases[x.phase];
+  const Comp& k = p.comps[c];
   const Seconds now = to_seconds(engine_->now());
   const double r = static_cast<double>(p.repeat);
   const Seconds active_from = x.phase_start + r * p.alpha;
   bool left = false;
-  for (std::uint32_t i = p.flow_begin; i < p.flow_end && !left; ++i) {
-    const FlowT& f = x.t->flows[i];
-    if (f.path.empty() || f.bytes <= 0) continue;
+  for (std::uint32_t j = k.flow_begin; j < k.flow_end && !left; ++j) {
+    const FlowT& f = x.t->flows[p.comp_flows[j]];
+    if (f.bytes <= 0) continue;
     left = now < active_from || r * f.bytes - f.rate * (now - active_from) > 1.0;
   }
   if (!left) return;  // finishing now anyway: let its own event complete it
-  engine_->cancel(x.fast_event);
-  for (auto l : p.links)
-    if (use_[l].fast_owner == id) use_[l].fast_owner = kNone;
-  x.mode = Mode::net;
-  x.outstanding = 0;
-  ++shared_phases_;
-  for (std::uint32_t i = p.flow_begin; i < p.flow_end; ++i) {
-    const FlowT& f = x.t->flows[i];
-    if (f.path.empty()) continue;
+  for (std::uint32_t i = k.link_begin; i < k.link_end; ++i)
+    if (use_[p.links[i]].fast_owner == id) use_[p.links[i]].fast_owner = kNone;
+  x.comp_mode[c] = CompMode::net;
+  if (!x.shared) ++shared_phases_;
+  x.shared = true;
+  const std::uint32_t before = x.outstanding;
+  for (std::uint32_t j = k.flow_begin; j < k.flow_end; ++j) {
+    const FlowT& f = x.t->flows[p.comp_flows[j]];
     const Bytes total = r * f.bytes;
     Bytes rest = total;
     hw::net::FlowId fid;
@@ -387,13 +487,17 @@ void NetworkTransport::promote(std::uint32_t id) {
     }
     own_flow(x, id, fid);
   }
-  for (auto l : p.links) ++use_[l].net_users;
-  if (x.outstanding == 0) {
-    for (auto l : p.links) --use_[l].net_users;
+  if (x.outstanding == before) {  // every flow done after all
+    x.comp_mode[c] = CompMode::done;
+  } else {
+    for (std::uint32_t i = k.link_begin; i < k.link_end; ++i) ++use_[p.links[i]].net_users;
+  }
+  schedule_fast(id);
+  if (!x.fast_pending && x.outstanding == 0) {
     phase_finished(id);
     return;
   }
-  kick();
+  if (x.outstanding > before) kick();
 }
 
 void NetworkTransport::phase_finished(std::uint32_t id, Done how) {
@@ -407,7 +511,6 @@ void NetworkTransport::phase_finished(std::uint32_t id, Done how) {
   void* const ctx = x.ctx;
   const std::uint64_t arg = x.arg;
   if (x.group != kSharedLink) --memo_of(x.group).inflight;
-  x.mode = Mode::free;
   free_transfers_.push_back(id);
   switch (how) {  // x may move from here on: transfers started by `done` can grow transfers_
     case Done::now:
@@ -428,8 +531,8 @@ void NetworkTransport::on_fast_done(void* ctx, std::uint64_t arg) {
   Transfer& x = self->transfers_[id];
   const PhaseT& p = x.t->phases[x.phase];
   const double r = static_cast<double>(p.repeat);
-  self->dim_bytes_[static_cast<std::size_t>(x.tag)] += r * p.wire_bytes;
   if (x.priv) {
+    self->dim_bytes_[static_cast<std::size_t>(x.tag)] += r * p.wire_bytes;
     x.priv = false;
     self->memo_of(x.group).private_xfer = kNone;
     if (p.private_repeats == 0) self->private_phases_.push_back(&p);
@@ -437,12 +540,23 @@ void NetworkTransport::on_fast_done(void* ctx, std::uint64_t arg) {
     self->phase_finished(id, Done::now);
     return;
   }
-  for (std::size_t i = 0; i < p.links.size(); ++i) {
-    LinkUse& u = self->use_[p.links[i]];
-    u.bytes += r * p.link_bytes[i];
-    if (u.fast_owner == id) u.fast_owner = kNone;
+  // Its fast components end (the promoted ones' bytes are counted where they ran).
+  x.fast_pending = false;
+  const bool whole =
+      std::all_of(x.comp_mode.begin(), x.comp_mode.end(), [](CompMode m) { return m == CompMode::fast; });
+  if (whole) self->dim_bytes_[static_cast<std::size_t>(x.tag)] += r * p.wire_bytes;
+  for (std::uint32_t c = 0; c < p.comps.size(); ++c) {
+    if (x.comp_mode[c] != CompMode::fast) continue;
+    x.comp_mode[c] = CompMode::done;
+    const Comp& k = p.comps[c];
+    if (!whole) self->dim_bytes_[static_cast<std::size_t>(x.tag)] += r * k.wire_bytes;
+    for (std::uint32_t i = k.link_begin; i < k.link_end; ++i) {
+      LinkUse& u = self->use_[p.links[i]];
+      u.bytes += r * p.link_bytes[i];
+      if (u.fast_owner == id) u.fast_owner = kNone;
+    }
   }
-  self->phase_finished(id, Done::now);
+  if (x.outstanding == 0) self->phase_finished(id, Done::now);
 }
 
 // Runs the FlowNetwork's next event (or catches up after flows were added) now.
@@ -486,8 +600,12 @@ void NetworkTransport::on_net_event(void* ctx, std::uint64_t) {
     Transfer& x = self->transfers_[id];
     if (--x.outstanding > 0) continue;
     const PhaseT& p = x.t->phases[x.phase];
-    for (auto l : p.links) --self->use_[l].net_users;
-    self->phase_finished(id, Done::collect);
+    for (std::uint32_t c = 0; c < p.comps.size(); ++c) {
+      if (x.comp_mode[c] != CompMode::net) continue;
+      x.comp_mode[c] = CompMode::done;
+      for (std::uint32_t i = p.comps[c].link_begin; i < p.comps[c].link_end; ++i) --self->use_[p.links[i]].net_users;
+    }
+    if (!x.fast_pending) self->phase_finished(id, Done::collect);
   }
   // The owners' callbacks, once the network's state is settled (they start new transfers).
   for (std::size_t i = 0; i < self->finished_.size(); ++i) {

@@ -19,6 +19,16 @@
 //    the bytes they have left (they ran at their isolated rates until then), and from
 //    then on both share max-min. So the max-min solver only ever sees transfers that
 //    really overlap.
+//  - Components: a phase's flows fall into components that share no link with each
+//    other (a ring's flows over distinct NICs; two flows that ECMP puts on one spine
+//    link are one component). Max-min allocations decompose over components, so each
+//    is fast or in the FlowNetwork on its own: a phase starting where one component
+//    meets traffic sends only that component's flows to the FlowNetwork, and a later
+//    transfer promotes only the components it touches. A ZeRO-3 all-gather ring over
+//    eight nodes whose one NIC carries a pipeline send puts one flow into the solver,
+//    not eight. The phase ends when its last component does (its fast components at
+//    the latest of their isolated times, one engine event). The components still on
+//    the fast path run at their isolated rates, as a whole fast phase does.
 //  - Private phases: a group's phase on links that no other group's (or p2p) template
 //    crosses, e.g. a TP collective on its node's NVSwitch ports, and while no other
 //    transfer of that group is in flight, cannot meet other traffic, so it runs the fast
@@ -77,7 +87,8 @@ class NetworkTransport : public Transport {
   Bytes dim_bytes(Dim d) const;  // bytes on the wire (every link a flow's path starts on counted once)
   Seconds elapsed() const { return last_time_; }
   std::size_t transfers() const { return transfers_started_; }
-  std::size_t shared_phases() const { return shared_phases_; }  // phases that ran in the FlowNetwork
+  std::size_t shared_phases() const { return shared_phases_; }  // phases with flows in the FlowNetwork
+  std::size_t shared_flows() const { return shared_flows_; }    // flows put into the FlowNetwork
 
  private:
   struct FlowT {
@@ -86,6 +97,14 @@ class NetworkTransport : public Transport {
     Bytes bytes = 0;          // per repeat, of each of its `count` flows
     double rate = 0;          // isolated rate (equal share of its most loaded link)
     std::uint32_t count = 1;  // identical flows of the step (same path and size) it stands for
+  };
+  // Flows of a phase that share links (transitively); none shares a link with another
+  // component's. Its links are PhaseT::links[link_begin, link_end), its flows
+  // PhaseT::comp_flows[flow_begin, flow_end) (indices into Template::flows).
+  struct Comp {
+    Seconds fast_time = 0;  // isolated duration, from the phase's start
+    Bytes wire_bytes = 0;   // per repeat
+    std::uint32_t link_begin = 0, link_end = 0, flow_begin = 0, flow_end = 0;
   };
   struct PhaseT {
     // What a private phase reads, first (one cache line).
@@ -97,15 +116,19 @@ class NetworkTransport : public Transport {
     mutable bool private_links = false;       // every link owned by the template's group
     Seconds alpha = 0;
     std::uint32_t flow_begin = 0, flow_end = 0;
-    std::vector<hw::net::LinkId> links;  // distinct links of the phase
+    std::vector<hw::net::LinkId> links;  // distinct links of the phase, grouped by component
     std::vector<Bytes> link_bytes;       // per repeat, on each of `links` (fast-path accounting)
+    std::vector<Comp> comps;
+    std::vector<std::uint32_t> comp_flows;
   };
   struct Template {
     std::vector<PhaseT> phases;
     std::vector<FlowT> flows;
     std::uint32_t group = kSharedLink;  // the group token (group_token) of a group's template
   };
-  enum class Mode : std::uint8_t { free, fast, net };
+  // Where a component of a transfer's current phase is: on the fast path (owning its
+  // links), in the FlowNetwork, or finished.
+  enum class CompMode : std::uint8_t { fast, net, done };
   // link_owner_ values besides a group token ((dim << 24) | gid).
   static constexpr std::uint32_t kUnowned = 0xffffffffu, kSharedLink = 0xfffffffeu;
   static std::uint32_t group_token(Dim d, int gid) {
@@ -118,12 +141,16 @@ class NetworkTransport : public Transport {
     Engine::Callback done = nullptr;
     void* ctx = nullptr;
     std::uint64_t arg = 0;
-    Mode mode = Mode::free;
     Seconds phase_start = 0;
-    Engine::Handle fast_event;
-    std::uint32_t outstanding = 0;
+    Tick phase_tick = 0;
+    Engine::Handle fast_event;  // the fast components' end, while fast_pending
+    Tick fast_at = 0;
+    std::uint32_t outstanding = 0;      // its flows in the FlowNetwork
     std::uint32_t group = kSharedLink;  // group token, or kSharedLink (p2p)
     bool priv = false;                  // fast path without registering on its links
+    bool fast_pending = false;
+    bool shared = false;              // its phase has met traffic (counted in shared_phases_)
+    std::vector<CompMode> comp_mode;  // by component of the phase (not kept for a private phase)
   };
   struct Key {
     std::uint64_t a, b, c;
@@ -166,8 +193,9 @@ class NetworkTransport : public Transport {
   // Per link: who uses it, and the bytes fast-path phases put on it; one cache line
   // read per link in start_phase / on_fast_done.
   struct LinkUse {
-    std::uint32_t fast_owner;  // transfer in fast mode on it, or kNone
-    std::uint32_t net_users;   // net-mode phases using it
+    std::uint32_t fast_owner;  // transfer with a fast component on it, or kNone
+    std::uint32_t fast_comp;   // ... that component
+    std::uint32_t net_users;   // components in the FlowNetwork using it
     Bytes bytes;               // fast-path bytes (the FlowNetwork counts its own)
   };
 
@@ -178,11 +206,15 @@ class NetworkTransport : public Transport {
              std::uint64_t arg);
   void start_phase(std::uint32_t id);
   bool is_private(const Template& t, const PhaseT& p) const;
+  void split_components(const Template& t, PhaseT& p);
   void claim_links(Template& t);
   void register_private(std::uint32_t id);
   void settle_private() const;
   void launch_net(std::uint32_t id);
-  void promote(std::uint32_t id);
+  // Component `c` of transfer `id`'s phase, on the fast path until now, meets traffic.
+  void promote(std::uint32_t id, std::uint32_t c);
+  // The transfer's fast components end at the latest of their isolated times.
+  void schedule_fast(std::uint32_t id);
   // Transfer `id` (x) now waits for flow `fid` too.
   void own_flow(Transfer& x, std::uint32_t id, hw::net::FlowId fid);
   // The transfer's phase ended: its next phase, or its end, when the owner's callback runs
@@ -220,14 +252,14 @@ class NetworkTransport : public Transport {
   mutable std::vector<Bytes> private_bytes_;           // by link: settled private bytes
   std::vector<std::uint32_t> flow_owner_;  // by FlowId
   std::array<Bytes, kNumDims> dim_bytes_{};
-  std::vector<std::uint32_t> scratch_owners_;
+  std::vector<std::uint64_t> scratch_owners_;  // (transfer << 32) | component
   std::vector<std::uint32_t> template_load_;  // get_template scratch, by link
   std::vector<hw::net::FlowId> completed_;
   std::vector<std::uint32_t> completed_owners_;
   Engine::Handle net_event_;
   Tick net_event_at_ = -1;  // -1: none scheduled
   Seconds last_time_ = 0;
-  std::size_t transfers_started_ = 0, shared_phases_ = 0;
+  std::size_t transfers_started_ = 0, shared_phases_ = 0, shared_flows_ = 0;
 };
 
 }  // namespace ptsim::sim

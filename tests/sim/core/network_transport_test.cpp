@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <algorithm>
+#include <cstdlib>
 
 #include "sim/core/engine.h"
 #include "sim/core/errors.h"
@@ -180,9 +181,11 @@ TEST(NetworkTransport, PrivatePhasesOfOneGroupMeetEachOtherAsSharedOnesDo) {
 }
 
 // Randomized: a sequence of overlapping TP and DP collectives (several per group at
-// once, started at random times) finishes at exactly the same times whether the groups
-// own their links (private phases) or p2p transfers run beforehand have made every link
-// shared (the ordinary fast path and promotion).
+// once, started at random times) finishes at the same times whether the groups own
+// their links (private phases) or p2p transfers run beforehand have made every link
+// shared (the ordinary fast path and promotion). To the tick, or one tick apart: the
+// FlowNetwork computes in absolute seconds and the second run starts later (after the
+// p2p transfers), so a time can round to the neighbouring tick.
 struct RandomCollectives {
   struct Op {
     Tick at;
@@ -246,7 +249,7 @@ TEST(NetworkTransport, PrivatePhasesGiveTheSharedPathsTimesOnRandomOverlaps) {
     RandomCollectives priv, shared;
     const auto a = priv.run(seed, false), b = shared.run(seed, true);
     ASSERT_EQ(a.size(), b.size());
-    for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "seed " << seed << " op " << i;
+    for (std::size_t i = 0; i < a.size(); ++i) EXPECT_LE(std::abs(a[i] - b[i]), 1) << "seed " << seed << " op " << i;
   }
 }
 
@@ -276,6 +279,38 @@ TEST(NetworkTransport, DataParallelAllReduceAndPipelineSendOnOneNicSlowEachOther
   // Bytes: DP 2 × 100 MB, PP 50 MB.
   EXPECT_NEAR(rig.tr.dim_bytes(Dim::dp), 2 * S, 1e3);
   EXPECT_NEAR(rig.tr.dim_bytes(Dim::pp), P, 1e3);
+}
+
+// A ring of two nodes is two components (0->8 and 8->0 share no link): a pipeline send
+// 0->8 meets only the first, so only that flow joins the FlowNetwork; the other runs
+// its isolated time on the fast path. Started the other way round (the send first, the
+// all-reduce meeting it), the contended flow still pays NCCL's step latency a_dp, not
+// its path's 2 us: with a send that is over before a_dp, the all-reduce takes its
+// closed-form time.
+TEST(NetworkTransport, OnlyTheComponentThatMeetsTrafficJoinsTheFlowNetwork) {
+  const double S = 100e6, P = 50e6, B = kNic, a_dp = kTwoNodeRingLatency;
+  GroupShape pair{2, 2, 0, 8};
+  {
+    TwoNodeRig rig;
+    rig.tr.start_collective(rig.e, CollectiveKind::all_reduce, Dim::dp, 0, rig.layout.shape(Dim::dp, 0), S,
+                            &Recorder::cb, &rig.rec, 0);
+    rig.tr.start_p2p(rig.e, 0, 8, pair, P, &Recorder::cb, &rig.rec, 1);
+    rig.e.run();
+    EXPECT_EQ(rig.tr.shared_flows(), 2u);  // the send and the DP flow 0->8, not 8->0
+    EXPECT_GT(to_seconds(rig.rec.at[0]), a_dp + S / B + 1e-3);
+    EXPECT_NEAR(rig.tr.dim_bytes(Dim::dp), 2 * S, 1e3);
+  }
+  {
+    TwoNodeRig rig;
+    rig.tr.start_p2p(rig.e, 0, 8, pair, 1e3, &Recorder::cb, &rig.rec, 1);
+    rig.tr.start_collective(rig.e, CollectiveKind::all_reduce, Dim::dp, 0, rig.layout.shape(Dim::dp, 0), S,
+                            &Recorder::cb, &rig.rec, 0);
+    rig.e.run();
+    EXPECT_EQ(rig.tr.shared_flows(), 2u);  // the send (promoted) and the DP flow 0->8
+    const auto ranks = rig.model->members(Dim::dp, 0);
+    EXPECT_NEAR(to_seconds(rig.rec.at[0]), rig.model->isolated_seconds(CollectiveKind::all_reduce, ranks, S), 2e-9);
+    EXPECT_NEAR(to_seconds(rig.rec.at[0]), a_dp + 2 * (S / 2) / B, 2e-9);
+  }
 }
 
 std::string oversubscribed_yaml(double o) {
