@@ -370,24 +370,24 @@ void NetworkTransport::start_phase(std::uint32_t id) {
     }
     if (m.private_xfer != kNone) register_private(m.private_xfer);  // the group's other transfer meets this one
   }
-  scratch_owners_.clear();
+  // The fast components this phase meets, pushed above what callers further up (a
+  // promotion that ends a transfer starts its next phase) still iterate.
+  const std::size_t base = owners_.size();
   x.comp_mode.assign(p.comps.size(), CompMode::fast);
-  bool contended = false;
   for (std::uint32_t c = 0; c < p.comps.size(); ++c)
     for (std::uint32_t k = p.comps[c].link_begin; k < p.comps[c].link_end; ++k) {
       const LinkUse& u = use_[p.links[k]];
       if (u.net_users == 0 && u.fast_owner == kNone) continue;
       x.comp_mode[c] = CompMode::net;
-      contended = true;
       if (u.fast_owner == kNone) continue;
       const std::uint64_t o = (std::uint64_t{u.fast_owner} << 32) | u.fast_comp;
-      if (std::find(scratch_owners_.begin(), scratch_owners_.end(), o) == scratch_owners_.end())
-        scratch_owners_.push_back(o);
+      if (std::find(owners_.begin() + static_cast<std::ptrdiff_t>(base), owners_.end(), o) == owners_.end())
+        owners_.push_back(o);
     }
-  if (contended) {
-    const auto owners = scratch_owners_;  // promote() may reuse the scratch
-    for (const std::uint64_t o : owners) promote(static_cast<std::uint32_t>(o >> 32), static_cast<std::uint32_t>(o));
-  }
+  const std::size_t end = owners_.size();
+  for (std::size_t i = base; i < end; ++i)
+    promote(static_cast<std::uint32_t>(owners_[i] >> 32), static_cast<std::uint32_t>(owners_[i]));
+  owners_.resize(base);
   launch_net(id);
 }
 

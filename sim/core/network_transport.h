@@ -252,7 +252,7 @@ class NetworkTransport : public Transport {
   mutable std::vector<Bytes> private_bytes_;           // by link: settled private bytes
   std::vector<std::uint32_t> flow_owner_;  // by FlowId
   std::array<Bytes, kNumDims> dim_bytes_{};
-  std::vector<std::uint64_t> scratch_owners_;  // (transfer << 32) | component
+  std::vector<std::uint64_t> owners_;         // start_phase's stack: (transfer << 32) | component
   std::vector<std::uint32_t> template_load_;  // get_template scratch, by link
   std::vector<hw::net::FlowId> completed_;
   std::vector<std::uint32_t> completed_owners_;
