@@ -164,6 +164,32 @@ void FlowNetwork::activate(FlowId id) {
   const LinkId* links = f.links();
   // Its links' states are scattered (one miss each at 16k GPUs): fetch them all at once.
   for (std::uint32_t i = 0; i < f.hops; ++i) __builtin_prefetch(&link_[links[i]]);
+  bool alone = true;
+  for (std::uint32_t i = 0; i < f.hops && alone; ++i) alone = link_[links[i]].weight == 0;
+  for (std::uint32_t i = 1; i < f.hops && alone; ++i)  // a path through a link twice takes two shares there
+    alone = std::find(links, links + i, links[i]) == links + i;
+  if (alone) {
+    // Alone on every link (a promoted ring flow, whose links were its own): its max-min
+    // rate is its tightest link's capacity / weight, and no other flow's rate depends on
+    // it. Solved here, with the value a solve computes (the filling's share of a link
+    // without other load), without a solve.
+    double rate = kNever;
+    for (std::uint32_t i = 0; i < f.hops; ++i) rate = std::min(rate, link_[links[i]].capacity / f.weight);
+    f.solved = true;
+    f.rate = rate;
+    f.load_q = to_load(rate * f.weight);
+    for (std::uint32_t i = 0; i < f.hops; ++i) {
+      LinkState& ls = link_[links[i]];
+      settle_link(ls);
+      ls.flows.push_back({rate, id, i});
+      f.pos()[i] = 0;
+      ls.heap_n = 1;
+      ls.weight = f.weight;
+      set_load(ls, f.load_q);
+    }
+    schedule_finish(id);
+    return;
+  }
   for (std::uint32_t i = 0; i < f.hops; ++i) {
     LinkState& ls = link_[links[i]];
     // Unsolved: in the tail after the heap, where the next solve finds it (and moves it

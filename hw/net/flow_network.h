@@ -88,6 +88,11 @@
 //    the load of a shared 2-core machine, results identical): 4-ary link heaps (half
 //    the depth), and heap moves that write a flow's position without reading its
 //    path length (one cache line of the moved flow instead of two).
+//  - A flow that activates alone on every link of its path (a transport promotes a ring
+//    flow that ran on links of its own) is given its tightest link's capacity / weight
+//    there, the value a solve computes for it, and touches no link: no flow's rate
+//    depends on it until another joins one of its links, which seeds a solve as usual.
+//    A quarter of the ZeRO-3 bench run's solves (79 k of 324 k) were such flows alone.
 //  - Lazy progress: a flow stores (remaining bytes, rate, time of the last update) and
 //    is only brought up to date when its rate changes; its completion time sits in an
 //    indexed min-heap (moved in place when its rate changes). Pending activations are

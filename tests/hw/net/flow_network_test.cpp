@@ -34,6 +34,35 @@ TEST(FlowNetwork, TwoFlowsOnOneLinkGetHalfEach) {
   EXPECT_EQ(net.link_bytes(ab + 1), 0);
 }
 
+// A flow alone on every link of its path gets its tightest link's capacity / weight at
+// activation, without a solve; the next flow on one of those links brings the solver
+// back, which then re-fills both.
+TEST(FlowNetwork, AFlowAloneOnItsLinksIsSolvedWithoutASolve) {
+  Topology t;
+  VertexId a = t.add_vertex(VertexKind::gpu, "a", 0), b = t.add_vertex(VertexKind::leaf, "b"),
+           c = t.add_vertex(VertexKind::gpu, "c", 1);
+  const LinkId ab = t.connect(a, b, 10 * kGB, 0), bc = t.connect(b, c, 4 * kGB, 0);
+  FlowNetwork net(t);
+  const std::vector<LinkId> p1 = {ab, bc}, p2 = {ab};
+  const FlowId f1 = net.add_flow(p1, 8 * kGB, 0, 0, true, 2);  // two identical flows: 4 / 2 on bc
+  std::vector<FlowId> done;
+  net.advance_to(0, done);
+  EXPECT_DOUBLE_EQ(net.rate(f1), 2 * kGB);
+  EXPECT_EQ(net.solve_stats().solves, 0u);
+  const FlowId f2 = net.add_flow(p2, 6 * kGB, 0);
+  net.advance_to(0, done);
+  EXPECT_EQ(net.solve_stats().solves, 1u);
+  EXPECT_DOUBLE_EQ(net.rate(f1), 2 * kGB);  // bc still binds it; f2 takes ab's 10 - 2·2
+  EXPECT_DOUBLE_EQ(net.rate(f2), 6 * kGB);
+  // A path through one link twice takes two shares there: solved as usual.
+  FlowNetwork n2(t);
+  const std::vector<LinkId> twice = {ab, ab};
+  const FlowId f3 = n2.add_flow(twice, 1 * kGB, 0);
+  n2.advance_to(0, done);
+  EXPECT_DOUBLE_EQ(n2.rate(f3), 5 * kGB);
+  EXPECT_EQ(n2.solve_stats().solves, 1u);
+}
+
 TEST(FlowNetwork, BottleneckedFlowLeavesCapacityToOthers) {
   // a -10 GB/s- b -4 GB/s- c. f1: a->c, f2: a->b, 8 GB and 6 GB.
   Topology t;
