@@ -248,7 +248,6 @@ bool NetworkTransport::is_private(const Template& t, const PhaseT& p) const {
 void NetworkTransport::register_private(std::uint32_t id) {
   Transfer& x = transfers_[id];
   const PhaseT& p = x.t->phases[x.phase];
-  x.comp_mode.assign(p.comps.size(), CompMode::fast);
   for (std::uint32_t c = 0; c < p.comps.size(); ++c)
     for (std::uint32_t k = p.comps[c].link_begin; k < p.comps[c].link_end; ++k) {
       use_[p.links[k]].fast_owner = id;
@@ -373,17 +372,29 @@ void NetworkTransport::start_phase(std::uint32_t id) {
   // The fast components this phase meets, pushed above what callers further up (a
   // promotion that ends a transfer starts its next phase) still iterate.
   const std::size_t base = owners_.size();
-  x.comp_mode.assign(p.comps.size(), CompMode::fast);
+  bool contended = false;
   for (std::uint32_t c = 0; c < p.comps.size(); ++c)
     for (std::uint32_t k = p.comps[c].link_begin; k < p.comps[c].link_end; ++k) {
       const LinkUse& u = use_[p.links[k]];
       if (u.net_users == 0 && u.fast_owner == kNone) continue;
+      if (!contended) x.comp_mode.assign(p.comps.size(), CompMode::fast);
+      contended = true;
       x.comp_mode[c] = CompMode::net;
       if (u.fast_owner == kNone) continue;
       const std::uint64_t o = (std::uint64_t{u.fast_owner} << 32) | u.fast_comp;
       if (std::find(owners_.begin() + static_cast<std::ptrdiff_t>(base), owners_.end(), o) == owners_.end())
         owners_.push_back(o);
     }
+  if (!contended) {  // the whole phase on the fast path (comp_mode is read once it is shared)
+    for (std::uint32_t c = 0; c < p.comps.size(); ++c)
+      for (std::uint32_t k = p.comps[c].link_begin; k < p.comps[c].link_end; ++k) {
+        use_[p.links[k]].fast_owner = id;
+        use_[p.links[k]].fast_comp = c;
+      }
+    x.fast_at = x.phase_tick + to_ticks(p.fast_time);
+    x.fast_event = engine_->schedule(x.fast_at, &NetworkTransport::on_fast_done, this, id);
+    return;
+  }
   const std::size_t end = owners_.size();
   for (std::size_t i = base; i < end; ++i)
     promote(static_cast<std::uint32_t>(owners_[i] >> 32), static_cast<std::uint32_t>(owners_[i]));
@@ -466,6 +477,7 @@ void NetworkTransport::promote(std::uint32_t id, std::uint32_t c) {
   if (!left) return;  // finishing now anyway: let its own event complete it
   for (std::uint32_t i = k.link_begin; i < k.link_end; ++i)
     if (use_[p.links[i]].fast_owner == id) use_[p.links[i]].fast_owner = kNone;
+  if (!x.shared) x.comp_mode.assign(p.comps.size(), CompMode::fast);
   x.comp_mode[c] = CompMode::net;
   if (!x.shared) ++shared_phases_;
   x.shared = true;
@@ -540,16 +552,23 @@ void NetworkTransport::on_fast_done(void* ctx, std::uint64_t arg) {
     self->phase_finished(id, Done::now);
     return;
   }
-  // Its fast components end (the promoted ones' bytes are counted where they ran).
   x.fast_pending = false;
-  const bool whole =
-      std::all_of(x.comp_mode.begin(), x.comp_mode.end(), [](CompMode m) { return m == CompMode::fast; });
-  if (whole) self->dim_bytes_[static_cast<std::size_t>(x.tag)] += r * p.wire_bytes;
+  if (!x.shared) {  // the whole phase ran on the fast path
+    self->dim_bytes_[static_cast<std::size_t>(x.tag)] += r * p.wire_bytes;
+    for (std::size_t i = 0; i < p.links.size(); ++i) {
+      LinkUse& u = self->use_[p.links[i]];
+      u.bytes += r * p.link_bytes[i];
+      if (u.fast_owner == id) u.fast_owner = kNone;
+    }
+    self->phase_finished(id, Done::now);
+    return;
+  }
+  // Its fast components end (the promoted ones' bytes are counted where they ran).
   for (std::uint32_t c = 0; c < p.comps.size(); ++c) {
     if (x.comp_mode[c] != CompMode::fast) continue;
     x.comp_mode[c] = CompMode::done;
     const Comp& k = p.comps[c];
-    if (!whole) self->dim_bytes_[static_cast<std::size_t>(x.tag)] += r * k.wire_bytes;
+    self->dim_bytes_[static_cast<std::size_t>(x.tag)] += r * k.wire_bytes;
     for (std::uint32_t i = k.link_begin; i < k.link_end; ++i) {
       LinkUse& u = self->use_[p.links[i]];
       u.bytes += r * p.link_bytes[i];
