@@ -28,7 +28,8 @@ std::string percent(double x) { return fmt::format("{:.0f}%", 100 * x); }
 NetworkTransport::NetworkTransport(NetworkModel& model, const CollectiveCost& cost)
     : model_(model), cost_(cost), net_(model.topology()) {
   const std::size_t links = model.topology().num_links();
-  use_.assign(links, LinkUse{kNone, 0, 0, 0.0});
+  use_.assign(links, LinkUse{kNone, 0, 0.0});
+  fast_comp_.assign(links, 0);
   link_owner_.assign(links, kUnowned);
   slots_.resize(1024);
 }
@@ -247,12 +248,7 @@ bool NetworkTransport::is_private(const Template& t, const PhaseT& p) const {
 // so that traffic arriving on them sees (and promotes) it.
 void NetworkTransport::register_private(std::uint32_t id) {
   Transfer& x = transfers_[id];
-  const PhaseT& p = x.t->phases[x.phase];
-  for (std::uint32_t c = 0; c < p.comps.size(); ++c)
-    for (std::uint32_t k = p.comps[c].link_begin; k < p.comps[c].link_end; ++k) {
-      use_[p.links[k]].fast_owner = id;
-      use_[p.links[k]].fast_comp = c;
-    }
+  for (auto l : x.t->phases[x.phase].links) use_[l].fast_owner = id;
   x.priv = false;
   memo_of(x.group).private_xfer = kNone;
 }
@@ -358,6 +354,7 @@ void NetworkTransport::start_phase(std::uint32_t id) {
   x.outstanding = 0;
   x.fast_pending = true;
   x.shared = false;
+  x.comps_recorded = false;
   if (x.group != kSharedLink && is_private(*x.t, p)) {
     GroupMemo& m = memo_of(x.group);
     if (m.inflight == 1) {  // alone on links no one else crosses
@@ -373,24 +370,21 @@ void NetworkTransport::start_phase(std::uint32_t id) {
   // promotion that ends a transfer starts its next phase) still iterate.
   const std::size_t base = owners_.size();
   bool contended = false;
-  for (std::uint32_t c = 0; c < p.comps.size(); ++c)
-    for (std::uint32_t k = p.comps[c].link_begin; k < p.comps[c].link_end; ++k) {
-      const LinkUse& u = use_[p.links[k]];
-      if (u.net_users == 0 && u.fast_owner == kNone) continue;
-      if (!contended) x.comp_mode.assign(p.comps.size(), CompMode::fast);
-      contended = true;
-      x.comp_mode[c] = CompMode::net;
-      if (u.fast_owner == kNone) continue;
-      const std::uint64_t o = (std::uint64_t{u.fast_owner} << 32) | u.fast_comp;
-      if (std::find(owners_.begin() + static_cast<std::ptrdiff_t>(base), owners_.end(), o) == owners_.end())
-        owners_.push_back(o);
-    }
+  std::uint32_t c = 0;  // the component of links[k] (they are grouped by component)
+  for (std::uint32_t k = 0; k < p.links.size(); ++k) {
+    const LinkUse& u = use_[p.links[k]];
+    if (u.net_users == 0 && u.fast_owner == kNone) continue;
+    if (!contended) x.comp_mode.assign(p.comps.size(), CompMode::fast);
+    contended = true;
+    while (k >= p.comps[c].link_end) ++c;
+    x.comp_mode[c] = CompMode::net;
+    if (u.fast_owner == kNone) continue;
+    const std::uint64_t o = (std::uint64_t{u.fast_owner} << 32) | fast_comp_of(u.fast_owner, p.links[k]);
+    if (std::find(owners_.begin() + static_cast<std::ptrdiff_t>(base), owners_.end(), o) == owners_.end())
+      owners_.push_back(o);
+  }
   if (!contended) {  // the whole phase on the fast path (comp_mode is read once it is shared)
-    for (std::uint32_t c = 0; c < p.comps.size(); ++c)
-      for (std::uint32_t k = p.comps[c].link_begin; k < p.comps[c].link_end; ++k) {
-        use_[p.links[k]].fast_owner = id;
-        use_[p.links[k]].fast_comp = c;
-      }
+    for (auto l : p.links) use_[l].fast_owner = id;
     x.fast_at = x.phase_tick + to_ticks(p.fast_time);
     x.fast_event = engine_->schedule(x.fast_at, &NetworkTransport::on_fast_done, this, id);
     return;
@@ -400,6 +394,20 @@ void NetworkTransport::start_phase(std::uint32_t id) {
     promote(static_cast<std::uint32_t>(owners_[i] >> 32), static_cast<std::uint32_t>(owners_[i]));
   owners_.resize(base);
   launch_net(id);
+}
+
+// The component of transfer `o`'s phase on its fast link `l`: recorded when its phase
+// began shared (launch_net), else found among the phase's links (one component for
+// most; a ring promoted piece by piece).
+std::uint32_t NetworkTransport::fast_comp_of(std::uint32_t o, hw::net::LinkId l) const {
+  const Transfer& y = transfers_[o];
+  if (y.comps_recorded) return fast_comp_[l];
+  const PhaseT& q = y.t->phases[y.phase];
+  if (q.comps.size() == 1) return 0;
+  const auto k = static_cast<std::uint32_t>(std::find(q.links.begin(), q.links.end(), l) - q.links.begin());
+  std::uint32_t c = 0;
+  while (k >= q.comps[c].link_end) ++c;
+  return c;
 }
 
 void NetworkTransport::own_flow(Transfer& x, std::uint32_t id, hw::net::FlowId fid) {
@@ -433,13 +441,14 @@ void NetworkTransport::launch_net(std::uint32_t id) {
   const Seconds now = x.phase_start;
   const double r = static_cast<double>(p.repeat);
   x.fast_pending = false;
+  x.comps_recorded = true;
   bool net = false;
   for (std::uint32_t c = 0; c < p.comps.size(); ++c) {
     const Comp& k = p.comps[c];
     if (x.comp_mode[c] == CompMode::fast) {
       for (std::uint32_t i = k.link_begin; i < k.link_end; ++i) {
         use_[p.links[i]].fast_owner = id;
-        use_[p.links[i]].fast_comp = c;
+        fast_comp_[p.links[i]] = c;
       }
       continue;
     }

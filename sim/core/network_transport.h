@@ -150,6 +150,7 @@ class NetworkTransport : public Transport {
     bool priv = false;                  // fast path without registering on its links
     bool fast_pending = false;
     bool shared = false;              // its phase has met traffic (counted in shared_phases_)
+    bool comps_recorded = false;      // fast_comp_ holds the component of each of its fast links
     std::vector<CompMode> comp_mode;  // by component of the phase (not kept for a private phase)
   };
   struct Key {
@@ -194,7 +195,6 @@ class NetworkTransport : public Transport {
   // read per link in start_phase / on_fast_done.
   struct LinkUse {
     std::uint32_t fast_owner;  // transfer with a fast component on it, or kNone
-    std::uint32_t fast_comp;   // ... that component
     std::uint32_t net_users;   // components in the FlowNetwork using it
     Bytes bytes;               // fast-path bytes (the FlowNetwork counts its own)
   };
@@ -213,6 +213,7 @@ class NetworkTransport : public Transport {
   void launch_net(std::uint32_t id);
   // Component `c` of transfer `id`'s phase, on the fast path until now, meets traffic.
   void promote(std::uint32_t id, std::uint32_t c);
+  std::uint32_t fast_comp_of(std::uint32_t o, hw::net::LinkId l) const;
   // The transfer's fast components end at the latest of their isolated times.
   void schedule_fast(std::uint32_t id);
   // Transfer `id` (x) now waits for flow `fid` too.
@@ -252,6 +253,7 @@ class NetworkTransport : public Transport {
   mutable std::vector<Bytes> private_bytes_;           // by link: settled private bytes
   std::vector<std::uint32_t> flow_owner_;  // by FlowId
   std::array<Bytes, kNumDims> dim_bytes_{};
+  std::vector<std::uint32_t> fast_comp_;      // by link: see fast_comp_of
   std::vector<std::uint64_t> owners_;         // start_phase's stack: (transfer << 32) | component
   std::vector<std::uint32_t> template_load_;  // get_template scratch, by link
   std::vector<hw::net::FlowId> completed_;
