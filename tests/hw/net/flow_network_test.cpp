@@ -34,29 +34,40 @@ TEST(FlowNetwork, TwoFlowsOnOneLinkGetHalfEach) {
   EXPECT_EQ(net.link_bytes(ab + 1), 0);
 }
 
+// a -10 GB/s- b -4 GB/s- c, and the paths a->c and a->b.
+struct Line {
+  Topology t;
+  LinkId ab = 0, bc = 0;
+  std::vector<LinkId> a_to_c, a_to_b;
+  Line() {
+    const VertexId a = t.add_vertex(VertexKind::gpu, "a", 0), b = t.add_vertex(VertexKind::leaf, "b"),
+                   c = t.add_vertex(VertexKind::gpu, "c", 1);
+    ab = t.connect(a, b, 10 * kGB, 0);
+    bc = t.connect(b, c, 4 * kGB, 0);
+    a_to_c = {ab, bc};
+    a_to_b = {ab};
+  }
+};
+
 // A flow alone on every link of its path gets its tightest link's capacity / weight at
 // activation, without a solve; the next flow on one of those links brings the solver
 // back, which then re-fills both.
 TEST(FlowNetwork, AFlowAloneOnItsLinksIsSolvedWithoutASolve) {
-  Topology t;
-  VertexId a = t.add_vertex(VertexKind::gpu, "a", 0), b = t.add_vertex(VertexKind::leaf, "b"),
-           c = t.add_vertex(VertexKind::gpu, "c", 1);
-  const LinkId ab = t.connect(a, b, 10 * kGB, 0), bc = t.connect(b, c, 4 * kGB, 0);
-  FlowNetwork net(t);
-  const std::vector<LinkId> p1 = {ab, bc}, p2 = {ab};
-  const FlowId f1 = net.add_flow(p1, 8 * kGB, 0, 0, true, 2);  // two identical flows: 4 / 2 on bc
+  const Line line;
+  FlowNetwork net(line.t);
+  const FlowId f1 = net.add_flow(line.a_to_c, 8 * kGB, 0, 0, true, 2);  // two identical flows: 4 / 2 on bc
   std::vector<FlowId> done;
   net.advance_to(0, done);
   EXPECT_DOUBLE_EQ(net.rate(f1), 2 * kGB);
   EXPECT_EQ(net.solve_stats().solves, 0u);
-  const FlowId f2 = net.add_flow(p2, 6 * kGB, 0);
+  const FlowId f2 = net.add_flow(line.a_to_b, 6 * kGB, 0);
   net.advance_to(0, done);
   EXPECT_EQ(net.solve_stats().solves, 1u);
   EXPECT_DOUBLE_EQ(net.rate(f1), 2 * kGB);  // bc still binds it; f2 takes ab's 10 - 2·2
   EXPECT_DOUBLE_EQ(net.rate(f2), 6 * kGB);
   // A path through one link twice takes two shares there: solved as usual.
-  FlowNetwork n2(t);
-  const std::vector<LinkId> twice = {ab, ab};
+  FlowNetwork n2(line.t);
+  const std::vector<LinkId> twice = {line.ab, line.ab};
   const FlowId f3 = n2.add_flow(twice, 1 * kGB, 0);
   n2.advance_to(0, done);
   EXPECT_DOUBLE_EQ(n2.rate(f3), 5 * kGB);
@@ -65,10 +76,9 @@ TEST(FlowNetwork, AFlowAloneOnItsLinksIsSolvedWithoutASolve) {
 
 TEST(FlowNetwork, BottleneckedFlowLeavesCapacityToOthers) {
   // a -10 GB/s- b -4 GB/s- c. f1: a->c, f2: a->b, 8 GB and 6 GB.
-  Topology t;
-  VertexId a = t.add_vertex(VertexKind::gpu, "a", 0), b = t.add_vertex(VertexKind::leaf, "b"),
-           c = t.add_vertex(VertexKind::gpu, "c", 1);
-  const LinkId ab = t.connect(a, b, 10 * kGB, 0), bc = t.connect(b, c, 4 * kGB, 0);
+  const Line line;
+  const Topology& t = line.t;
+  const LinkId ab = line.ab, bc = line.bc;
   FlowNetwork net(t);
   const std::vector<LinkId> p1 = {ab, bc}, p2 = {ab};
   FlowId f1 = net.add_flow(p1, 8 * kGB, 0), f2 = net.add_flow(p2, 6 * kGB, 0);
