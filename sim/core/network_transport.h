@@ -8,8 +8,10 @@
 //  - A transfer runs its expansion's distinct steps ("phases") in order. A phase of
 //    `repeat` identical steps (a ring all-reduce: one phase of 2(n−1) steps of S/n)
 //    runs as one set of flows carrying repeat × bytes after repeat × α of latency
-//    (α = the step's largest path latency): on an idle network that is exactly the
-//    closed form repeat·(α + b/rate) of hw/net/collective_time.h. Under sharing the
+//    (α = the step's latency: the expansion's NCCL figure, else its largest path
+//    latency; in the FlowNetwork too, not the links' own latency): on an idle network
+//    that is exactly the closed form repeat·(α + b/rate) of hw/net/collective_time.h,
+//    and a collective that meets traffic is never faster than alone. Under sharing the
 //    latency is charged up front, not interleaved with the transfers (an
 //    approximation that keeps one rate computation per phase instead of one per step).
 //  - Fast path: a phase whose links carry nothing else (most TP collectives, inside
