@@ -350,7 +350,6 @@ void NetworkTransport::start_phase(std::uint32_t id) {
   Transfer& x = transfers_[id];
   const PhaseT& p = x.t->phases[x.phase];
   x.phase_tick = engine_->now();
-  x.phase_start = to_seconds(x.phase_tick);
   x.outstanding = 0;
   x.fast_pending = true;
   x.shared = false;
@@ -438,7 +437,7 @@ void NetworkTransport::schedule_fast(std::uint32_t id) {
 void NetworkTransport::launch_net(std::uint32_t id) {
   Transfer& x = transfers_[id];
   const PhaseT& p = x.t->phases[x.phase];
-  const Seconds now = x.phase_start;
+  const Seconds now = to_seconds(x.phase_tick);
   const double r = static_cast<double>(p.repeat);
   x.fast_pending = false;
   x.comps_recorded = true;
@@ -476,7 +475,7 @@ void NetworkTransport::promote(std::uint32_t id, std::uint32_t c) {
   const Comp& k = p.comps[c];
   const Seconds now = to_seconds(engine_->now());
   const double r = static_cast<double>(p.repeat);
-  const Seconds active_from = x.phase_start + r * p.alpha;
+  const Seconds active_from = to_seconds(x.phase_tick) + r * p.alpha;
   bool left = false;
   for (std::uint32_t j = k.flow_begin; j < k.flow_end && !left; ++j) {
     const FlowT& f = x.t->flows[p.comp_flows[j]];

@@ -143,8 +143,7 @@ class NetworkTransport : public Transport {
     Engine::Callback done = nullptr;
     void* ctx = nullptr;
     std::uint64_t arg = 0;
-    Seconds phase_start = 0;
-    Tick phase_tick = 0;
+    Tick phase_tick = 0;        // its phase's start
     Engine::Handle fast_event;  // the fast components' end, while fast_pending
     Tick fast_at = 0;
     std::uint32_t outstanding = 0;      // its flows in the FlowNetwork
@@ -153,7 +152,7 @@ class NetworkTransport : public Transport {
     bool fast_pending = false;
     bool shared = false;              // its phase has met traffic (counted in shared_phases_)
     bool comps_recorded = false;      // fast_comp_ holds the component of each of its fast links
-    std::vector<CompMode> comp_mode;  // by component of the phase (not kept for a private phase)
+    std::vector<CompMode> comp_mode;  // by component of the phase, while `shared`
   };
   struct Key {
     std::uint64_t a, b, c;
