@@ -333,10 +333,10 @@ void NetworkTransport::begin(Engine& e, const Template& t, int tag, std::uint32_
   }
   const std::uint32_t id = take_slot(free_transfers_, transfers_);
   Transfer& x = transfers_[id];
-  auto modes = std::move(x.comp_mode);  // keeps its capacity
-  x = Transfer{};
-  x.comp_mode = std::move(modes);
+  // A reused slot: start_phase sets the per-phase fields (comp_mode keeps its capacity).
   x.t = &t;
+  x.phase = 0;
+  x.priv = false;
   x.tag = tag;
   x.done = done;
   x.ctx = ctx;
