@@ -248,7 +248,7 @@ bool NetworkTransport::is_private(const Template& t, const PhaseT& p) const {
 // so that traffic arriving on them sees (and promotes) it.
 void NetworkTransport::register_private(std::uint32_t id) {
   Transfer& x = transfers_[id];
-  for (auto l : x.t->phases[x.phase].links) use_[l].fast_owner = id;
+  claim_fast(id);
   x.priv = false;
   memo_of(x.group).private_xfer = kNone;
 }
@@ -383,7 +383,7 @@ void NetworkTransport::start_phase(std::uint32_t id) {
       owners_.push_back(o);
   }
   if (!contended) {  // the whole phase on the fast path (comp_mode is read once it is shared)
-    for (auto l : p.links) use_[l].fast_owner = id;
+    claim_fast(id);
     x.fast_at = x.phase_tick + to_ticks(p.fast_time);
     x.fast_event = engine_->schedule(x.fast_at, &NetworkTransport::on_fast_done, this, id);
     return;
@@ -395,18 +395,16 @@ void NetworkTransport::start_phase(std::uint32_t id) {
   launch_net(id);
 }
 
-// The component of transfer `o`'s phase on its fast link `l`: recorded when its phase
-// began shared (launch_net), else found among the phase's links (one component for
-// most; a ring promoted piece by piece).
-std::uint32_t NetworkTransport::fast_comp_of(std::uint32_t o, hw::net::LinkId l) const {
-  const Transfer& y = transfers_[o];
-  if (y.comps_recorded) return fast_comp_[l];
-  const PhaseT& q = y.t->phases[y.phase];
-  if (q.comps.size() == 1) return 0;
-  const auto k = static_cast<std::uint32_t>(std::find(q.links.begin(), q.links.end(), l) - q.links.begin());
-  std::uint32_t c = 0;
-  while (k >= q.comps[c].link_end) ++c;
-  return c;
+// Transfer `id` takes every link of its phase; with more than one component it notes
+// which one each link is, for a promotion (fast_comp_of).
+void NetworkTransport::claim_fast(std::uint32_t id) {
+  Transfer& x = transfers_[id];
+  const PhaseT& p = x.t->phases[x.phase];
+  for (auto l : p.links) use_[l].fast_owner = id;
+  if (p.comps.size() < 2) return;
+  for (std::uint32_t c = 0; c < p.comps.size(); ++c)
+    for (std::uint32_t k = p.comps[c].link_begin; k < p.comps[c].link_end; ++k) fast_comp_[p.links[k]] = c;
+  x.comps_recorded = true;
 }
 
 void NetworkTransport::own_flow(Transfer& x, std::uint32_t id, hw::net::FlowId fid) {

@@ -151,7 +151,7 @@ class NetworkTransport : public Transport {
     bool priv = false;                  // fast path without registering on its links
     bool fast_pending = false;
     bool shared = false;              // its phase has met traffic (counted in shared_phases_)
-    bool comps_recorded = false;      // fast_comp_ holds the component of each of its fast links
+    bool comps_recorded = false;      // fast_comp_ holds the component of each of its fast links (else one)
     std::vector<CompMode> comp_mode;  // by component of the phase, while `shared`
   };
   struct Key {
@@ -214,7 +214,11 @@ class NetworkTransport : public Transport {
   void launch_net(std::uint32_t id);
   // Component `c` of transfer `id`'s phase, on the fast path until now, meets traffic.
   void promote(std::uint32_t id, std::uint32_t c);
-  std::uint32_t fast_comp_of(std::uint32_t o, hw::net::LinkId l) const;
+  void claim_fast(std::uint32_t id);
+  // The component of transfer `o`'s phase on its fast link `l`.
+  std::uint32_t fast_comp_of(std::uint32_t o, hw::net::LinkId l) const {
+    return transfers_[o].comps_recorded ? fast_comp_[l] : 0;
+  }
   // The transfer's fast components end at the latest of their isolated times.
   void schedule_fast(std::uint32_t id);
   // Transfer `id` (x) now waits for flow `fid` too.
@@ -254,7 +258,7 @@ class NetworkTransport : public Transport {
   mutable std::vector<Bytes> private_bytes_;           // by link: settled private bytes
   std::vector<std::uint32_t> flow_owner_;  // by FlowId
   std::array<Bytes, kNumDims> dim_bytes_{};
-  std::vector<std::uint32_t> fast_comp_;      // by link: see fast_comp_of
+  std::vector<std::uint32_t> fast_comp_;      // by link: the component of its fast owner's phase
   std::vector<std::uint64_t> owners_;         // start_phase's stack: (transfer << 32) | component
   std::vector<std::uint32_t> template_load_;  // get_template scratch, by link
   std::vector<hw::net::FlowId> completed_;
