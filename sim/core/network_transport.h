@@ -11,7 +11,7 @@
 //    (α = the step's latency: the expansion's NCCL figure, else its largest path
 //    latency; in the FlowNetwork too, not the links' own latency): on an idle network
 //    that is exactly the closed form repeat·(α + b/rate) of hw/net/collective_time.h,
-//    and a collective that meets traffic is never faster than alone. Under sharing the
+//    and a collective that meets traffic does not start moving bytes early. Under sharing the
 //    latency is charged up front, not interleaved with the transfers (an
 //    approximation that keeps one rate computation per phase instead of one per step).
 //  - Fast path: a phase whose links carry nothing else (most TP collectives, inside
