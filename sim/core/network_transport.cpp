@@ -116,12 +116,10 @@ const NetworkTransport::Template& NetworkTransport::get_template(CollectiveKind 
     }
     p.flow_end = static_cast<std::uint32_t>(t.flows.size());
     // Isolated rates: each flow's equal share of its most loaded link (collective_time).
-    Seconds transfer = 0;
     for (std::uint32_t i = p.flow_begin; i < p.flow_end; ++i) {
       FlowT& f = t.flows[i];
       f.rate = std::numeric_limits<double>::infinity();
       for (auto l : f.path) f.rate = std::min(f.rate, topo.link(l).bandwidth / load[l]);
-      if (f.bytes > 0 && !f.path.empty()) transfer = std::max(transfer, f.bytes / f.rate);
     }
     for (auto l : p.links) load[l] = 0;
     split_components(t, p);
@@ -138,7 +136,8 @@ const NetworkTransport::Template& NetworkTransport::get_template(CollectiveKind 
       for (auto l : f.path) p.link_bytes[load[l] - 1] += f.count * f.bytes;
     }
     for (auto l : p.links) load[l] = 0;
-    p.fast_time = static_cast<double>(p.repeat) * (p.alpha + transfer);
+    // Isolated durations: each component's slowest flow; the phase's is the slowest of all.
+    Seconds transfer = 0;
     for (Comp& k : p.comps) {
       Seconds slowest = 0;
       for (std::uint32_t j = k.flow_begin; j < k.flow_end; ++j) {
@@ -147,7 +146,9 @@ const NetworkTransport::Template& NetworkTransport::get_template(CollectiveKind 
         k.wire_bytes += f.count * f.bytes;
       }
       k.fast_time = static_cast<double>(p.repeat) * (p.alpha + slowest);
+      transfer = std::max(transfer, slowest);
     }
+    p.fast_time = static_cast<double>(p.repeat) * (p.alpha + transfer);
     t.phases.push_back(std::move(p));
   }
   t.group = group;
