@@ -403,6 +403,7 @@ Expansion expand(CollectiveKind kind, std::span<const int> ranks, Bytes bytes, A
       break;  // rejected above
   }
   if (opt.qps > 1) split_over_qps(e, topo, opt.qps);
+  e.qps = opt.qps;
   return e;
 }
 

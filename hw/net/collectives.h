@@ -73,6 +73,9 @@ struct Expansion {
   Seconds step_latency = -1;
   double byte_scale = 1;
   std::string nccl;
+  // ExpandOptions::qps of the expansion: every flow between two nodes is `qps` adjacent
+  // flows of equal bytes, one per queue pair of its connection.
+  int qps = 1;
   std::int64_t num_steps() const;  // Σ repeat
   std::size_t num_flows() const;   // Σ flows × repeat
 };

@@ -30,18 +30,22 @@ void FlowNetwork::check(FlowId id) const {
 }
 
 FlowId FlowNetwork::add_flow(std::span<const LinkId> path, Bytes bytes, Seconds start, int tag, bool pay_latency,
-                             std::uint32_t weight) {
+                             std::uint32_t weight, std::uint32_t copies, std::span<const std::uint16_t> mult) {
   PTSIM_CHECK(bytes >= 0 && std::isfinite(bytes), "FlowNetwork: flow size must be finite and >= 0, got {}", bytes);
   PTSIM_CHECK(start >= now_ - kTimeEpsilon, "FlowNetwork: flow start {} s is before now ({} s)", start, now_);
   PTSIM_CHECK(tag >= 0, "FlowNetwork: tag must be >= 0, got {}", tag);
   PTSIM_CHECK(weight >= 1, "FlowNetwork: flow weight must be >= 1, got {}", weight);
+  PTSIM_CHECK(copies >= 1, "FlowNetwork: flow copies must be >= 1, got {}", copies);
   for (LinkId l : path) PTSIM_CHECK(l < link_.size(), "FlowNetwork: unknown link {}", l);
+  PTSIM_CHECK(mult.empty() || mult.size() == path.size(), "FlowNetwork: {} multiplicities for a path of {} links",
+              mult.size(), path.size());
+  for (std::uint16_t m : mult) PTSIM_CHECK(m >= 1, "FlowNetwork: a path multiplicity must be >= 1, got {}", m);
   const FlowId id = take_slot(free_ids_, flows_);
   if (stamps_.size() < flows_.size()) stamps_.resize(flows_.size());
   if (due_pos_.size() < flows_.size()) due_pos_.resize(flows_.size(), kNotQueued);
   if (own_link_.size() < flows_.size()) own_link_.resize(flows_.size());
   Flow& f = flows_[id];
-  f.set_path(path);
+  f.set_path(path, mult);
   f.total = f.remaining = bytes;
   Seconds latency = 0;
   if (pay_latency)
@@ -52,6 +56,7 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> path, Bytes bytes, Seconds 
   f.rate = 0;
   f.tag = tag;
   f.weight = weight;
+  f.copies = copies;
   f.load_q = 0;
   f.state = State::pending;
   f.linked = false;
@@ -174,7 +179,7 @@ void FlowNetwork::activate(FlowId id) {
     // it. Solved here, with the value a solve computes (the filling's share of a link
     // without other load), without a solve.
     double rate = kNever;
-    for (std::uint32_t i = 0; i < f.hops; ++i) rate = std::min(rate, link_[links[i]].capacity / f.weight);
+    for (std::uint32_t i = 0; i < f.hops; ++i) rate = std::min(rate, link_[links[i]].capacity / f.slot_weight(i));
     f.solved = true;
     f.rate = rate;
     f.load_q = to_load(rate * f.weight);
@@ -184,8 +189,8 @@ void FlowNetwork::activate(FlowId id) {
       ls.flows.push_back({rate, id, i});
       f.pos()[i] = 0;
       ls.heap_n = 1;
-      ls.weight = f.weight;
-      set_load(ls, f.load_q);
+      ls.weight = f.slot_weight(i);
+      set_load(ls, f.load_q * f.mult(i));
     }
     schedule_finish(id);
     return;
@@ -196,7 +201,7 @@ void FlowNetwork::activate(FlowId id) {
     // into the heap with its rate).
     ls.flows.push_back({kNever, id, static_cast<std::uint32_t>(i)});
     f.pos()[i] = static_cast<std::uint32_t>(ls.flows.size() - 1);
-    ls.weight += f.weight;
+    ls.weight += f.slot_weight(i);
     // Its rate will be at least the link's equal share: rates below it stay.
     resolve_level_ = std::min(resolve_level_, ls.capacity / ls.weight);
     touch(links[i], true);
@@ -209,7 +214,7 @@ void FlowNetwork::settle_flow(Flow& f) {
   if (dt > 0 && f.rate > 0 && std::isfinite(f.rate)) {
     const Bytes moved = std::min(f.remaining, f.rate * dt);
     f.remaining -= moved;
-    tag_bytes_[f.tag] += moved * f.weight;
+    tag_bytes_[f.tag] += moved * f.weight * f.copies;
   }
   f.updated = std::max(f.updated, now_);
 }
@@ -247,8 +252,8 @@ void FlowNetwork::finish(FlowId id) {
       // removal since the last solve sees the solved load): flows may speed up here.
       const bool was_saturated = saturated(ls);
       settle_link(ls);
-      set_load(ls, ls.load_q - f.load_q);
-      ls.weight -= f.weight;
+      set_load(ls, ls.load_q - f.load_q * f.mult(i));
+      ls.weight -= f.slot_weight(i);
       std::uint32_t hole = f.pos()[i];
       if (hole < ls.heap_n) {
         // Out of the heap: the heap's last entry fills the hole, which moves to its slot.
@@ -313,7 +318,7 @@ Bytes FlowNetwork::tag_bytes(int tag) const {
   Bytes b = tag_bytes_[tag];
   for (FlowId id : active_) {  // plus what active flows moved since their last update
     const Flow& f = flows_[id];
-    if (f.tag == tag) b += (f.remaining - remaining(id)) * f.weight;
+    if (f.tag == tag) b += (f.remaining - remaining(id)) * f.weight * f.copies;
   }
   return b;
 }
@@ -453,10 +458,11 @@ void FlowNetwork::fill() {
   comp_begin_.assign(nl + 1, 0);
   for (FlowId id : comp_flows_) {
     const Flow& f = flows_[id];
-    for (LinkId m : f.path()) {
-      const std::uint32_t c = link_[m].comp;
-      comp_refilled_[c] += f.load_q;
-      comp_unfixed_[c] += f.weight;
+    const auto path = f.path();
+    for (std::uint32_t i = 0; i < f.hops; ++i) {
+      const std::uint32_t c = link_[path[i]].comp;
+      comp_refilled_[c] += f.load_q * f.mult(i);
+      comp_unfixed_[c] += f.slot_weight(i);
       ++comp_begin_[c + 1];
     }
   }
@@ -508,11 +514,12 @@ void FlowNetwork::fill() {
       stamps_[id].fixed = fill_stamp_;
       Flow& f = flows_[id];
       f.new_rate = share;
-      const double taken = share * f.weight;  // k shares for a k-flow entry
-      for (LinkId m : f.path()) {
+      const auto path = f.path();
+      for (std::uint32_t i = 0; i < f.hops; ++i) {
+        const LinkId m = path[i];
         LinkState& ms = link_[m];
-        ms.remaining -= taken;
-        ms.unfixed -= f.weight;
+        ms.remaining -= share * f.slot_weight(i);  // k shares for a k-flow entry, m per multiplicity
+        ms.unfixed -= f.slot_weight(i);
         if (ms.hpos != kNotQueued && ms.round != round_) {
           ms.round = round_;
           rekey_.push_back(m);
@@ -587,7 +594,7 @@ void FlowNetwork::solve() {
     std::uint32_t* pos = f.pos();
     for (std::uint32_t i = 0; i < f.hops; ++i) {
       LinkState& ls = link_[links[i]];
-      set_load(ls, ls.load_q + (q - f.load_q));
+      set_load(ls, ls.load_q + (q - f.load_q) * f.mult(i));
       const std::uint32_t p = pos[i];
       if (p < ls.heap_n) {
         ls.flows[p].key = f.rate;

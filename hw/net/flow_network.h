@@ -107,6 +107,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -133,8 +134,13 @@ class FlowNetwork {
   // path, size and start): one entry that takes k shares at every link it crosses,
   // so its rate() is what each of the k flows would get in a per-flow solve (max-min
   // gives identical flows identical rates) and it moves k × bytes in all.
+  // copies = q (>= 1): the flow stands for q flows that move in lockstep (one
+  // connection's queue pairs, each carrying `bytes`), and `path` holds all their links:
+  // a link that m of them cross takes m shares there, either listed m times or once with
+  // mult[i] = m (mult: one count per path entry, each >= 1; empty = all 1). Only the
+  // bytes counted under `tag` see q (q × k × bytes in all); rates are per queue pair.
   FlowId add_flow(std::span<const LinkId> path, Bytes bytes, Seconds start, int tag = 0, bool pay_latency = true,
-                  std::uint32_t weight = 1);
+                  std::uint32_t weight = 1, std::uint32_t copies = 1, std::span<const std::uint16_t> mult = {});
   // Drops an unfinished flow; its delivered bytes stay counted.
   void cancel(FlowId id);
 
@@ -184,8 +190,9 @@ class FlowNetwork {
   // next 64 (inline up to kInlineHops links: every path of the built-in fabrics, GPU ->
   // PCIe -> NIC -> leaf -> spine -> core -> ..., is shorter), the heap positions in the
   // third; the progress fields last. Paths longer than kInlineHops live in `spill`
-  // (links, then positions). Before, path and positions were two vectors per flow: two
-  // more allocations and cache misses per re-filled flow.
+  // (links, then positions), as do paths with multiplicities (then those). Before, path
+  // and positions were two vectors per flow: two more allocations and cache misses per
+  // re-filled flow.
   static constexpr std::uint32_t kInlineHops = 16;
   struct alignas(64) Flow {
     std::uint32_t weight = 1;  // identical flows this entry stands for
@@ -193,11 +200,13 @@ class FlowNetwork {
     bool solved = false;       // has a rate from a solve (else it joins the next one)
     bool linked = false;       // on its links' flow lists (active, non-empty path, bytes > 0)
     State state = State::pending;
+    bool multi = false;          // per-entry multiplicities (add_flow's mult), kept in `spill`
     std::uint32_t list_pos = 0;  // index in active_
     double rate = 0;
     std::uint32_t version = 0;  // pending-heap entries with another version are stale
     int tag = 0;
     std::uint32_t hops = 0;  // path length
+    std::uint32_t copies = 1;  // lockstep flows it stands for (add_flow): counted under its tag
     Load load_q = 0;         // weight × rate on each of its links
     LinkId link_in[kInlineHops];
     std::uint32_t pos_in[kInlineHops];  // index of this flow's entry in each path link's heap
@@ -208,15 +217,22 @@ class FlowNetwork {
     Seconds finish_at = kNever;  // updated + remaining / rate (the completion heap key)
     std::vector<std::uint32_t> spill;
 
-    void set_path(std::span<const LinkId> p) {
+    void set_path(std::span<const LinkId> p, std::span<const std::uint16_t> mult) {
       hops = static_cast<std::uint32_t>(p.size());
-      if (hops > kInlineHops) spill.resize(2 * std::size_t{hops});
+      multi = !mult.empty();
+      if (hops > kInlineHops || multi) spill.resize((multi ? 3 : 2) * std::size_t{hops});
       std::copy(p.begin(), p.end(), links());
+      if (multi) std::copy(mult.begin(), mult.end(), spill.data() + 2 * std::size_t{hops});
     }
-    LinkId* links() { return hops <= kInlineHops ? link_in : spill.data(); }
-    std::uint32_t* pos() { return hops <= kInlineHops ? pos_in : spill.data() + hops; }
-    std::span<const LinkId> path() const { return {hops <= kInlineHops ? link_in : spill.data(), hops}; }
+    bool inline_path() const { return hops <= kInlineHops && !multi; }
+    LinkId* links() { return inline_path() ? link_in : spill.data(); }
+    std::uint32_t* pos() { return inline_path() ? pos_in : spill.data() + hops; }
+    std::span<const LinkId> path() const { return {inline_path() ? link_in : spill.data(), hops}; }
+    // Its i-th link's multiplicity (add_flow's mult), and the shares it takes there.
+    std::uint32_t mult(std::uint32_t i) const { return multi ? spill[2 * std::size_t{hops} + i] : 1; }
+    std::uint32_t slot_weight(std::uint32_t i) const { return weight * mult(i); }
   };
+  static_assert(sizeof(Flow) == 256 && offsetof(Flow, link_in) == 64, "Flow: hot fields in its first cache line");
   // A link's entry of a flow crossing it; key = the flow's rate, +inf until its first solve.
   struct LinkEntry {
     double key;

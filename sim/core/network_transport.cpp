@@ -89,22 +89,50 @@ const NetworkTransport::Template& NetworkTransport::get_template(CollectiveKind 
     same.clear();
     for (std::size_t i = 0; i < step.flows.size(); ++i) {
       FlowT f;
-      router.route(step.flows[i].src, step.flows[i].dst, i, f.path);  // ECMP flow index i, as collective_time
-      f.latency = e.step_latency >= 0 ? e.step_latency : router.path_latency(f.path);
-      f.bytes = step.flows[i].bytes;
+      const auto& src = step.flows[i];
+      router.route(src.src, src.dst, i, f.path);  // ECMP flow index i, as collective_time
+      f.latency = router.path_latency(f.path);
+      // A connection's queue pairs (adjacent flows of one node pair, hw/net/collectives.cpp
+      // split_over_qps) move in lockstep: one flow over the links of all their paths, each
+      // once with the number of them that cross it.
+      const int na = topo.node(src.src), nb = topo.node(src.dst);
+      if (e.qps > 1 && !(na == nb && na >= 0)) {
+        auto& crossing = qp_count_;  // by link: the connection's paths on it (all zero between uses)
+        if (crossing.size() != topo.num_links()) crossing.assign(topo.num_links(), 0);
+        for (auto l : f.path) ++crossing[l];
+        for (int q = 1; q < e.qps; ++q) {
+          router.route(src.src, src.dst, i + q, qp_path_);
+          f.latency = std::max(f.latency, router.path_latency(qp_path_));
+          for (auto l : qp_path_)
+            if (crossing[l]++ == 0) f.path.push_back(l);
+        }
+        f.mult.resize(f.path.size());
+        for (std::size_t k = 0; k < f.path.size(); ++k) {
+          f.mult[k] = static_cast<std::uint16_t>(crossing[f.path[k]]);
+          crossing[f.path[k]] = 0;
+        }
+        if (std::all_of(f.mult.begin(), f.mult.end(), [](std::uint16_t m) { return m == 1; })) f.mult.clear();
+        f.qps = static_cast<std::uint32_t>(e.qps);
+        i += static_cast<std::size_t>(e.qps) - 1;
+      }
+      if (e.step_latency >= 0) f.latency = e.step_latency;
+      f.bytes = src.bytes;
       p.alpha = std::max(p.alpha, f.latency);
-      for (auto l : f.path)
-        if (load[l]++ == 0) p.links.push_back(l);
+      for (std::size_t k = 0; k < f.path.size(); ++k) {
+        const auto l = f.path[k];
+        if (load[l] == 0) p.links.push_back(l);
+        load[l] += f.mult_at(k);
+      }
       // A flow identical to an earlier one of the step joins it as one more share.
       std::uint64_t bbits = 0;
       std::memcpy(&bbits, &f.bytes, sizeof bbits);
       std::uint64_t h = hash(Key{bbits, f.path.size(), 0});
-      for (auto l : f.path) h = hash(Key{h, l, 1});
+      for (std::size_t k = 0; k < f.path.size(); ++k) h = hash(Key{h, f.path[k], f.mult_at(k)});
       auto& bucket = same[h];
       bool merged = false;
       for (std::uint32_t j : bucket) {
         FlowT& g = t.flows[j];
-        if (g.bytes == f.bytes && g.path == f.path) {
+        if (g.bytes == f.bytes && g.path == f.path && g.mult == f.mult) {
           ++g.count;
           merged = true;
           break;
@@ -127,13 +155,14 @@ const NetworkTransport::Template& NetworkTransport::get_template(CollectiveKind 
     for (std::uint32_t i = p.flow_begin; i < p.flow_end; ++i) {
       const FlowT& f = t.flows[i];
       if (f.path.empty()) continue;
-      p.wire_bytes += f.count * f.bytes;
+      p.wire_bytes += f.count * f.qps * f.bytes;
     }
     // Bytes per link of the phase; load[] holds each link's index + 1 in p.links meanwhile.
     for (std::size_t k = 0; k < p.links.size(); ++k) load[p.links[k]] = static_cast<std::uint32_t>(k + 1);
     for (std::uint32_t i = p.flow_begin; i < p.flow_end; ++i) {
       const FlowT& f = t.flows[i];
-      for (auto l : f.path) p.link_bytes[load[l] - 1] += f.count * f.bytes;
+      for (std::size_t k = 0; k < f.path.size(); ++k)
+        p.link_bytes[load[f.path[k]] - 1] += f.count * f.mult_at(k) * f.bytes;
     }
     for (auto l : p.links) load[l] = 0;
     // Isolated durations: each component's slowest flow; the phase's is the slowest of all.
@@ -143,7 +172,7 @@ const NetworkTransport::Template& NetworkTransport::get_template(CollectiveKind 
       for (std::uint32_t j = k.flow_begin; j < k.flow_end; ++j) {
         const FlowT& f = t.flows[p.comp_flows[j]];
         if (f.bytes > 0) slowest = std::max(slowest, f.bytes / f.rate);
-        k.wire_bytes += f.count * f.bytes;
+        k.wire_bytes += f.count * f.qps * f.bytes;
       }
       k.fast_time = static_cast<double>(p.repeat) * (p.alpha + slowest);
       transfer = std::max(transfer, slowest);
@@ -458,7 +487,9 @@ void NetworkTransport::launch_net(std::uint32_t id) {
       // Every flow starts moving bytes at now + repeat·α, its step's latency (the
       // expansion's, which may exceed the path's links), so an idle network reproduces
       // the closed form.
-      own_flow(x, id, net_.add_flow(f.path, r * f.bytes, now + r * p.alpha, x.tag, /*pay_latency=*/false, f.count));
+      own_flow(
+          x, id,
+          net_.add_flow(f.path, r * f.bytes, now + r * p.alpha, x.tag, /*pay_latency=*/false, f.count, f.qps, f.mult));
     }
     for (std::uint32_t i = k.link_begin; i < k.link_end; ++i) ++use_[p.links[i]].net_users;
   }
@@ -495,14 +526,14 @@ void NetworkTransport::promote(std::uint32_t id, std::uint32_t c) {
     Bytes rest = total;
     hw::net::FlowId fid;
     if (now < active_from) {
-      fid = net_.add_flow(f.path, total, active_from, x.tag, /*pay_latency=*/false, f.count);
+      fid = net_.add_flow(f.path, total, active_from, x.tag, /*pay_latency=*/false, f.count, f.qps, f.mult);
     } else {
       const Bytes moved = std::min(total, f.rate * (now - active_from));
       rest = total - moved;
-      for (auto l : f.path) use_[l].bytes += f.count * moved;
-      dim_bytes_[static_cast<std::size_t>(x.tag)] += f.count * moved;
+      for (std::size_t k = 0; k < f.path.size(); ++k) use_[f.path[k]].bytes += f.count * f.mult_at(k) * moved;
+      dim_bytes_[static_cast<std::size_t>(x.tag)] += f.count * f.qps * moved;
       if (rest <= 1.0) continue;
-      fid = net_.add_flow(f.path, rest, now, x.tag, /*pay_latency=*/false, f.count);
+      fid = net_.add_flow(f.path, rest, now, x.tag, /*pay_latency=*/false, f.count, f.qps, f.mult);
     }
     own_flow(x, id, fid);
   }

@@ -42,6 +42,16 @@
 //    links shared, which bumps epoch_: every phase re-checks its links, and a private
 //    transfer in flight registers on its links (becomes an ordinary fast-path phase), so
 //    later traffic sees and promotes it exactly as before.
+//  - A connection split over queue pairs (cluster.qps_per_connection) is one flow over
+//    the links of its queue pairs' equal-cost paths (a link that k of them cross takes k
+//    shares: FlowNetwork::add_flow's mult), at one rate per queue pair: NCCL's IB transport
+//    splits each message over the QPs (NCCL_IB_SPLIT_DATA_ON_QPS=1) or sends the messages
+//    round-robin over them (=0), and a connection's NCCL_STEPS buffer slots are consumed in
+//    order (src/transport/net_ib.cc, src/device/prims_simple.h), so no QP runs ahead of
+//    the slowest: each moves at that one's rate. Alone, the slowest QP sets the time either
+//    way (the closed form); under contention the others no longer finish early, and a
+//    16-QP connection costs the FlowNetwork one flow, not 16 that each finish at their
+//    own time (Llama 3 405B on 16,384 GPUs: minutes -> seconds, README "Performance").
 //  - Identical flows of a step (same path and size, so the same start) are one
 //    weighted FlowNetwork flow (FlowNetwork::add_flow's weight): k of them take k
 //    shares on every link, which is the per-flow max-min answer at 1/k of the cost.
@@ -99,6 +109,13 @@ class NetworkTransport : public Transport {
     Bytes bytes = 0;          // per repeat, of each of its `count` flows
     double rate = 0;          // isolated rate (equal share of its most loaded link)
     std::uint32_t count = 1;  // identical flows of the step (same path and size) it stands for
+    // Queue pairs of one connection (cluster.qps_per_connection), each carrying `bytes`
+    // on its own equal-cost path: `path` holds the links of all their paths, each once,
+    // `mult` how many of them cross it (empty: one each), `rate` the slowest one's; they
+    // move in lockstep (see the header).
+    std::uint32_t qps = 1;
+    std::vector<std::uint16_t> mult;
+    std::uint32_t mult_at(std::size_t k) const { return mult.empty() ? 1 : mult[k]; }
   };
   // Flows of a phase that share links (transitively); none shares a link with another
   // component's. Its links are PhaseT::links[link_begin, link_end), its flows
@@ -261,6 +278,8 @@ class NetworkTransport : public Transport {
   std::vector<std::uint32_t> fast_comp_;      // by link: the component of its fast owner's phase
   std::vector<std::uint64_t> owners_;         // start_phase's stack: (transfer << 32) | component
   std::vector<std::uint32_t> template_load_;  // get_template scratch, by link
+  std::vector<hw::net::LinkId> qp_path_;      // get_template scratch
+  std::vector<std::uint32_t> qp_count_;       // get_template scratch, by link
   std::vector<hw::net::FlowId> completed_;
   std::vector<std::uint32_t> completed_owners_;
   Engine::Handle net_event_;

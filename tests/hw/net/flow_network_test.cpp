@@ -74,6 +74,48 @@ TEST(FlowNetwork, AFlowAloneOnItsLinksIsSolvedWithoutASolve) {
   EXPECT_EQ(n2.solve_stats().solves, 1u);
 }
 
+// Two queue pairs of one connection that move in lockstep (add_flow's copies): one
+// flow over the links of both paths, a->c and a->b, so it takes two shares on ab, with
+// ab listed twice or once with multiplicity 2. On a -10 GB/s- b -2 GB/s- c, bc holds it
+// at 2 GB/s per queue pair; a flow a->b then gets ab's 10 - 2·2 = 6 GB/s (as two
+// independent flows the a->b queue pair would take 4 of it). Its tag counts both queue
+// pairs' bytes.
+TEST(FlowNetwork, LockstepQueuePairsAreOneFlowOverTheirPaths) {
+  Topology t;
+  const VertexId a = t.add_vertex(VertexKind::gpu, "a", 0), b = t.add_vertex(VertexKind::leaf, "b"),
+                 c = t.add_vertex(VertexKind::gpu, "c", 1);
+  const LinkId ab = t.connect(a, b, 10 * kGB, 0), bc = t.connect(b, c, 2 * kGB, 0);
+  const std::vector<LinkId> listed = {ab, bc, ab}, once = {ab, bc}, a_to_b = {ab};
+  const std::vector<std::uint16_t> twice_on_ab = {2, 1};
+  for (const bool with_mult : {false, true}) {
+    FlowNetwork net(t);
+    const FlowId f = with_mult ? net.add_flow(once, 1 * kGB, 0, /*tag=*/1, true, 1, /*copies=*/2, twice_on_ab)
+                               : net.add_flow(listed, 1 * kGB, 0, /*tag=*/1, true, 1, /*copies=*/2);
+    const FlowId g = net.add_flow(a_to_b, 6 * kGB, 0, /*tag=*/2);
+    std::vector<FlowId> done;
+    net.advance_to(0, done);
+    EXPECT_DOUBLE_EQ(net.rate(f), 2 * kGB) << with_mult;
+    EXPECT_DOUBLE_EQ(net.rate(g), 6 * kGB) << with_mult;
+    net.run_until_idle(&done);
+    // f: 1 GB at 2 GB/s, done at 0.5 s; g: 3 GB by then, the other 3 at 10 GB/s: 0.8 s.
+    EXPECT_NEAR(net.now(), 0.8, 1e-12) << with_mult;
+    EXPECT_NEAR(net.tag_bytes(1), 2 * kGB, 1) << with_mult;
+    EXPECT_NEAR(net.link_bytes(ab), 2 * kGB + 6 * kGB, 1) << with_mult;
+    EXPECT_NEAR(net.link_bytes(bc), 1 * kGB, 1) << with_mult;
+    // Alone, the multiplicity counts too: 10 / 2 on ab, against 2 on bc.
+    const FlowId h = net.add_flow(once, 1 * kGB, net.now(), 0, true, 1, 2, std::vector<std::uint16_t>{2, 1});
+    net.advance_to(net.now(), done);
+    EXPECT_DOUBLE_EQ(net.rate(h), 2 * kGB);
+    const FlowId k = net.add_flow(a_to_b, 1 * kGB, net.now(), 0, true, 1, 1, std::vector<std::uint16_t>{4});
+    net.run_until_idle(&done);
+    EXPECT_NEAR(net.link_bytes(ab), 8 * kGB + 2 * kGB + 4 * kGB, 1) << with_mult;  // k's four lockstep shares
+    (void)k;
+    EXPECT_THROW(net.add_flow(a_to_b, 1, net.now(), 0, true, 1, 0), InternalError);
+    EXPECT_THROW(net.add_flow(a_to_b, 1, net.now(), 0, true, 1, 1, std::vector<std::uint16_t>{1, 1}), InternalError);
+    EXPECT_THROW(net.add_flow(a_to_b, 1, net.now(), 0, true, 1, 1, std::vector<std::uint16_t>{0}), InternalError);
+  }
+}
+
 TEST(FlowNetwork, BottleneckedFlowLeavesCapacityToOthers) {
   // a -10 GB/s- b -4 GB/s- c. f1: a->c, f2: a->b, 8 GB and 6 GB.
   const Line line;

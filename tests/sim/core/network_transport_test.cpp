@@ -322,6 +322,30 @@ TEST(NetworkTransport, OnlyTheComponentThatMeetsTrafficJoinsTheFlowNetwork) {
   }
 }
 
+// Four queue pairs per connection: the 0->8 pieces of the all-reduce and of the send
+// all leave through GPU 0's NIC, which bounds them (B/8 each, B/2 a connection), so the
+// times are the one-QP case's (DataParallelAllReduceAndPipelineSendOnOneNicSlowEachOther);
+// and each connection is one FlowNetwork flow over its four paths, not four (they move
+// in lockstep).
+TEST(NetworkTransport, AConnectionsQueuePairsAreOneFlowInTheFlowNetwork) {
+  ClusterConfig c = two_nodes();
+  c.qps_per_connection = 4;
+  TwoNodeRig rig(c);
+  const double S = 100e6, P = 50e6, a = 2e-6, B = kNic, a_dp = kTwoNodeRingLatency;
+  rig.tr.start_collective(rig.e, CollectiveKind::all_reduce, Dim::dp, 0, rig.layout.shape(Dim::dp, 0), S, &Recorder::cb,
+                          &rig.rec, 0);
+  GroupShape pair{2, 2, 0, 8};
+  rig.tr.start_p2p(rig.e, 0, 8, pair, P, &Recorder::cb, &rig.rec, 1);
+  rig.e.run();
+  EXPECT_EQ(rig.tr.shared_flows(), 2u);  // the send's connection and the DP one 0->8 (four flows before)
+  const double send_done = a_dp + (P - B * (a_dp - a)) / (B / 2);
+  const double dp_done = send_done + (S - (B / 2) * (send_done - a_dp)) / B;
+  EXPECT_NEAR(to_seconds(rig.rec.at[1]), send_done, 2e-9);
+  EXPECT_NEAR(to_seconds(rig.rec.at[0]), dp_done, 2e-9);
+  EXPECT_NEAR(rig.tr.dim_bytes(Dim::dp), 2 * S, 1e3);  // every queue pair's bytes counted
+  EXPECT_NEAR(rig.tr.dim_bytes(Dim::pp), P, 1e3);
+}
+
 std::string oversubscribed_yaml(double o) {
   return fmt::format(R"(name: net-test
 model:
