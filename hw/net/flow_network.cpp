@@ -103,45 +103,6 @@ void FlowNetwork::sift(LinkState& ls, std::uint32_t i) {
 
 // The filling's min-heap: restores order after the share at i changed (either way:
 // shares only grow in exact arithmetic, rounding can nudge them down).
-void FlowNetwork::fill_sift(std::uint32_t i) {
-  const FillEntry e = fill_heap_[i];
-  if (i > 0 && e.share < fill_heap_[(i - 1) / 2].share) {
-    do {
-      const std::uint32_t parent = (i - 1) / 2;
-      if (!(e.share < fill_heap_[parent].share)) break;
-      fill_place(i, fill_heap_[parent]);
-      i = parent;
-    } while (i > 0);
-    fill_place(i, e);
-    return;
-  }
-  fill_sift_down(i);
-}
-
-void FlowNetwork::fill_sift_down(std::uint32_t i) {
-  const FillEntry e = fill_heap_[i];
-  const auto n = static_cast<std::uint32_t>(fill_heap_.size());
-  for (;;) {
-    std::uint32_t c = 2 * i + 1;
-    if (c >= n) break;
-    if (c + 1 < n && fill_heap_[c + 1].share < fill_heap_[c].share) ++c;
-    if (!(fill_heap_[c].share < e.share)) break;
-    fill_place(i, fill_heap_[c]);
-    i = c;
-  }
-  fill_place(i, e);
-}
-
-void FlowNetwork::fill_remove(std::uint32_t i) {
-  link_[fill_heap_[i].link].hpos = kNotQueued;
-  const FillEntry last = fill_heap_.back();
-  fill_heap_.pop_back();
-  if (i < fill_heap_.size()) {
-    fill_place(i, last);
-    fill_sift(i);
-  }
-}
-
 void FlowNetwork::touch(LinkId l, bool seed) {
   LinkState& ls = link_[l];
   if (seed) ls.seed = stamp_ + 1;
@@ -482,7 +443,6 @@ void FlowNetwork::fill() {
     LinkState& ls = link_[comp_links_[i]];
     ls.remaining = ls.capacity - to_double(ls.load_q - comp_refilled_[i]) / kLoadScale;
     ls.unfixed = comp_unfixed_[i];
-    ls.hpos = kNotQueued;
     if (ls.unfixed == 0) continue;
     const double share = std::max(0.0, ls.remaining) / ls.unfixed;
     if (comp_begin_[i + 1] - comp_begin_[i] == 1) {
@@ -496,18 +456,26 @@ void FlowNetwork::fill() {
     const OwnLink& own = own_link_[id];
     if (own.stamp == fill_stamp_) fill_heap_.push_back({own.share, own.link});
   }
-  for (std::uint32_t i = 0; i < fill_heap_.size(); ++i) link_[fill_heap_[i].link].hpos = i;
-  for (std::uint32_t i = static_cast<std::uint32_t>(fill_heap_.size() / 2); i-- > 0;) fill_sift_down(i);
-  // Each round saturates the link of the smallest share and fixes its unfixed flows
-  // at that share; every other link they cross is re-keyed once at the round's end.
+  const auto later = [](const FillEntry& a, const FillEntry& b) {  // a min-heap on share
+    return a.share > b.share || (a.share == b.share && a.link > b.link);
+  };
+  std::make_heap(fill_heap_.begin(), fill_heap_.end(), later);
+  // Each round saturates the link of the smallest share and fixes its unfixed flows at
+  // that share. A link's share only grows as flows on it are fixed (they take the round's
+  // share, at most its own), so its key stays a lower bound and is brought up to date
+  // when it reaches the top (pushed again if it grew), not at every round that touches it.
   while (!fill_heap_.empty()) {
-    const LinkId top = fill_heap_[0].link;
-    fill_remove(0);
-    LinkState& ls = link_[top];
+    std::pop_heap(fill_heap_.begin(), fill_heap_.end(), later);
+    const FillEntry top = fill_heap_.back();
+    fill_heap_.pop_back();
+    LinkState& ls = link_[top.link];
     if (ls.unfixed == 0) continue;
     const double share = std::max(0.0, ls.remaining) / ls.unfixed;
-    ++round_;
-    rekey_.clear();
+    if (share > top.share) {
+      fill_heap_.push_back({share, top.link});
+      std::push_heap(fill_heap_.begin(), fill_heap_.end(), later);
+      continue;
+    }
     for (std::uint32_t k = comp_begin_[ls.comp]; k < comp_begin_[ls.comp + 1]; ++k) {
       const FlowId id = comp_entries_[k];
       if (stamps_[id].fixed == fill_stamp_) continue;
@@ -516,24 +484,10 @@ void FlowNetwork::fill() {
       f.new_rate = share;
       const auto path = f.path();
       for (std::uint32_t i = 0; i < f.hops; ++i) {
-        const LinkId m = path[i];
-        LinkState& ms = link_[m];
+        LinkState& ms = link_[path[i]];
         ms.remaining -= share * f.slot_weight(i);  // k shares for a k-flow entry, m per multiplicity
         ms.unfixed -= f.slot_weight(i);
-        if (ms.hpos != kNotQueued && ms.round != round_) {
-          ms.round = round_;
-          rekey_.push_back(m);
-        }
       }
-    }
-    for (LinkId m : rekey_) {
-      LinkState& ms = link_[m];
-      if (ms.unfixed == 0) {
-        fill_remove(ms.hpos);
-        continue;
-      }
-      fill_heap_[ms.hpos].share = std::max(0.0, ms.remaining) / ms.unfixed;
-      fill_sift(ms.hpos);
     }
   }
 }

@@ -75,9 +75,12 @@
 //    flows in a max-heap by rate (unsolved flows behind it), so the flows at or above the
 //    level are found without visiting those below; a link's reserved capacity is its
 //    load minus the re-filled flows' part, with loads summed exactly in fixed point;
-//    the filling's heap holds each component link once (re-keyed in place once per
-//    saturated link) instead of one entry per fixed flow and link. On the 512-GPU MoE
-//    all-to-all (32,256 flows a wave) this halved the run (README "Performance"). Of
+//    the filling's heap holds each component link once instead of one entry per fixed
+//    flow and link (on the 512-GPU MoE all-to-all, 32,256 flows a wave, this halved the
+//    run, README "Performance"), keyed lazily: fixing flows at the round's share only
+//    raises a link's share, so a stale key is a lower bound, brought up to date when it
+//    reaches the top (before, every link a round touched was re-keyed in place: 40 % of
+//    the 16,384-GPU Llama 3 reference run with 16 queue pairs per connection). Of
 //    the links only one re-filled flow crosses, only that flow's tightest enters the
 //    heap (the others could only tie with it or pop once it is fixed).
 //  - A flow added since the last solve waits in its links' entry lists behind the heap
@@ -250,9 +253,7 @@ class FlowNetwork {
     std::uint32_t comp = 0;        // solver scratch: index in comp_links_
     double remaining = 0;          // solver scratch
     std::uint32_t unfixed = 0;     // solver scratch: Σ weight of its unfixed flows
-    std::uint32_t hpos = 0;        // solver scratch: index in fill_heap_ (kNotQueued: none)
     Load load_q = 0;               // Σ weight × rate of its flows (exact sums)
-    std::uint64_t round = 0;       // solver scratch: fill round that last queued it for a re-key
     std::uint32_t seed = 0;        // == stamp_ at the next solve: a seed of the re-fill (see the header)
     std::uint32_t expanded = 0;    // == stamp_: its flows at or above the level are re-filled
     BytesPerSecond capacity = 0;
@@ -272,7 +273,7 @@ class FlowNetwork {
     std::uint32_t fixed = 0;  // == fill_stamp_: its rate is fixed in this filling
   };
   static constexpr std::uint32_t kNotQueued = 0xffffffffu;
-  struct FillEntry {  // the filling's min-heap of links by fair share, indexed (LinkState::hpos)
+  struct FillEntry {  // the filling's min-heap of links by fair share (a lower bound, see fill())
     double share;
     LinkId link;
   };
@@ -309,13 +310,6 @@ class FlowNetwork {
   void sift_up(LinkState& ls, std::uint32_t i);
   void sift_down(LinkState& ls, std::uint32_t i);
   void sift(LinkState& ls, std::uint32_t i);
-  void fill_place(std::uint32_t i, const FillEntry& e) {
-    fill_heap_[i] = e;
-    link_[e.link].hpos = i;
-  }
-  void fill_sift(std::uint32_t i);
-  void fill_sift_down(std::uint32_t i);
-  void fill_remove(std::uint32_t i);
 
   void check(FlowId id) const;
   void activate(FlowId id);
@@ -366,8 +360,6 @@ class FlowNetwork {
     std::uint32_t stamp = 0;  // == fill_stamp_: set in this filling
   };
   std::vector<OwnLink> own_link_;
-  std::vector<LinkId> rekey_;            // solver scratch: links whose share a fill round changed
-  std::uint64_t round_ = 0;
   std::vector<HeapEntry> pending_heap_;  // activations by time
   std::vector<DueEntry> due_;            // completions by (time, id)
   std::vector<std::uint32_t> due_pos_;   // by FlowId: index in due_ (kNotQueued: none)
