@@ -464,7 +464,9 @@ void FlowNetwork::fill() {
   // that share. A link's share only grows as flows on it are fixed (they take the round's
   // share, at most its own), so its key stays a lower bound and is brought up to date
   // when it reaches the top (pushed again if it grew), not at every round that touches it.
-  while (!fill_heap_.empty()) {
+  // Ends when every re-filled flow is fixed: the links still queued have none left.
+  std::size_t unfixed_flows = comp_flows_.size();
+  while (unfixed_flows > 0 && !fill_heap_.empty()) {
     std::pop_heap(fill_heap_.begin(), fill_heap_.end(), later);
     const FillEntry top = fill_heap_.back();
     fill_heap_.pop_back();
@@ -480,6 +482,7 @@ void FlowNetwork::fill() {
       const FlowId id = comp_entries_[k];
       if (stamps_[id].fixed == fill_stamp_) continue;
       stamps_[id].fixed = fill_stamp_;
+      --unfixed_flows;
       Flow& f = flows_[id];
       f.new_rate = share;
       const auto path = f.path();
