@@ -101,8 +101,6 @@ void FlowNetwork::sift(LinkState& ls, std::uint32_t i) {
     sift_down(ls, i);
 }
 
-// The filling's min-heap: restores order after the share at i changed (either way:
-// shares only grow in exact arithmetic, rounding can nudge them down).
 void FlowNetwork::touch(LinkId l, bool seed) {
   LinkState& ls = link_[l];
   if (seed) ls.seed = stamp_ + 1;
@@ -463,8 +461,10 @@ void FlowNetwork::fill() {
   // Each round saturates the link of the smallest share and fixes its unfixed flows at
   // that share. A link's share only grows as flows on it are fixed (they take the round's
   // share, at most its own), so its key stays a lower bound and is brought up to date
-  // when it reaches the top (pushed again if it grew), not at every round that touches it.
-  // Ends when every re-filled flow is fixed: the links still queued have none left.
+  // when it reaches the top (pushed again if it grew), not at every round that touches it;
+  // a share that rounding nudged below its key is still the smallest (every other share
+  // is at least its key). Ends when every re-filled flow is fixed: the links still queued
+  // have none left.
   std::size_t unfixed_flows = comp_flows_.size();
   while (unfixed_flows > 0 && !fill_heap_.empty()) {
     std::pop_heap(fill_heap_.begin(), fill_heap_.end(), later);
