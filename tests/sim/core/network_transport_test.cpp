@@ -262,32 +262,42 @@ TEST(NetworkTransport, PrivatePhasesGiveTheSharedPathsTimesOnRandomOverlaps) {
     }
 }
 
+// A DP all-reduce and a pipeline send on one NIC slow each other (shares by hand); also
+// with four queue pairs per connection: the 0->8 pieces of the all-reduce and of the
+// send all leave through GPU 0's NIC, which bounds them (B/8 each, B/2 a connection),
+// so the times are the same, and each connection is one FlowNetwork flow over its four
+// paths, not four (they move in lockstep; independent, they were four flows).
 TEST(NetworkTransport, DataParallelAllReduceAndPipelineSendOnOneNicSlowEachOther) {
-  TwoNodeRig rig;
-  const double S = 100e6, P = 50e6, a = 2e-6, B = kNic, a_dp = kTwoNodeRingLatency;
-  // t = 0: DP all-reduce of {0, 8} (ring n = 2: flows 0->8 and 8->0 of S after NCCL's
-  // latency a_dp = 50.96 us) and a 50 MB pipeline send 0->8 (after the path's α = 2 us),
-  // both on GPU 0's NIC 0 and the same path.
-  rig.tr.start_collective(rig.e, CollectiveKind::all_reduce, Dim::dp, 0, rig.layout.shape(Dim::dp, 0), S, &Recorder::cb,
-                          &rig.rec, 0);
-  GroupShape pair{2, 2, 0, 8};
-  rig.tr.start_p2p(rig.e, 0, 8, pair, P, &Recorder::cb, &rig.rec, 1);
-  rig.e.run();
-  // Shares by hand (max-min on the B = 24 GB/s links 0->8):
-  //  [α, a_dp): the send alone at 24 GB/s: 1.175 MB;
-  //  from a_dp: send and DP flow 0->8 at 12 GB/s each; the send's 48.825 MB take
-  //  4.069 ms -> send done at 4.120 ms (alone: α + 2.083 ms);
-  //  the DP flow then has 100 − 48.825 MB left at 24 GB/s: 2.132 ms more
-  //  -> 6.252 ms (alone: a_dp + 4.1667 ms).
-  const double send_done = a_dp + (P - B * (a_dp - a)) / (B / 2);
-  const double dp_done = send_done + (S - (B / 2) * (send_done - a_dp)) / B;
-  EXPECT_NEAR(to_seconds(rig.rec.at[1]), send_done, 2e-9);
-  EXPECT_NEAR(to_seconds(rig.rec.at[0]), dp_done, 2e-9);
-  EXPECT_GT(to_seconds(rig.rec.at[1]), a + P / B + 1e-3);     // the send was slowed
-  EXPECT_GT(to_seconds(rig.rec.at[0]), a_dp + S / B + 1e-3);  // and so was the all-reduce
-  // Bytes: DP 2 × 100 MB, PP 50 MB.
-  EXPECT_NEAR(rig.tr.dim_bytes(Dim::dp), 2 * S, 1e3);
-  EXPECT_NEAR(rig.tr.dim_bytes(Dim::pp), P, 1e3);
+  for (const int qps : {1, 4}) {
+    ClusterConfig c = two_nodes();
+    c.qps_per_connection = qps;
+    TwoNodeRig rig(c);
+    const double S = 100e6, P = 50e6, a = 2e-6, B = kNic, a_dp = kTwoNodeRingLatency;
+    // t = 0: DP all-reduce of {0, 8} (ring n = 2: flows 0->8 and 8->0 of S after NCCL's
+    // latency a_dp = 50.96 us) and a 50 MB pipeline send 0->8 (after the path's α = 2 us),
+    // both on GPU 0's NIC 0 and the same path.
+    rig.tr.start_collective(rig.e, CollectiveKind::all_reduce, Dim::dp, 0, rig.layout.shape(Dim::dp, 0), S,
+                            &Recorder::cb, &rig.rec, 0);
+    GroupShape pair{2, 2, 0, 8};
+    rig.tr.start_p2p(rig.e, 0, 8, pair, P, &Recorder::cb, &rig.rec, 1);
+    rig.e.run();
+    // Shares by hand (max-min on the B = 24 GB/s links 0->8):
+    //  [α, a_dp): the send alone at 24 GB/s: 1.175 MB;
+    //  from a_dp: send and DP flow 0->8 at 12 GB/s each; the send's 48.825 MB take
+    //  4.069 ms -> send done at 4.120 ms (alone: α + 2.083 ms);
+    //  the DP flow then has 100 − 48.825 MB left at 24 GB/s: 2.132 ms more
+    //  -> 6.252 ms (alone: a_dp + 4.1667 ms).
+    const double send_done = a_dp + (P - B * (a_dp - a)) / (B / 2);
+    const double dp_done = send_done + (S - (B / 2) * (send_done - a_dp)) / B;
+    EXPECT_NEAR(to_seconds(rig.rec.at[1]), send_done, 2e-9) << qps;
+    EXPECT_NEAR(to_seconds(rig.rec.at[0]), dp_done, 2e-9) << qps;
+    EXPECT_GT(to_seconds(rig.rec.at[1]), a + P / B + 1e-3);     // the send was slowed
+    EXPECT_GT(to_seconds(rig.rec.at[0]), a_dp + S / B + 1e-3);  // and so was the all-reduce
+    EXPECT_EQ(rig.tr.shared_flows(), 2u) << qps;                // the send's connection and the DP one 0->8
+    // Bytes (every queue pair's counted): DP 2 × 100 MB, PP 50 MB.
+    EXPECT_NEAR(rig.tr.dim_bytes(Dim::dp), 2 * S, 1e3) << qps;
+    EXPECT_NEAR(rig.tr.dim_bytes(Dim::pp), P, 1e3) << qps;
+  }
 }
 
 // A ring of two nodes is two components (0->8 and 8->0 share no link): a pipeline send
@@ -320,30 +330,6 @@ TEST(NetworkTransport, OnlyTheComponentThatMeetsTrafficJoinsTheFlowNetwork) {
     EXPECT_NEAR(to_seconds(rig.rec.at[0]), rig.model->isolated_seconds(CollectiveKind::all_reduce, ranks, S), 2e-9);
     EXPECT_NEAR(to_seconds(rig.rec.at[0]), a_dp + 2 * (S / 2) / B, 2e-9);
   }
-}
-
-// Four queue pairs per connection: the 0->8 pieces of the all-reduce and of the send
-// all leave through GPU 0's NIC, which bounds them (B/8 each, B/2 a connection), so the
-// times are the one-QP case's (DataParallelAllReduceAndPipelineSendOnOneNicSlowEachOther);
-// and each connection is one FlowNetwork flow over its four paths, not four (they move
-// in lockstep).
-TEST(NetworkTransport, AConnectionsQueuePairsAreOneFlowInTheFlowNetwork) {
-  ClusterConfig c = two_nodes();
-  c.qps_per_connection = 4;
-  TwoNodeRig rig(c);
-  const double S = 100e6, P = 50e6, a = 2e-6, B = kNic, a_dp = kTwoNodeRingLatency;
-  rig.tr.start_collective(rig.e, CollectiveKind::all_reduce, Dim::dp, 0, rig.layout.shape(Dim::dp, 0), S, &Recorder::cb,
-                          &rig.rec, 0);
-  GroupShape pair{2, 2, 0, 8};
-  rig.tr.start_p2p(rig.e, 0, 8, pair, P, &Recorder::cb, &rig.rec, 1);
-  rig.e.run();
-  EXPECT_EQ(rig.tr.shared_flows(), 2u);  // the send's connection and the DP one 0->8 (four flows before)
-  const double send_done = a_dp + (P - B * (a_dp - a)) / (B / 2);
-  const double dp_done = send_done + (S - (B / 2) * (send_done - a_dp)) / B;
-  EXPECT_NEAR(to_seconds(rig.rec.at[1]), send_done, 2e-9);
-  EXPECT_NEAR(to_seconds(rig.rec.at[0]), dp_done, 2e-9);
-  EXPECT_NEAR(rig.tr.dim_bytes(Dim::dp), 2 * S, 1e3);  // every queue pair's bytes counted
-  EXPECT_NEAR(rig.tr.dim_bytes(Dim::pp), P, 1e3);
 }
 
 std::string oversubscribed_yaml(double o) {
