@@ -330,6 +330,11 @@ bool supports(CollectiveKind kind, Algorithm a, std::span<const int> ranks, cons
   return !ranks.empty() && why_unsupported(kind, a, ranks, topo).empty();
 }
 
+bool split_over_qps(const Topology& topo, VertexId src, VertexId dst) {
+  const int a = topo.node(src), b = topo.node(dst);
+  return !(a == b && a >= 0);
+}
+
 namespace {
 
 // ExpandOptions::qps: every flow between two nodes becomes `qps` flows of equal bytes
@@ -339,8 +344,7 @@ void split_over_qps(Expansion& e, const Topology& topo, int qps) {
   for (Step& s : e.steps) {
     out.clear();
     for (const Flow& f : s.flows) {
-      const int a = topo.node(f.src), b = topo.node(f.dst);
-      if (a == b && a >= 0) {
+      if (!split_over_qps(topo, f.src, f.dst)) {
         out.push_back(f);
         continue;
       }

@@ -83,6 +83,9 @@ struct Expansion {
 // The most flows one connection may be split into (ExpandOptions::qps; NCCL accepts up
 // to 128 queue pairs per connection, NCCL_IB_QPS_PER_CONNECTION; 64 bounds the flows).
 inline constexpr int kMaxQps = 64;
+// Whether ExpandOptions::qps splits a flow from `src` to `dst`: it runs between two nodes
+// (not inside one node's NVLink / PCIe domain).
+bool split_over_qps(const Topology& topo, VertexId src, VertexId dst);
 
 struct ExpandOptions {
   // Pipeline chunk for tree and broadcast: NCCL's default NCCL_BUFFSIZE of 4 MiB split

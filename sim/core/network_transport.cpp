@@ -91,18 +91,19 @@ const NetworkTransport::Template& NetworkTransport::get_template(CollectiveKind 
       FlowT f;
       const auto& src = step.flows[i];
       router.route(src.src, src.dst, i, f.path);  // ECMP flow index i, as collective_time
-      f.latency = router.path_latency(f.path);
+      // The step's latency: NCCL's when the expansion has it, else its slowest path's.
+      const bool path_latency = e.step_latency < 0;
+      f.latency = path_latency ? router.path_latency(f.path) : e.step_latency;
       // A connection's queue pairs (adjacent flows of one node pair, hw/net/collectives.cpp
       // split_over_qps) move in lockstep: one flow over the links of all their paths, each
       // once with the number of them that cross it.
-      const int na = topo.node(src.src), nb = topo.node(src.dst);
-      if (e.qps > 1 && !(na == nb && na >= 0)) {
+      if (e.qps > 1 && hw::net::split_over_qps(topo, src.src, src.dst)) {
         auto& crossing = qp_count_;  // by link: the connection's paths on it (all zero between uses)
         if (crossing.size() != topo.num_links()) crossing.assign(topo.num_links(), 0);
         for (auto l : f.path) ++crossing[l];
         for (int q = 1; q < e.qps; ++q) {
           router.route(src.src, src.dst, i + q, qp_path_);
-          f.latency = std::max(f.latency, router.path_latency(qp_path_));
+          if (path_latency) f.latency = std::max(f.latency, router.path_latency(qp_path_));
           for (auto l : qp_path_)
             if (crossing[l]++ == 0) f.path.push_back(l);
         }
@@ -115,7 +116,6 @@ const NetworkTransport::Template& NetworkTransport::get_template(CollectiveKind 
         f.qps = static_cast<std::uint32_t>(e.qps);
         i += static_cast<std::size_t>(e.qps) - 1;
       }
-      if (e.step_latency >= 0) f.latency = e.step_latency;
       f.bytes = src.bytes;
       p.alpha = std::max(p.alpha, f.latency);
       for (std::size_t k = 0; k < f.path.size(); ++k) {
