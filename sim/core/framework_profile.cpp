@@ -54,6 +54,21 @@ FrameworkProfile default_profile(Framework f) {
       // so the two profiles issue the same collectives. Parameters are gathered per
       // layer (the distributed optimizer's per-bucket param all-gather, overlapped
       // with the forward under overlap_param_gather).
+      // Tensor-parallel backward: megatron/core/tensor_parallel/layers.py
+      // LinearWithGradAccumulationAndAsyncCommunication.backward, the same in Megatron-LM's
+      // megatron/mpu/layers.py since sequence parallelism arrived (commit 02bb1f5c,
+      // 2022-03-02). With sequence parallelism it starts the all-gather of the saved input
+      // (async_op=True) before the input-gradient GEMM and waits after it, then starts the
+      // reduce-scatter of the input gradient before the weight-gradient GEMM and waits
+      // after it. Without, all_reduce(grad_input, async_op=True) before the weight-gradient
+      // GEMM ("Asynchronous all-reduce"), under Megatron-LM's
+      // async_tensor_model_parallel_allreduce: on by default since it was introduced
+      // (ColumnParallelLinearWithAsyncAllreduce, megatron/mpu/layers.py, commits of
+      // 2021-09-02; "--no-async-tensor-model-parallel-allreduce" turns it off); deprecated
+      // and ignored (always on) in megatron-core's ModelParallelConfig until its removal
+      // (PR #3408, 2026).
+      p.async_tp_backward = true;
+      p.async_tp_allreduce = true;
       return p;
     case Framework::deepspeed:
       // DeepSpeed runtime/zero/config.py (DeepSpeedZeroConfig, v0.12–0.14):

@@ -56,6 +56,12 @@ enum InstrFlags : std::uint8_t {
   kFirstMicrobatch = 2,  // only on the first micro-batch of the chunk (ZeRO param waits)
   kRecompute = 4,        // recomputed work (hardware FLOPs only)
   kAbsoluteWait = 8,     // wait: `count` is a number of completed ops, not outstanding ones
+  // collective: the next instruction, a compute, runs beside it from the rank's arrival
+  // (its NCCL kernel on another stream, holding SMs: the compute's duration_under_comm for
+  // as long as the collective runs); the rank goes on when both have ended. Megatron's
+  // column-parallel backward (ProgramBuilder::column_parallel_backward): a blocking
+  // collective to lockstep sessions, so a tensor-parallel group still replays as one.
+  kBesideNext = 16,
 };
 
 struct Instr {

@@ -220,14 +220,21 @@ class Builder {
   // (hw::net::nccl_channels). DualPipe's overlapped expert-parallel all-to-all is grouped
   // send/recv to every peer, spread over NCCL's p2p channels, pow2Up of those channels
   // (src/graph/paths.cc ncclTopoComputeP2pChannels): the same count when 2 × NICs is a
-  // power of two, as on a DGX (16). 0 when neither runs under compute. Tensor-parallel and
-  // pipeline transfers block the compute stream; the context-parallel ring's send/recv
-  // with two peers takes 2 × NCCL's channels per peer, a few CTAs, not modelled here.
+  // power of two, as on a DGX (16). The tensor-parallel collectives of Megatron's
+  // column-parallel backward (async_tp) are taken to hold as many: an approximation, NCCL
+  // sets the channels inside an NVSwitch node by its own topology search. 0 when none
+  // runs under compute. Other tensor-parallel and pipeline transfers block the compute
+  // stream; the context-parallel ring's send/recv with two peers takes 2 × NCCL's
+  // channels per peer, a few CTAs, not modelled here.
   int comm_sms() const {
-    if (group_size(Dim::dp) <= 1 && !ep_overlap()) return 0;
+    if (group_size(Dim::dp) <= 1 && !ep_overlap() && !async_tp()) return 0;
     return std::min(compute_->gpu().sm_count - 1, hw::net::nccl_channels(s_.cluster.nics_per_node));
   }
 
+  // Megatron's column-parallel backward runs tensor-parallel collectives under its GEMMs.
+  bool async_tp() const {
+    return fw_.async_tp_backward && par_.tp > 1 && !split() && (par_.sequence_parallel || fw_.async_tp_allreduce);
+  }
   // DualPipe runs its expert-parallel all-to-alls under the paired chunk's compute.
   bool ep_overlap() const { return par_.schedule == models::Schedule::dualpipe && par_.ep > 1; }
 
@@ -292,7 +299,10 @@ class Builder {
   }
   void push_compute(std::vector<Instr>& out, std::string_view name, OpTicks t, std::uint8_t flags = kNoFlags) {
     if (t.plain <= 0) return;
-    if (opt_.fuse_compute && !out.empty() && out.back().kind == InstrKind::compute && out.back().flags == flags) {
+    // A compute beside a collective (kBesideNext) stays one instruction: nothing fuses into it.
+    const bool beside = out.size() >= 2 && (out[out.size() - 2].flags & kBesideNext) != 0;
+    if (opt_.fuse_compute && !out.empty() && out.back().kind == InstrKind::compute && out.back().flags == flags &&
+        !beside) {
       out.back().duration += t.plain;
       out.back().set_duration_under_comm(out.back().duration_under_comm() + t.under_comm);
       out.back().layer = -1;  // may span layers; tag_layer re-tags it when it stays within one
@@ -417,6 +427,12 @@ class Builder {
         wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, kRecompute);
       }
       if (op.cls == OpClass::attention) cp_launch(out, true, kNoFlags);
+      const bool enter = op.role == OpRole::attn_enter || op.role == OpRole::mlp_enter;
+      if (enter && async_tp_backward(op)) {
+        column_parallel_backward(out, op, op.role == OpRole::attn_enter ? "attn" : "mlp");
+        fetch_done(out, fetch, block, static_cast<int>(j), false);
+        continue;
+      }
       push_compute(out, op.name, bwd[j]);
       fetch_done(out, fetch, block, static_cast<int>(j), false);
       if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0);
@@ -426,6 +442,31 @@ class Builder {
       if (op.role == OpRole::attn_enter) tp_boundary(out, true, true, "attn", kNoFlags);
       if (op.role == OpRole::mlp_enter) tp_boundary(out, true, true, "mlp", kNoFlags);
     }
+  }
+
+  // Whether the backward of `op`, a column-parallel linear where activations enter a
+  // tensor-parallel region, overlaps its communication with its GEMMs as Megatron does
+  // (FrameworkProfile::async_tp_backward). Not for a frozen weight (no weight-gradient
+  // GEMM to hide under; Megatron's LinearWithFrozenWeight all-reduces blocking), a MoE
+  // router, or a schedule that splits the backward into B and W.
+  bool async_tp_backward(const Op& op) const { return async_tp() && op.cls == OpClass::gemm && !op.frozen; }
+  // Megatron's LinearWithGradAccumulationAndAsyncCommunication.backward (framework_profile.cpp):
+  // under sequence parallelism the saved input shard is all-gathered again beside the
+  // input-gradient GEMM (the weight-gradient GEMM needs the whole input) and the input
+  // gradient reduce-scattered beside the weight-gradient GEMM; without it the input
+  // gradient is all-reduced beside the weight-gradient GEMM. Started before the GEMM and
+  // waited for after it: a collective beside the next compute (kBesideNext).
+  void column_parallel_backward(std::vector<Instr>& out, const Op& op, const char* block) {
+    const bool sp = par_.sequence_parallel;
+    const OpTicks dgrad = gemm_half(op, false), wgrad = gemm_half(op, true);
+    if (sp)
+      push_coll(out, Dim::tp, CollectiveKind::all_gather, hidden_msg_,
+                joined({"tp all-gather ", block, " input (bwd)"}), dgrad.plain > 0 ? kBesideNext : kNoFlags);
+    push_compute(out, joined({op.name, " dgrad"}), dgrad);
+    const CollectiveKind c = sp ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
+    push_coll(out, Dim::tp, c, hidden_msg_, joined({"tp ", to_string(c), " ", block, " (bwd)"}),
+              wgrad.plain > 0 ? kBesideNext : kNoFlags);
+    push_compute(out, joined({op.name, " wgrad"}), wgrad);
   }
 
   // Token dispatch / combine of a MoE layer: all-to-all in the EP group of the
@@ -854,6 +895,10 @@ class Builder {
   void head_backward(std::vector<Instr>& b) {
     const auto ops = models::head_ops(s_.model, par_);
     for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+      if (async_tp_backward(*it)) {  // the logits GEMM: a column-parallel linear
+        column_parallel_backward(b, *it, "logits");
+        continue;
+      }
       push_compute(b, it->name, backward_time(*it));
       if (it->cls == OpClass::gemm)
         push_coll(b, Dim::tp, par_.sequence_parallel ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce,

@@ -380,15 +380,35 @@ void Replay::expect_comm(RankState& r, Channel& ch, const Instr& in) {
 // Under an expected collective for `window` ticks the op progresses at its
 // duration_under_comm rate, then at its own.
 Tick Replay::compute_ticks_slow(const RankState& r, const Instr& in) const {
+  return ticks_under(in, r.comm_until - r.t, r.scale);
+}
+
+Tick Replay::ticks_under(const Instr& in, Tick window, double scale) {
   Tick d = in.duration;
   const Tick slow = in.duration_under_comm();
-  if (r.t < r.comm_until && slow > d) {
-    const Tick window = r.comm_until - r.t;
+  if (window > 0 && slow > d) {
     d = window >= slow ? slow
                        : window + static_cast<Tick>(std::llround(static_cast<double>(in.duration) *
                                                                  (1.0 - static_cast<double>(window) / slow)));
   }
-  return r.scale == 1.0 ? d : static_cast<Tick>(std::llround(static_cast<double>(d) * r.scale));
+  return scale == 1.0 ? d : static_cast<Tick>(std::llround(static_cast<double>(d) * scale));
+}
+
+// The compute after collective r.pc (kBesideNext) ran beside it from the rank's arrival
+// (r.wait_start), under its NCCL kernel's SMs until `end` (or the rank's async collectives'
+// expected end, if later); the rank goes on when both have ended. Consumes the compute.
+void Replay::run_beside(RankState& r, Tally& st, Tick start, Tick end) {
+  const Instr& coll = current_list(r)[r.pc];
+  const Instr& next = current_list(r)[++r.pc];
+  const Tick d = ticks_under(next, std::max(end, r.comm_until) - r.wait_start, r.scale);
+  const Tick done = r.wait_start + d;
+  st.busy += d;
+  if (end > done) st.exposed[static_cast<int>(coll.dim)] += end - done;
+  if (opt_.trace) {
+    record(span_of(r, static_cast<std::uint8_t>(1 + static_cast<int>(coll.dim)), coll, start, end));
+    record(span_of(r, 0, next, r.wait_start, done));
+  }
+  r.t = std::max(end, done);
 }
 
 bool Replay::collective_on_compute_stream(RankState& r, const Instr& in, Tally& st) {
@@ -400,6 +420,11 @@ bool Replay::collective_on_compute_stream(RankState& r, const Instr& in, Tally& 
     const GroupShape& shape = shape_of(g, in.dim, r.gid[di]);
     const Tick dur = to_ticks(transport_.collective_seconds(in.coll, in.dim, r.gid[di], shape, in.bytes));
     stats_[static_cast<std::size_t>(r.slot)].wire[di] += transport_.wire_bytes(in.coll, in.dim, shape, in.bytes);
+    if (in.flags & kBesideNext) {
+      r.wait_start = r.t;
+      run_beside(r, st, r.t, r.t + dur);
+      return true;
+    }
     st.exposed[di] += dur;
     if (in.dim != Dim::mp && opt_.trace) record(span_of(r, 0, in, r.t, r.t + dur));
     r.t += dur;
@@ -439,8 +464,9 @@ bool Replay::start_session(GroupState& g, Dim d) {
   for (std::size_t i = 1; i < members.size(); ++i) {
     const RankState& r = ranks_[static_cast<std::size_t>(members[i])];
     const Tally& t = tally_[static_cast<std::size_t>(r.slot)];
-    // r.t is now for every member; an expected collective that ended by now slows nothing.
-    if (r.prog != lead.prog || r.step != lead.step || r.pc != lead.pc || r.scale != lead.scale ||
+    // An expected collective that ended by now slows nothing.
+    // r.t is now unless a compute beside the collective (kBesideNext) ends later.
+    if (r.prog != lead.prog || r.step != lead.step || r.pc != lead.pc || r.t != lead.t || r.scale != lead.scale ||
         std::max(r.comm_until, now) != std::max(lead.comm_until, now) || !t.same_memory(lt) || held(r))
       return false;
   }
@@ -557,6 +583,10 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
       const std::int32_t slot = g.resuming[i];
       RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
       auto& st = self->tally_[static_cast<std::size_t>(slot)];
+      if (self->current_list(r)[r.pc].flags & kBesideNext) {
+        self->run_beside(r, st, start, now);
+        continue;
+      }
       // Waiting for slower peers of the model-parallel sync is pipeline imbalance when
       // there is a pipeline; with one stage it is waiting on communication (peers held
       // up by their own collectives), not a bubble.

@@ -254,6 +254,9 @@ class Replay {
     return compute_ticks_slow(r, in);
   }
   Tick compute_ticks_slow(const RankState& r, const Instr& in) const;
+  // Compute `in` under a collective's SMs for its first `window` ticks, then at its own rate.
+  static Tick ticks_under(const Instr& in, Tick window, double scale);
+  void run_beside(RankState& r, Tally& st, Tick start, Tick end);
   // After a blocking instruction completed at r.t: on to the next one, or finished.
   void continue_after_block(RankState& r);
   // Lockstep sessions. The members of a blocking collective's group that resume from it

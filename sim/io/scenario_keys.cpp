@@ -190,6 +190,10 @@ const std::vector<ScenarioKey>& key_table() {
       {"training.megatron.account_for_embedding_in_pipeline_split", "", "false",
        "the embedding counts as a layer in the even split: the first (virtual) stage holds one layer fewer",
        "--account-for-embedding-in-pipeline-split", ""},
+      {"training.megatron.async_tensor_model_parallel_allreduce", "", "true",
+       "without sequence parallelism, all-reduce a column-parallel linear's input gradient beside its weight-gradient "
+       "GEMM (false: after it, blocking; Megatron-LM before 2021-09)",
+       "--no-async-tensor-model-parallel-allreduce", ""},
       {"training.megatron.account_for_loss_in_pipeline_split", "", "false",
        "the loss counts as a layer in the even split: the last (virtual) stage holds one layer fewer",
        "--account-for-loss-in-pipeline-split", ""},

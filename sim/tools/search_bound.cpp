@@ -50,10 +50,16 @@ class BusyMeter {
 
   Busy operator()(const std::vector<Instr>& list) const {
     Busy b;
+    Tick beside = 0;  // a collective beside the next compute (kBesideNext): the longer of the two counts
     for (const auto& in : list) {
       const bool once = (in.flags & (kFirstMicrobatch | kLastMicrobatch)) != 0;
       if (in.kind == InstrKind::compute || (in.kind == InstrKind::collective && in.dim != Dim::pp)) {
-        const Tick t = in.kind == InstrKind::compute ? in.duration : coll_ticks(in);
+        Tick t = in.kind == InstrKind::compute ? in.duration : coll_ticks(in);
+        if (in.flags & kBesideNext) {
+          beside = t;
+          continue;
+        }
+        if (in.kind == InstrKind::compute) t = std::max(t, std::exchange(beside, 0));
         (once ? b.once : b.every) += t;
       } else if (in.kind == InstrKind::launch && in.dim != Dim::pp && in.channel < kNumChannels) {
         (once ? b.ch_once : b.ch_every)[in.channel] += coll_ticks(in);

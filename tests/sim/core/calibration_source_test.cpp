@@ -63,7 +63,9 @@ TEST(CalibrationSource, MeasuredCollectivesReplaceTheNetworkModel) {
            "collective:\n  fits: [{op: all-reduce, ranks: 8, algorithm: ring, alpha_s: 0.001, beta_s_per_byte: "
            "1.0e-9}]\n";
   }
-  const std::string yaml = testing::tiny_gpt_yaml(1, 1, 8, 2, 1, "", 51200);
+  // Every all-reduce blocking (2021 Megatron-LM): none runs beside a weight-gradient GEMM.
+  const std::string yaml = testing::tiny_gpt_yaml(1, 1, 8, 2, 1, "", 51200,
+                                                  "  megatron:\n    async_tensor_model_parallel_allreduce: false\n");
   const Result plain = simulate(parse_scenario(yaml, "test")).result;
   const Result measured = simulate(parse_scenario(yaml, "test", {"cluster.calibration=" + path})).result;
   EXPECT_EQ(plain.cost_source, "datasheet");

@@ -4,9 +4,12 @@
 // under each activation-memory technique. The scenario is the reference run
 // scenarios/reference/korthikanti-22b-full.yaml with the technique set by key; the
 // layer's time is the sum of its spans (kernels and its tensor-parallel collectives)
-// on rank 0. Nothing was fitted on these figures.
+// on rank 0, from the first one's start to the last one's end (a tensor-parallel
+// collective that runs beside a GEMM counts once). Nothing was fitted on these figures.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -29,14 +32,17 @@ LayerTime simulated_layer(const std::vector<std::string>& overrides) {
   o.trace_max_ranks = 1;
   o.build.fuse_compute = false;  // each kernel keeps its layer (as for --trace)
   const Simulation sim = simulate(s, o);
-  LayerTime t;
+  // One micro-batch (global batch 4 = micro-batch 4): each phase of the layer is one interval.
+  const Tick far = std::numeric_limits<Tick>::max();
+  Tick begin[2] = {far, far}, end[2] = {0, 0};
   for (const Span& sp : sim.spans) {
     if (sp.rank != 0 || sp.layer != 5) continue;  // a layer away from the embedding
-    const double ms = to_seconds(sp.end - sp.start) * 1e3;
-    if (sp.phase == SpanPhase::forward) t.fwd_ms += ms;
-    if (sp.phase == SpanPhase::backward) t.bwd_ms += ms;  // the recomputed forward included
+    if (sp.phase != SpanPhase::forward && sp.phase != SpanPhase::backward) continue;
+    const int k = sp.phase == SpanPhase::backward;  // the recomputed forward is in backward
+    begin[k] = std::min(begin[k], sp.start);
+    end[k] = std::max(end[k], sp.end);
   }
-  return t;
+  return {to_seconds(end[0] - begin[0]) * 1e3, to_seconds(end[1] - begin[1]) * 1e3};
 }
 
 TEST(LayerTimeReference, Korthikanti22bTable4) {
@@ -56,15 +62,19 @@ TEST(LayerTimeReference, Korthikanti22bTable4) {
   for (const Row& r : rows) {
     SCOPED_TRACE(r.what);
     const LayerTime t = simulated_layer(r.set);
-    // Absolute: within 12 %. The A100 constants were fitted on SC'21's 2021 runs, and
-    // the 2022 software of this table is faster: ptsim's layer is 8-9 % slower in every
-    // row (README "Validation", the Korthikanti runs).
-    EXPECT_NEAR(t.total() / r.published.total(), 1.0, 0.12) << t.fwd_ms << " + " << t.bwd_ms << " ms";
+    // Absolute: within 6 % (+2.3 to +5.2 %). The A100 constants were fitted on SC'21's
+    // 2021 runs; the 2022 software of this table all-reduces (or reduce-scatters) a
+    // column-parallel linear's input gradient beside its weight-gradient GEMM
+    // (framework_profile.cpp), which brought the backward from 8-11 % slow to within
+    // 1-4 % of the table; the forward, whose collectives block, is 7-8 % slow.
+    EXPECT_NEAR(t.total() / r.published.total(), 1.0, 0.06) << t.fwd_ms << " + " << t.bwd_ms << " ms";
     // What each technique costs or saves against the baseline layer, the paper's
-    // "overhead" column (-3 %, 39 %, 7 %, 4 %): within 2 percentage points.
+    // "overhead" column (-3 %, 39 %, 7 %, 4 %): within 3 percentage points (2 before
+    // the backward's overlap: every row was then uniformly 8-9 % slow, so the ratios
+    // hid it; now the slow forward weighs more in the recompute rows).
     const double published = r.published.total() / rows[0].published.total() - 1;
     const double predicted = t.total() / base.total() - 1;
-    EXPECT_NEAR(predicted, published, 0.02) << predicted * 100 << " % against " << published * 100 << " %";
+    EXPECT_NEAR(predicted, published, 0.03) << predicted * 100 << " % against " << published * 100 << " %";
   }
 }
 

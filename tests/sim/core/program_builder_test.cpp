@@ -141,29 +141,73 @@ TEST(ProgramBuilder, SequenceParallelGathersAndScattersInsteadOfAllReducing) {
   // Korthikanti §4.2.2: with SP each all-reduce becomes a reduce-scatter leaving the
   // tensor-parallel region (ḡ) and each identity entering it an all-gather (g): per
   // layer and direction 2 all-gathers + 2 reduce-scatters of S = b·s·h·2 (the whole
-  // tensor), no all-reduce.
+  // tensor), no all-reduce. Backward, Megatron keeps a column-parallel linear's input
+  // sharded and all-gathers it again for the weight gradient (QKV, MLP up): 2 more.
   const std::string par = "  tensor_parallel: 2\n  sequence_parallel: true";
   for (bool bwd : {false, true}) {
     const Tally ag = per_layer(par, 2, bwd, Dim::tp, CollectiveKind::all_gather);
     const Tally rs = per_layer(par, 2, bwd, Dim::tp, CollectiveKind::reduce_scatter);
-    EXPECT_EQ(ag.count, 2) << bwd;
-    EXPECT_DOUBLE_EQ(ag.bytes, 2 * kHidden) << bwd;
+    EXPECT_EQ(ag.count, bwd ? 4 : 2) << bwd;
+    EXPECT_DOUBLE_EQ(ag.bytes, (bwd ? 4 : 2) * kHidden) << bwd;
     EXPECT_EQ(rs.count, 2) << bwd;
     EXPECT_DOUBLE_EQ(rs.bytes, 2 * kHidden) << bwd;
     EXPECT_EQ(per_layer(par, 2, bwd, Dim::tp, CollectiveKind::all_reduce).count, 0) << bwd;
   }
   // Embedding: reduce-scatter into the sequence-parallel region forward, all-gather
   // backward; head: all-gather before the logits GEMM forward, reduce-scatter of its
-  // input gradient backward; the cross-entropy all-reduce stays. With L = 2:
-  // forward 5 all-gathers, 5 reduce-scatters, 1 all-reduce; backward 5 and 5.
+  // input gradient backward and the re-gather of its input; the cross-entropy
+  // all-reduce stays. With L = 2: forward 5 all-gathers, 5 reduce-scatters, 1
+  // all-reduce; backward 5 + 5 re-gathers and 5.
   const Built two = build(yaml(2, 2, 2, par));
   const auto f = phase(two.p.stages[0], false), b = phase(two.p.stages[0], true);
   EXPECT_EQ(tally(f, Dim::tp, CollectiveKind::all_gather).count, 5);
   EXPECT_EQ(tally(f, Dim::tp, CollectiveKind::reduce_scatter).count, 5);
   EXPECT_EQ(tally(f, Dim::tp, CollectiveKind::all_reduce).count, 1);
-  EXPECT_EQ(tally(b, Dim::tp, CollectiveKind::all_gather).count, 5);
+  EXPECT_EQ(tally(b, Dim::tp, CollectiveKind::all_gather).count, 10);
   EXPECT_EQ(tally(b, Dim::tp, CollectiveKind::reduce_scatter).count, 5);
   EXPECT_EQ(tally(b, Dim::tp, CollectiveKind::all_reduce).count, 0);
+}
+
+// The instructions from QKV's backward to its end, as kinds and collective names:
+// Megatron's LinearWithGradAccumulationAndAsyncCommunication.backward (framework_profile.cpp).
+std::vector<std::string> qkv_backward(const std::string& parallel, const std::string& training = "") {
+  const Scenario s = parse_scenario(yaml(2, 1, 2, parallel) + training, "test");
+  BuildOptions opt;
+  opt.fuse_compute = false;  // each op keeps its name
+  const Program p = build_program(s, testing::FlopsOnlyCost(s.cluster.gpu), opt);
+  std::vector<std::string> out;
+  bool in = false;
+  for (const Instr& i : phase(p.stages[0], true)) {
+    const std::string name = p.labels[i.label];
+    const bool qkv = name.rfind("qkv", 0) == 0 || name.find(" attn") != std::string::npos;
+    in = in || name.rfind("qkv", 0) == 0 || name == "tp all-gather attn input (bwd)";
+    if (!in) continue;
+    if (!qkv) break;  // past QKV's backward (the input norm's, the embedding's)
+    const bool beside = (i.flags & kBesideNext) != 0;
+    const char* kind = i.kind == InstrKind::compute      ? "compute "
+                       : i.kind == InstrKind::collective ? (beside ? "beside " : "blocking ")
+                                                         : "other ";
+    out.push_back(kind + name);
+  }
+  return out;
+}
+
+TEST(ProgramBuilder, ColumnParallelBackwardOverlapsItsTensorParallelCommunication) {
+  // Without SP: dgrad, then the input gradient's all-reduce beside the wgrad GEMM
+  // (started before it, waited for after it).
+  EXPECT_EQ(qkv_backward("  tensor_parallel: 2"),
+            (std::vector<std::string>{"compute qkv dgrad", "beside tp all-reduce attn (bwd)", "compute qkv wgrad"}));
+  // With SP: the input re-gathered beside dgrad, the input gradient reduce-scattered
+  // beside wgrad.
+  EXPECT_EQ(qkv_backward("  tensor_parallel: 2\n  sequence_parallel: true"),
+            (std::vector<std::string>{"beside tp all-gather attn input (bwd)", "compute qkv dgrad",
+                                      "beside tp reduce-scatter attn (bwd)", "compute qkv wgrad"}));
+  // Megatron-LM before 2021-09 (async_tensor_model_parallel_allreduce false): the whole
+  // backward, then a blocking all-reduce; DeepSpeed's and FSDP's tensor parallelism block too.
+  const std::vector<std::string> blocking = {"compute qkv", "blocking tp all-reduce attn"};
+  EXPECT_EQ(qkv_backward("  tensor_parallel: 2", "  megatron:\n    async_tensor_model_parallel_allreduce: false\n"),
+            blocking);
+  EXPECT_EQ(qkv_backward("  tensor_parallel: 2", "  framework: deepspeed\n"), blocking);
 }
 
 TEST(ProgramBuilder, ContextParallelRingAttention) {
