@@ -140,6 +140,66 @@ TEST(ComputeUnderComm, ReplaySlowsTheComputeThatOverlapsADpCollective) {
   EXPECT_LT(part, to_seconds(overlapped));
 }
 
+// Megatron's column-parallel backward (ProgramBuilder::column_parallel_backward): a
+// tensor-parallel collective beside the next compute (kBesideNext). Sums over the computes
+// that follow one in stage 0's backward (one micro-batch): their own and held-SM durations.
+struct Beside {
+  int count = 0;
+  Tick plain = 0, under = 0;
+};
+Beside beside_computes(const Scenario& s) {
+  const Program p = build_program(s, HeldSmCost(s.cluster.gpu));
+  const auto& b = p.stages[0].chunks[0].backward;
+  Beside out;
+  for (std::size_t i = 0; i + 1 < b.size(); ++i)
+    if (b[i].kind == InstrKind::collective && (b[i].flags & kBesideNext)) {
+      EXPECT_EQ(b[i].dim, Dim::tp);
+      EXPECT_EQ(b[i + 1].kind, InstrKind::compute);
+      ++out.count;
+      out.plain += b[i + 1].duration;
+      out.under += b[i + 1].duration_under_comm();
+    }
+  return out;
+}
+
+Result run(const std::string& yaml, const std::vector<std::string>& set, Seconds tp_seconds) {
+  const Scenario s = parse_scenario(yaml, "test", set);
+  HeldSmCost compute(s.cluster.gpu);
+  OneDimCollectives coll(Dim::tp, tp_seconds);
+  SimulateOptions o;
+  o.compute = &compute;
+  o.collectives = &coll;
+  return simulate(s, o).result;
+}
+
+TEST(ComputeUnderComm, ColumnParallelBackwardRunsItsCollectiveBesideAGemm) {
+  // tp 2, 2 layers, one micro-batch. Without SP: the input-gradient all-reduce of QKV, of
+  // MLP up (each layer) and of the logits GEMM beside their weight-gradient GEMMs.
+  const std::string yaml = tiny_gpt_yaml(1, 1, 2, 2, 1, "", 51200);
+  const std::vector<std::string> blocking = {"training.megatron.async_tensor_model_parallel_allreduce=false"};
+  const Beside w = beside_computes(parse_scenario(yaml, "test"));
+  EXPECT_EQ(w.count, 5);
+  EXPECT_EQ(beside_computes(parse_scenario(yaml, "test", blocking)).count, 0);
+  ASSERT_GT(w.under, w.plain);
+  // Collectives of 1,000 s: each weight-gradient GEMM runs wholly beside its all-reduce,
+  // slowed by the SMs NCCL holds; the step is shorter by those GEMMs' own time, and so
+  // much less of the collectives is exposed.
+  const Result on = run(yaml, {}, 1000), off = run(yaml, blocking, 1000);
+  const int tp = static_cast<int>(Dim::tp);
+  EXPECT_NEAR(off.iteration_time_s - on.iteration_time_s, to_seconds(w.plain), 1e-9);
+  EXPECT_NEAR(off.exposed_comm_s[tp] - on.exposed_comm_s[tp], to_seconds(w.under), 1e-9);
+  EXPECT_NEAR(on.stage_timing.at(0).busy_s - off.stage_timing.at(0).busy_s, to_seconds(w.under - w.plain), 1e-9);
+  // Free collectives hold no SMs: the same step either way.
+  EXPECT_NEAR(run(yaml, {}, 0).iteration_time_s, run(yaml, blocking, 0).iteration_time_s, 1e-12);
+  // With SP: the input re-gathered beside the input-gradient GEMM and the input gradient
+  // reduce-scattered beside the weight-gradient GEMM, twice per column-parallel linear.
+  const std::vector<std::string> sp = {"parallel.sequence_parallel=true"};
+  const Beside v = beside_computes(parse_scenario(yaml, "test", sp));
+  EXPECT_EQ(v.count, 10);
+  const Result slow = run(yaml, sp, 1000), fast = run(yaml, sp, 0);
+  EXPECT_NEAR(slow.stage_timing.at(0).busy_s - fast.stage_timing.at(0).busy_s, to_seconds(v.under - v.plain), 1e-9);
+}
+
 // DualPipe's F&B pairs run one chunk's EP all-to-alls under the other chunk's compute:
 // those all-to-alls hold SMs too, so the pairs' compute is longer when they cost time.
 TEST(ComputeUnderComm, DualPipeEpAllToAllsSlowThePairsCompute) {
