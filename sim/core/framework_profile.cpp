@@ -92,6 +92,10 @@ FrameworkProfile default_profile(Framework f) {
       p.pipeline_reduces_after_schedule = true;
       p.supports_interleaving = false;
       p.max_zero_stage_with_pp = 1;
+      // Tensor parallelism under DeepSpeed comes from a Megatron-DeepSpeed fork of 2021
+      // Megatron-LM: bigscience-workshop/Megatron-DeepSpeed megatron/mpu/layers.py
+      // ColumnParallelLinear.forward calls copy_to_tensor_model_parallel_region, whose
+      // backward all-reduces the input gradient blocking (async_tp_backward stays false).
       return p;
     case Framework::fsdp:
       // PyTorch FSDP (torch.distributed.fsdp.FullyShardedDataParallel, 2.x docs):
