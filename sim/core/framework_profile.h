@@ -97,13 +97,13 @@ struct FrameworkProfile {
   // weights and Adam state partitioned over the data-parallel ranks and all-gathers
   // the updated bf16 weights (a ZeRO-1 equivalent).
   bool bf16_optimizer = false;
-  // Megatron's column-parallel linears (QKV, MLP up) communicate asynchronously in their
-  // backward (framework_profile.cpp cites it): under sequence parallelism the input is
-  // all-gathered again beside the input-gradient GEMM and the input gradient
-  // reduce-scattered beside the weight-gradient GEMM; without it the input gradient is
-  // all-reduced beside the weight-gradient GEMM when async_tp_allreduce (Megatron-LM's
-  // async_tensor_model_parallel_allreduce; off: after it, blocking). Neither for other
-  // frameworks: their tensor-parallel backward blocks.
+  // Megatron's column-parallel linears (QKV, MLP up, the logits GEMM) communicate
+  // asynchronously in their backward (framework_profile.cpp cites it): under sequence
+  // parallelism the input is all-gathered again beside the input-gradient GEMM and the
+  // input gradient reduce-scattered beside the weight-gradient GEMM; without it the input
+  // gradient is all-reduced beside the weight-gradient GEMM when async_tp_allreduce
+  // (Megatron-LM's async_tensor_model_parallel_allreduce; off: after it, blocking).
+  // Neither for other frameworks: their tensor-parallel backward blocks.
   bool async_tp_backward = false;
   bool async_tp_allreduce = false;
   // Pipeline engine: DeepSpeed's PipelineEngine reduces gradients after the whole
