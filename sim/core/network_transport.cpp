@@ -306,6 +306,46 @@ void NetworkTransport::start_collective(Engine& engine, CollectiveKind c, Dim d,
         ctx, arg);
 }
 
+// Exact: until `at` nothing of the group can start (the caller's promise), and a group's
+// private links carry no one else's traffic. If a new template takes one of them before
+// `at` (claim_links), the transfer registers on its links as any private one in flight
+// does, and traffic that meets it there promotes it with its flows starting at
+// phase_tick + latency, in the future (promote's `now < active_from`).
+bool NetworkTransport::start_collective_at(Engine& e, Tick at, CollectiveKind c, Dim d, int gid,
+                                           const GroupShape& shape, Bytes S, Engine::Callback done, void* ctx,
+                                           std::uint64_t arg) {
+  engine_ = &e;
+  if (shape.size <= 1 || gid < 0) return false;
+  const Template& t = group_template(c, d, gid, S);
+  if (t.phases.empty()) return false;
+  GroupMemo& m = memo_of(group_token(d, gid));
+  const PhaseT& p = t.phases[0];
+  if (m.inflight != 0 || !is_private(t, p)) return false;
+  // begin() and start_phase()'s private path, as they would run at `at`.
+  ++transfers_started_;
+  last_time_ = std::max(last_time_, to_seconds(at));
+  const std::uint32_t id = take_slot(free_transfers_, transfers_);
+  Transfer& x = transfers_[id];
+  x.t = &t;
+  x.phase = 0;
+  x.tag = static_cast<int>(d);
+  x.done = done;
+  x.ctx = ctx;
+  x.arg = arg;
+  x.group = group_token(d, gid);
+  ++m.inflight;
+  x.phase_tick = at;
+  x.outstanding = 0;
+  x.fast_pending = true;
+  x.shared = false;
+  x.comps_recorded = false;
+  x.priv = true;
+  m.private_xfer = id;
+  x.fast_at = at + to_ticks(p.fast_time);
+  x.fast_event = e.schedule(x.fast_at, &NetworkTransport::on_fast_done, this, id);
+  return true;
+}
+
 const NetworkTransport::Template& NetworkTransport::group_template(CollectiveKind c, Dim d, int gid, Bytes S) {
   if (gid < 0) return get_template(c, d, gid, model_.members(d, gid), S, kSharedLink);
   std::uint64_t sbits = 0;

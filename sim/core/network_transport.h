@@ -82,6 +82,10 @@ class NetworkTransport : public Transport {
 
   void start_collective(Engine& engine, CollectiveKind c, Dim d, int gid, const GroupShape& shape, Bytes S,
                         Engine::Callback done, void* ctx, std::uint64_t arg) override;
+  // A private first phase with nothing else of its group in flight (the private fast path
+  // start_phase would take at `at`): begun now, dated `at`, its end scheduled.
+  bool start_collective_at(Engine& engine, Tick at, CollectiveKind c, Dim d, int gid, const GroupShape& shape, Bytes S,
+                           Engine::Callback done, void* ctx, std::uint64_t arg) override;
   void start_p2p(Engine& engine, int src, int dst, const GroupShape& pair, Bytes bytes, Engine::Callback done,
                  void* ctx, std::uint64_t arg) override;
   Bytes wire_bytes(CollectiveKind c, Dim d, const GroupShape& shape, Bytes S) const override {

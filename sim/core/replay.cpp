@@ -522,8 +522,13 @@ void Replay::arrive(RankState& r, Dim d, int channel, const Instr& in, Tick at) 
   const std::uint64_t arg = static_cast<std::uint64_t>(d) | (static_cast<std::uint64_t>(channel + 1) << 8) |
                             (static_cast<std::uint64_t>(gid) << 16);
   // The last member may arrive ahead of the engine's clock (it ran ahead through
-  // compute): the transfer starts at that time.
+  // compute): the transfer starts at that time, taken now when the transport can
+  // (Transport::start_collective_at; a tensor-parallel collective blocks every member).
   if (g.start > engine_.now()) {
+    if (channel < 0 && d == Dim::tp && opt_.deferred_starts &&
+        transport_.start_collective_at(engine_, g.start, g.coll, d, gid, shape, g.bytes, &Replay::on_group_done, this,
+                                       arg))
+      return;
     engine_.schedule(g.start, &Replay::on_group_start, this, arg);
     return;
   }

@@ -114,6 +114,10 @@ struct ReplayOptions {
   // Lockstep sessions (Replay::start_session): the same results at a fraction of the cost;
   // off only to test that.
   bool lockstep_sessions = true;
+  // A tensor-parallel collective whose last member arrives ahead of the clock is handed to
+  // the transport then (Transport::start_collective_at) instead of by an event at its start:
+  // the same results with fewer events; off only to test that.
+  bool deferred_starts = true;
 };
 
 // Sets Instr::duration of every data- and expert-parallel launch of `p` to that

@@ -354,6 +354,7 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt_in) {
   ro.trace_max_ranks = opt.trace_max_ranks;
   ro.max_events = opt.max_events;
   ro.lockstep_sessions = opt.lockstep_sessions;
+  ro.deferred_starts = opt.deferred_starts;
   if (slow) ro.compute_scale = s.cluster.slow_factor;
   AnalyticTransport analytic(*coll);
   const auto shared_net = shared_network(s, opt, *coll, sim.result);

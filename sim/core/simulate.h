@@ -27,6 +27,7 @@ struct SimulateOptions {
   std::vector<const hw::ComputeCostModel*> group_compute;
   Transport* transport = nullptr;  // e.g. a link-sharing network; null = analytic
   bool lockstep_sessions = true;   // ReplayOptions::lockstep_sessions (off only to test it)
+  bool deferred_starts = true;     // ReplayOptions::deferred_starts (off only to test it)
 };
 
 struct Simulation {

@@ -23,6 +23,15 @@ class Transport {
   // engine.now(); `done(ctx, arg)` must be scheduled for its completion.
   virtual void start_collective(Engine& engine, CollectiveKind c, Dim d, int gid, const GroupShape& shape, Bytes S,
                                 Engine::Callback done, void* ctx, std::uint64_t arg) = 0;
+  // The same collective starting at `at`, later than engine.now(): true when the transport
+  // can tell now what it will do then and took it (`done` scheduled for its completion),
+  // saving the event that would start it at `at`; false to be asked again at `at` through
+  // start_collective. The replay offers only tensor-parallel collectives, which block
+  // every member of the group: no other transfer of the group can start before `at`.
+  virtual bool start_collective_at(Engine& /*engine*/, Tick /*at*/, CollectiveKind, Dim, int /*gid*/, const GroupShape&,
+                                   Bytes, Engine::Callback, void* /*ctx*/, std::uint64_t /*arg*/) {
+    return false;
+  }
   // A point-to-point message of `bytes` from global rank src to dst, starting now.
   virtual void start_p2p(Engine& engine, int src, int dst, const GroupShape& pair, Bytes bytes, Engine::Callback done,
                          void* ctx, std::uint64_t arg) = 0;
@@ -42,6 +51,12 @@ class AnalyticTransport : public Transport {
   void start_collective(Engine& e, CollectiveKind c, Dim d, int, const GroupShape& g, Bytes S, Engine::Callback done,
                         void* ctx, std::uint64_t arg) override {
     e.schedule(e.now() + to_ticks(cost_.seconds(c, d, g, S)), done, ctx, arg);
+  }
+  // Its time depends on nothing in flight: known at any start.
+  bool start_collective_at(Engine& e, Tick at, CollectiveKind c, Dim d, int, const GroupShape& g, Bytes S,
+                           Engine::Callback done, void* ctx, std::uint64_t arg) override {
+    e.schedule(at + to_ticks(cost_.seconds(c, d, g, S)), done, ctx, arg);
+    return true;
   }
   void start_p2p(Engine& e, int, int, const GroupShape& pair, Bytes bytes, Engine::Callback done, void* ctx,
                  std::uint64_t arg) override {

@@ -3,7 +3,8 @@
 // anything else. The result must be the one every member running on its own gives,
 // byte for byte, on every kind of plan: pipeline sends, async data-parallel streams,
 // ZeRO-3 gathers, link sharing, stragglers, DualPipe's held sends, context and expert
-// parallelism, mixed GPU types.
+// parallelism, mixed GPU types. The same plans check the deferred start of a
+// tensor-parallel collective (Transport::start_collective_at) against an event at its time.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -56,19 +57,20 @@ Scenario repo(const std::string& file, const std::vector<std::string>& sets) {
   return load_scenario(test::repo_path(file), sets);
 }
 
-TEST(ReplayLockstep, EveryMemberOnItsOwnGivesTheSameJson) {
+struct Case {
+  const char* what;
+  Scenario s;
+  bool sessions;  // whether a group can run in lockstep at all
+};
+// Every kind of plan the replay has paths for.
+std::vector<Case> plan_kinds() {
   const std::vector<std::string> small = {"cluster.num_gpus=64", "parallel.pipeline_parallel=4",
                                           "training.global_batch_size=16", "model.num_layers=8"};
   auto with = [&](std::vector<std::string> extra) {
     extra.insert(extra.begin(), small.begin(), small.end());
     return extra;
   };
-  struct Case {
-    const char* what;
-    Scenario s;
-    bool sessions;  // whether a group can run in lockstep at all
-  };
-  const std::vector<Case> cases = {
+  return {
       {"GPT-3 175B shape, tp 8 pp 4 dp 2, link sharing", repo("scenarios/default.yaml", small), true},
       {"the same, closed-form network", repo("scenarios/default.yaml", with({"cluster.link_sharing=false"})), true},
       {"ZeRO-3 under DeepSpeed 0.3.14 (host-blocking gathers)",
@@ -94,13 +96,36 @@ TEST(ReplayLockstep, EveryMemberOnItsOwnGivesTheSameJson) {
                       {"parallel.tensor_parallel=2", "cluster.num_gpus=8", "cluster.gpus_per_node=8"}),
        true},
   };
-  for (const auto& c : cases) {
+}
+
+TEST(ReplayLockstep, EveryMemberOnItsOwnGivesTheSameJson) {
+  for (const auto& c : plan_kinds()) {
     const Both b = run_both(c.s);
     EXPECT_EQ(first_difference(b.with, b.without), "") << c.what;
     if (c.sessions)
       EXPECT_GT(b.sessions, 0u) << c.what;
     else
       EXPECT_EQ(b.sessions, 0u) << c.what;
+  }
+}
+
+// Replay::arrive hands a tensor-parallel collective whose last member is ahead of the
+// clock to the transport at once (Transport::start_collective_at): the same JSON as
+// starting it by an event at its time, but the event count, which must drop.
+TEST(ReplayLockstep, DeferredStartsGiveTheSameJsonWithFewerEvents) {
+  for (const auto& c : plan_kinds()) {
+    auto result = [&](bool deferred) {
+      SimulateOptions o;
+      o.deferred_starts = deferred;
+      Result r = simulate(c.s, o).result;
+      r.sim_wall_time_s = 0;
+      return r;
+    };
+    Result with = result(true), without = result(false);
+    EXPECT_LE(with.events, without.events) << c.what;
+    if (c.s.plan.par.tp > 1) EXPECT_LT(with.events, without.events) << c.what;
+    with.events = without.events = 0;
+    EXPECT_EQ(first_difference(to_json_text(with), to_json_text(without)), "") << c.what;
   }
 }
 
