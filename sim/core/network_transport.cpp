@@ -318,31 +318,8 @@ bool NetworkTransport::start_collective_at(Engine& e, Tick at, CollectiveKind c,
   if (shape.size <= 1 || gid < 0) return false;
   const Template& t = group_template(c, d, gid, S);
   if (t.phases.empty()) return false;
-  GroupMemo& m = memo_of(group_token(d, gid));
-  const PhaseT& p = t.phases[0];
-  if (m.inflight != 0 || !is_private(t, p)) return false;
-  // begin() and start_phase()'s private path, as they would run at `at`.
-  ++transfers_started_;
-  last_time_ = std::max(last_time_, to_seconds(at));
-  const std::uint32_t id = take_slot(free_transfers_, transfers_);
-  Transfer& x = transfers_[id];
-  x.t = &t;
-  x.phase = 0;
-  x.tag = static_cast<int>(d);
-  x.done = done;
-  x.ctx = ctx;
-  x.arg = arg;
-  x.group = group_token(d, gid);
-  ++m.inflight;
-  x.phase_tick = at;
-  x.outstanding = 0;
-  x.fast_pending = true;
-  x.shared = false;
-  x.comps_recorded = false;
-  x.priv = true;
-  m.private_xfer = id;
-  x.fast_at = at + to_ticks(p.fast_time);
-  x.fast_event = e.schedule(x.fast_at, &NetworkTransport::on_fast_done, this, id);
+  if (memo_of(group_token(d, gid)).inflight != 0 || !is_private(t, t.phases[0])) return false;
+  begin(e, t, static_cast<int>(d), group_token(d, gid), done, ctx, arg, at);  // alone and private: its fast path
   return true;
 }
 
@@ -394,9 +371,10 @@ void NetworkTransport::start_p2p(Engine& engine, int src, int dst, const GroupSh
 }
 
 void NetworkTransport::begin(Engine& e, const Template& t, int tag, std::uint32_t group, Engine::Callback done,
-                             void* ctx, std::uint64_t arg) {
+                             void* ctx, std::uint64_t arg, Tick at) {
   ++transfers_started_;
-  last_time_ = std::max(last_time_, to_seconds(e.now()));
+  if (at < 0) at = e.now();
+  last_time_ = std::max(last_time_, to_seconds(at));
   if (t.phases.empty()) {
     e.schedule(e.now(), done, ctx, arg);
     return;
@@ -413,13 +391,13 @@ void NetworkTransport::begin(Engine& e, const Template& t, int tag, std::uint32_
   x.arg = arg;
   x.group = group;
   if (group != kSharedLink) ++memo_of(group).inflight;
-  start_phase(id);
+  start_phase(id, at);
 }
 
-void NetworkTransport::start_phase(std::uint32_t id) {
+void NetworkTransport::start_phase(std::uint32_t id, Tick at) {
   Transfer& x = transfers_[id];
   const PhaseT& p = x.t->phases[x.phase];
-  x.phase_tick = engine_->now();
+  x.phase_tick = at < 0 ? engine_->now() : at;
   x.outstanding = 0;
   x.fast_pending = true;
   x.shared = false;

@@ -224,9 +224,10 @@ class NetworkTransport : public Transport {
   // `group`: the group token of a group's collective, kSharedLink for a p2p.
   const Template& get_template(CollectiveKind c, Dim d, std::int64_t id, std::span<const int> ranks, Bytes S,
                                std::uint32_t group);
+  // `at`: its start, now unless later (start_collective_at, on the private path only).
   void begin(Engine& e, const Template& t, int tag, std::uint32_t group, Engine::Callback done, void* ctx,
-             std::uint64_t arg);
-  void start_phase(std::uint32_t id);
+             std::uint64_t arg, Tick at = -1);
+  void start_phase(std::uint32_t id, Tick at = -1);
   bool is_private(const Template& t, const PhaseT& p) const;
   void split_components(const Template& t, PhaseT& p);
   void claim_links(Template& t);
