@@ -296,6 +296,10 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
         meg[key] = true;
       }
   }
+  // Megatron-LM's tensor-parallel all-reduce beside the weight-gradient GEMM (on by default;
+  // README "Cost model"), turned off by the script.
+  if (use("--no-async-tensor-model-parallel-allreduce"))
+    train["megatron"]["async_tensor_model_parallel_allreduce"] = false;
   par["sequence_parallel"] = static_cast<bool>(use("--sequence-parallel"));
   par["recompute"] = "none";
   if (use("--recompute-activations")) par["recompute"] = "selective";

@@ -103,6 +103,14 @@ TEST(ImportMegatron, UnevenPipelineSplitFlags) {
   EXPECT_FALSE(import_megatron_args("--num-layers 12", "a").keys["training"]["megatron"]);
 }
 
+TEST(ImportMegatron, BlockingTensorParallelAllReduceFlag) {
+  const auto k =
+      import_megatron_args("--tensor-model-parallel-size 8 --no-async-tensor-model-parallel-allreduce", "a", 8);
+  EXPECT_FALSE(k.keys["training"]["megatron"]["async_tensor_model_parallel_allreduce"].as<bool>());
+  EXPECT_EQ(joined(k.warnings).find("--no-async-tensor-model-parallel-allreduce"), std::string::npos)
+      << "a mapped flag named as ignored";
+}
+
 TEST(ImportMegatron, DefaultsAndBadValues) {
   const auto k =
       import_megatron_args("--hidden-size 4096 --swiglu --micro-batch-size 2 --tensor-model-parallel-size 4", "a", 64);
