@@ -51,6 +51,12 @@ TEST(FrameworkProfile, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(fs.backward_prefetch, BackwardPrefetch::pre);
   // Every framework gathers and reduces over one process group: one NCCL stream.
   for (const auto& f : kFrameworkNames) EXPECT_TRUE(default_profile(f.value).dp_one_stream) << f.name;
+  // Megatron's column-parallel backward communicates beside its GEMMs; the others block.
+  for (const auto& f : kFrameworkNames) {
+    const bool megatron = f.value == Framework::megatron_core || f.value == Framework::megatron_lm;
+    EXPECT_EQ(default_profile(f.value).async_tp_backward, megatron) << f.name;
+    EXPECT_EQ(default_profile(f.value).async_tp_allreduce, megatron) << f.name;
+  }
 }
 
 TEST(FrameworkProfile, DeepSpeedReleases) {
