@@ -98,15 +98,20 @@ TEST(ComputeUnderComm, CollectiveTakesTwiceItsLinkRateOfHbm) {
   EXPECT_EQ(d.memory_taken + d.compute_taken, 0);
 }
 
-// Busy time of rank 0 of `yaml` when the collectives of dimension `d` take `seconds`.
-Seconds busy(const std::string& yaml, Dim d, Seconds seconds) {
-  const Scenario s = parse_scenario(yaml, "test");
+// `yaml` (with `set` overrides) when the collectives of dimension `d` take `seconds`
+// each and compute is FLOPs at HeldSmCost's rates.
+Result run(const std::string& yaml, Dim d, Seconds seconds, const std::vector<std::string>& set = {}) {
+  const Scenario s = parse_scenario(yaml, "test", set);
   HeldSmCost compute(s.cluster.gpu);
   OneDimCollectives coll(d, seconds);
   SimulateOptions o;
   o.compute = &compute;
   o.collectives = &coll;
-  return simulate(s, o).result.stage_timing.at(0).busy_s;
+  return simulate(s, o).result;
+}
+// Busy time of rank 0 of `yaml` when the collectives of dimension `d` take `seconds`.
+Seconds busy(const std::string& yaml, Dim d, Seconds seconds) {
+  return run(yaml, d, seconds).stage_timing.at(0).busy_s;
 }
 Seconds busy(Seconds dp_seconds) { return busy(kDp2, Dim::dp, dp_seconds); }
 
@@ -162,16 +167,6 @@ Beside beside_computes(const Scenario& s) {
   return out;
 }
 
-Result run(const std::string& yaml, const std::vector<std::string>& set, Seconds tp_seconds) {
-  const Scenario s = parse_scenario(yaml, "test", set);
-  HeldSmCost compute(s.cluster.gpu);
-  OneDimCollectives coll(Dim::tp, tp_seconds);
-  SimulateOptions o;
-  o.compute = &compute;
-  o.collectives = &coll;
-  return simulate(s, o).result;
-}
-
 TEST(ComputeUnderComm, ColumnParallelBackwardRunsItsCollectiveBesideAGemm) {
   // tp 2, 2 layers, one micro-batch. Without SP: the input-gradient all-reduce of QKV, of
   // MLP up (each layer) and of the logits GEMM beside their weight-gradient GEMMs.
@@ -184,19 +179,19 @@ TEST(ComputeUnderComm, ColumnParallelBackwardRunsItsCollectiveBesideAGemm) {
   // Collectives of 1,000 s: each weight-gradient GEMM runs wholly beside its all-reduce,
   // slowed by the SMs NCCL holds; the step is shorter by those GEMMs' own time, and so
   // much less of the collectives is exposed.
-  const Result on = run(yaml, {}, 1000), off = run(yaml, blocking, 1000);
+  const Result on = run(yaml, Dim::tp, 1000), off = run(yaml, Dim::tp, 1000, blocking);
   const int tp = static_cast<int>(Dim::tp);
   EXPECT_NEAR(off.iteration_time_s - on.iteration_time_s, to_seconds(w.plain), 1e-9);
   EXPECT_NEAR(off.exposed_comm_s[tp] - on.exposed_comm_s[tp], to_seconds(w.under), 1e-9);
   EXPECT_NEAR(on.stage_timing.at(0).busy_s - off.stage_timing.at(0).busy_s, to_seconds(w.under - w.plain), 1e-9);
   // Free collectives hold no SMs: the same step either way.
-  EXPECT_NEAR(run(yaml, {}, 0).iteration_time_s, run(yaml, blocking, 0).iteration_time_s, 1e-12);
+  EXPECT_NEAR(run(yaml, Dim::tp, 0).iteration_time_s, run(yaml, Dim::tp, 0, blocking).iteration_time_s, 1e-12);
   // With SP: the input re-gathered beside the input-gradient GEMM and the input gradient
   // reduce-scattered beside the weight-gradient GEMM, twice per column-parallel linear.
   const std::vector<std::string> sp = {"parallel.sequence_parallel=true"};
   const Beside v = beside_computes(parse_scenario(yaml, "test", sp));
   EXPECT_EQ(v.count, 10);
-  const Result slow = run(yaml, sp, 1000), fast = run(yaml, sp, 0);
+  const Result slow = run(yaml, Dim::tp, 1000, sp), fast = run(yaml, Dim::tp, 0, sp);
   EXPECT_NEAR(slow.stage_timing.at(0).busy_s - fast.stage_timing.at(0).busy_s, to_seconds(v.under - v.plain), 1e-9);
 }
 
