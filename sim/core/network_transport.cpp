@@ -310,7 +310,10 @@ void NetworkTransport::start_collective(Engine& engine, CollectiveKind c, Dim d,
 // private links carry no one else's traffic. If a new template takes one of them before
 // `at` (claim_links), the transfer registers on its links as any private one in flight
 // does, and traffic that meets it there promotes it with its flows starting at
-// phase_tick + latency, in the future (promote's `now < active_from`).
+// phase_tick + latency, in the future (promote's `now < active_from`). Declined, it may
+// still have built the group's template now rather than at `at`, which can take links from
+// other groups earlier; their phases then take the ordinary fast path instead of the
+// private one, with the same times (test NetworkTransport.PrivatePhasesGiveTheShared...).
 bool NetworkTransport::start_collective_at(Engine& e, Tick at, CollectiveKind c, Dim d, int gid,
                                            const GroupShape& shape, Bytes S, Engine::Callback done, void* ctx,
                                            std::uint64_t arg) {
