@@ -69,6 +69,17 @@ FrameworkProfile default_profile(Framework f) {
       // (PR #3408, 2026).
       p.async_tp_backward = true;
       p.async_tp_allreduce = true;
+      // Gradient accumulation fusion: the same layers.py class passes main_grad to
+      // fused_weight_gradient_mlp_cuda.wgrad_gemm_accum_fp32 / _fp16, which accumulates
+      // the weight gradient inside the GEMM (Megatron-LM commit 83b1e42f "gradient
+      // accumulation fusion", 2022-02-13; on unless --no-gradient-accumulation-fusion, and
+      // megatron-core's ModelParallelConfig.gradient_accumulation_fusion). Before it,
+      // F.linear's weight gradient went to param.grad through autograd's AccumulateGrad
+      // (`variable_grad += new_grad` from the second micro-batch on), and Megatron's
+      // local DDP hook added it into main_grad when a contiguous fp32 buffer was used
+      // (megatron/model/distributed.py _make_param_hook, "main_grad.add_(param.grad.data)",
+      // commit b4bc51b1 "Bfloat with fp32 grad acc", 2021-03-08).
+      p.fused_grad_accumulation = true;
       return p;
     case Framework::deepspeed:
       // DeepSpeed runtime/zero/config.py (DeepSpeedZeroConfig, v0.12–0.14):

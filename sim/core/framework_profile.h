@@ -106,6 +106,12 @@ struct FrameworkProfile {
   // Neither for other frameworks: their tensor-parallel backward blocks.
   bool async_tp_backward = false;
   bool async_tp_allreduce = false;
+  // Megatron's gradient_accumulation_fusion (framework_profile.cpp cites it): the
+  // weight-gradient GEMM accumulates straight into the fp32 main gradient. Off (Megatron-LM
+  // before 2022-02, DeepSpeed outside its BF16_Optimizer, FSDP), each new gradient is added
+  // into the one already held, a memory-bound kernel after the GEMM:
+  // ProgramBuilder::accumulate_grads.
+  bool fused_grad_accumulation = false;
   // Pipeline engine: DeepSpeed's PipelineEngine reduces gradients after the whole
   // schedule (no overlap with backward) and has no interleaved schedule.
   bool pipeline_reduces_after_schedule = false;

@@ -62,7 +62,18 @@ enum InstrFlags : std::uint8_t {
   // column-parallel backward (ProgramBuilder::column_parallel_backward): a blocking
   // collective to lockstep sessions, so a tensor-parallel group still replays as one.
   kBesideNext = 16,
+  // every micro-batch of the chunk but its first (gradient accumulation into a .grad the
+  // first micro-batch's backward created: ProgramBuilder::accumulate_grads)
+  kAfterFirstMicrobatch = 32,
 };
+inline constexpr std::uint8_t kMicrobatchFlags = kLastMicrobatch | kFirstMicrobatch | kAfterFirstMicrobatch;
+// Whether an instruction with `flags` runs on `microbatch` of `chunk` (m micro-batches):
+// kLastMicrobatch / kFirstMicrobatch / kAfterFirstMicrobatch work only on its own ones.
+inline bool runs_on_microbatch(std::uint8_t flags, models::Schedule kind, int chunk, int microbatch, int m) {
+  if ((flags & kLastMicrobatch) && microbatch != last_microbatch(kind, chunk, m)) return false;
+  if ((flags & kFirstMicrobatch) && microbatch != first_microbatch(kind, chunk, m)) return false;
+  return !((flags & kAfterFirstMicrobatch) && microbatch == first_microbatch(kind, chunk, m));
+}
 
 struct Instr {
   InstrKind kind = InstrKind::compute;

@@ -509,6 +509,25 @@ class Builder {
     pending_bucket_ = 0;
   }
 
+  // Gradient accumulation outside the GEMM (FrameworkProfile::fused_grad_accumulation
+  // false): once a block's gradients are computed, each is added into the gradient held
+  // from the earlier micro-batches, in place (read both, write one). Autograd's
+  // AccumulateGrad does it into param.grad from a chunk's second micro-batch on (the
+  // first one's gradient becomes param.grad as it is); Megatron's DDP hook adds every
+  // micro-batch's into the fp32 main_grad when it reduces in fp32. ZeRO-2/3 and FSDP add
+  // the reduced shard only. DeepSpeed's BF16_Optimizer has its own pass (chunk_backward).
+  void accumulate_grads(std::vector<Instr>& out, double params) {
+    if (fw_.fused_grad_accumulation || fw_.bf16_optimizer || params <= 0) return;
+    const bool main_grad =
+        state_layout_of(fw_.framework) == models::StateLayout::megatron && grad_elem_bytes_ > act_bytes_;
+    const double acc_bytes = main_grad ? grad_elem_bytes_ : act_bytes_;
+    hw::KernelDesc k;
+    k.cls = hw::KernelClass::memory;
+    k.bytes = params / (par_.zero_stage >= 2 ? group_size(Dim::dp) : 1) * (act_bytes_ + 2 * acc_bytes);
+    push_compute(out, "grad accumulation", to_ticks(compute_->seconds(k)),
+                 main_grad ? kNoFlags : kAfterFirstMicrobatch);
+  }
+
   // ZeRO-3 / FSDP (and ZeRO-Infinity parameter offload): parameters are
   // all-gathered before use in forward and again in backward, in the framework's
   // gather units (framework_profile.h): one per block, or one per linear submodule
@@ -823,7 +842,10 @@ class Builder {
       // FSDP's BACKWARD_POST: the next unit's gather goes out before this one's reduce-scatter.
       if (fw_.backward_prefetch == BackwardPrefetch::post && fetch.launched < fetch.units.size())
         launch_unit(b, fetch.units[fetch.launched++], true);
-      if (!split()) dp_launch(b, trainable_block_params(l), fw_.grad_reduce_per_unit);
+      if (!split()) {
+        accumulate_grads(b, trainable_block_params(l));
+        dp_launch(b, trainable_block_params(l), fw_.grad_reduce_per_unit);
+      }
       tag_layer(b, first_instr, l);
     }
     if (fw_.bf16_optimizer) {
@@ -860,6 +882,7 @@ class Builder {
                                                     : blocks.ops(m, l);
       for (auto op = ops.rbegin(); op != ops.rend(); ++op)
         push_compute(w, joined({op->name, " wgrad"}), gemm_half(*op, true));
+      accumulate_grads(w, trainable_block_params(l));
       dp_launch(w, block_params(l), fw_.grad_reduce_per_unit);
     }
     if (chunk == 0) dp_launch(w, 0, true);

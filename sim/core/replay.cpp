@@ -140,14 +140,13 @@ std::uint64_t Replay::msg_key(Phase phase, int microbatch, int chunk) {
          (static_cast<std::uint64_t>(chunk) << 34);
 }
 
-// Whether `in` is left out on the rank's current step: instructions of a chunk's
-// first or last micro-batch only (schedule.h first_microbatch / last_microbatch).
+// Whether `in` is left out on the rank's current step: instructions of some of a
+// chunk's micro-batches only (program.h runs_on_microbatch).
 bool Replay::skipped_in_step(const RankState& r, const Instr& in) const {
   const auto& p = *r.prog;
   if (r.step < 0 || r.step >= static_cast<int>(p.steps.size())) return true;
   const auto& s = p.steps[static_cast<std::size_t>(r.step)];
-  if ((in.flags & kLastMicrobatch) && s.microbatch != last_microbatch(program_.schedule, s.chunk, m_)) return true;
-  return (in.flags & kFirstMicrobatch) && s.microbatch != first_microbatch(program_.schedule, s.chunk, m_);
+  return !runs_on_microbatch(in.flags, program_.schedule, s.chunk, s.microbatch, m_);
 }
 
 // Moves the program counter past the end of the current list to the next non-empty

@@ -236,10 +236,10 @@ class Replay {
     r.step = step;
     r.list = &list_of(r);
   }
-  // Whether `in` is left out in r's current step (kFirstMicrobatch / kLastMicrobatch work
-  // of another micro-batch). Inline test of the flags, which most instructions lack.
+  // Whether `in` is left out in r's current step (work of some micro-batches only,
+  // kMicrobatchFlags). Inline test of the flags, which most instructions lack.
   bool skipped(const RankState& r, const Instr& in) const {
-    return (in.flags & (kLastMicrobatch | kFirstMicrobatch)) && skipped_in_step(r, in);
+    return (in.flags & kMicrobatchFlags) && skipped_in_step(r, in);
   }
   bool skipped_in_step(const RankState& r, const Instr& in) const;
   void release_held_sends(RankState& r);

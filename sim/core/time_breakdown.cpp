@@ -12,10 +12,8 @@ double stage_recompute_s(const StageProgram& st, models::Schedule kind, int num_
     const auto& instrs = st.chunks[static_cast<std::size_t>(step.chunk)].of(step.phase);
     for (const auto& in : instrs) {
       if (in.kind != InstrKind::compute || !(in.flags & kRecompute)) continue;
-      const bool skip =
-          ((in.flags & kLastMicrobatch) && step.microbatch != last_microbatch(kind, step.chunk, num_microbatches)) ||
-          ((in.flags & kFirstMicrobatch) && step.microbatch != first_microbatch(kind, step.chunk, num_microbatches));
-      if (!skip) total += to_seconds(in.duration);
+      if (runs_on_microbatch(in.flags, kind, step.chunk, step.microbatch, num_microbatches))
+        total += to_seconds(in.duration);
     }
   }
   return total;

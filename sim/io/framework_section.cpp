@@ -141,6 +141,9 @@ void read_megatron(const hw::StrictReader& r, const YAML::Node& m, const YAML::N
   if (m["async_tensor_model_parallel_allreduce"])
     fp.async_tp_allreduce = r.boolean(m["async_tensor_model_parallel_allreduce"],
                                       "training.megatron.async_tensor_model_parallel_allreduce");
+  if (m["gradient_accumulation_fusion"])
+    fp.fused_grad_accumulation =
+        r.boolean(m["gradient_accumulation_fusion"], "training.megatron.gradient_accumulation_fusion");
   fp.embedding_in_split = flag("account_for_embedding_in_pipeline_split");
   fp.loss_in_split = flag("account_for_loss_in_pipeline_split");
   // transformer_config.py: not with the explicit first / last stage counts.

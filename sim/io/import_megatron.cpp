@@ -300,6 +300,7 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
   // README "Cost model"), turned off by the script.
   if (use("--no-async-tensor-model-parallel-allreduce"))
     train["megatron"]["async_tensor_model_parallel_allreduce"] = false;
+  if (use("--no-gradient-accumulation-fusion")) train["megatron"]["gradient_accumulation_fusion"] = false;
   par["sequence_parallel"] = static_cast<bool>(use("--sequence-parallel"));
   par["recompute"] = "none";
   if (use("--recompute-activations")) par["recompute"] = "selective";

@@ -194,6 +194,10 @@ const std::vector<ScenarioKey>& key_table() {
        "without sequence parallelism, all-reduce a column-parallel linear's input gradient beside its weight-gradient "
        "GEMM (false: after it, blocking; Megatron-LM before 2021-09)",
        "--no-async-tensor-model-parallel-allreduce", ""},
+      {"training.megatron.gradient_accumulation_fusion", "", "true",
+       "the weight-gradient GEMM accumulates into the fp32 main gradient (false: each micro-batch's gradient is "
+       "added into the held one after the GEMM, a memory-bound kernel; Megatron-LM before 2022-02)",
+       "--no-gradient-accumulation-fusion", ""},
       {"training.megatron.account_for_loss_in_pipeline_split", "", "false",
        "the loss counts as a layer in the even split: the last (virtual) stage holds one layer fewer",
        "--account-for-loss-in-pipeline-split", ""},

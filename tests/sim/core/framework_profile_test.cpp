@@ -56,6 +56,7 @@ TEST(FrameworkProfile, DefaultsAreTheDocumentedOnes) {
     const bool megatron = f.value == Framework::megatron_core || f.value == Framework::megatron_lm;
     EXPECT_EQ(default_profile(f.value).async_tp_backward, megatron) << f.name;
     EXPECT_EQ(default_profile(f.value).async_tp_allreduce, megatron) << f.name;
+    EXPECT_EQ(default_profile(f.value).fused_grad_accumulation, megatron) << f.name;
   }
 }
 

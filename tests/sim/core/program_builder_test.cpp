@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "models/memory.h"
+#include "models/params.h"
 #include "sim/core/program_builder.h"
+#include "sim/core/simulate.h"
 #include "sim/io/scenario_file.h"
 #include "tests/sim/core/program_fixtures.h"
 #include "tests/sim/test_scenarios.h"
@@ -208,6 +210,64 @@ TEST(ProgramBuilder, ColumnParallelBackwardOverlapsItsTensorParallelCommunicatio
   EXPECT_EQ(qkv_backward("  tensor_parallel: 2", "  megatron:\n    async_tensor_model_parallel_allreduce: false\n"),
             blocking);
   EXPECT_EQ(qkv_backward("  tensor_parallel: 2", "  framework: deepspeed\n"), blocking);
+}
+
+// Memory-bound kernels at 1 TB/s, everything else free: the iteration is its memory traffic.
+class BytesOnlyCost : public hw::ComputeCostModel {
+ public:
+  explicit BytesOnlyCost(const hw::GpuSpec& g) : hw::ComputeCostModel(g) {}
+  Seconds seconds(const hw::KernelDesc& k) const override {
+    return k.cls == hw::KernelClass::memory ? k.bytes / 1e12 : 0;
+  }
+  std::string source() const override { return "synthetic"; }
+};
+
+// One GPU, 4 micro-batches, `layers` layers: the backward's gradient-accumulation adds
+// (their seconds per micro-batch, their flags) and the iteration time.
+struct Accumulation {
+  double add_s = 0, iteration_s = 0;
+  int count = 0;
+  std::uint8_t flags = 0;
+};
+Accumulation accumulation(int layers, const std::string& training) {
+  const Scenario s = parse_scenario(yaml(1, layers, 4, "  tensor_parallel: 1") + training, "test");
+  BytesOnlyCost cost(s.cluster.gpu);
+  BuildOptions opt;
+  opt.fuse_compute = false;
+  const Program p = build_program(s, cost, opt);
+  Accumulation a;
+  for (const Instr& i : phase(p.stages[0], true))
+    if (p.labels[i.label] == "grad accumulation") a.add_s += to_seconds(i.duration), ++a.count, a.flags |= i.flags;
+  testing::FreeCollectives coll;
+  SimulateOptions o;
+  o.compute = &cost;
+  o.collectives = &coll;
+  a.iteration_s = simulate(s, o).result.iteration_time_s;
+  return a;
+}
+
+TEST(ProgramBuilder, UnfusedGradientAccumulationAddsEachGradientIntoTheHeldOne) {
+  const double layer = static_cast<double>(
+      models::count_params(parse_scenario(yaml(1, 2, 4, "  tensor_parallel: 1"), "t").model).dense_layer);
+  const std::string unfused = "  megatron:\n    gradient_accumulation_fusion: false\n";
+  // Megatron's fused wgrad GEMM (the default): no add.
+  EXPECT_EQ(accumulation(2, "").count, 0);
+  // Megatron-LM before 2022-02 in fp16: autograd's AccumulateGrad adds into param.grad
+  // (read 2 + 2, write 2 bytes per parameter), from the second micro-batch on.
+  const Accumulation f4 = accumulation(4, unfused + "  precision: fp16\n"),
+                     f2 = accumulation(2, unfused + "  precision: fp16\n");
+  EXPECT_NEAR((f4.add_s - f2.add_s) / 2, layer * 6 / 1e12, 1e-9);  // ticks of 1 ns
+  EXPECT_EQ(f4.flags, kAfterFirstMicrobatch);
+  const Accumulation fused4 = accumulation(4, "  precision: fp16\n");
+  EXPECT_NEAR(f4.iteration_s - fused4.iteration_s, 3 * f4.add_s, 1e-9) << "3 of the 4 micro-batches add";
+  // In bf16 Megatron reduces in fp32: the DDP hook adds every micro-batch's bf16 gradient
+  // into main_grad (2 + 4 + 4 bytes), the first one included.
+  const Accumulation b4 = accumulation(4, unfused), b2 = accumulation(2, unfused);
+  EXPECT_NEAR((b4.add_s - b2.add_s) / 2, layer * 10 / 1e12, 1e-9);
+  EXPECT_EQ(b4.flags, kNoFlags);
+  EXPECT_NEAR(b4.iteration_s - accumulation(4, "").iteration_s, 4 * b4.add_s, 1e-9);
+  // DeepSpeed (ZeRO-0, fp16) accumulates through autograd as well.
+  EXPECT_NEAR(accumulation(2, "  framework: deepspeed\n  precision: fp16\n").add_s, f2.add_s, 1e-12);
 }
 
 TEST(ProgramBuilder, ContextParallelRingAttention) {

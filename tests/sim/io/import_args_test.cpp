@@ -103,12 +103,14 @@ TEST(ImportMegatron, UnevenPipelineSplitFlags) {
   EXPECT_FALSE(import_megatron_args("--num-layers 12", "a").keys["training"]["megatron"]);
 }
 
-TEST(ImportMegatron, BlockingTensorParallelAllReduceFlag) {
-  const auto k =
-      import_megatron_args("--tensor-model-parallel-size 8 --no-async-tensor-model-parallel-allreduce", "a", 8);
+TEST(ImportMegatron, BlockingTensorParallelAllReduceAndUnfusedAccumulationFlags) {
+  const auto k = import_megatron_args(
+      "--tensor-model-parallel-size 8 --no-async-tensor-model-parallel-allreduce --no-gradient-accumulation-fusion",
+      "a", 8);
   EXPECT_FALSE(k.keys["training"]["megatron"]["async_tensor_model_parallel_allreduce"].as<bool>());
-  EXPECT_EQ(joined(k.warnings).find("--no-async-tensor-model-parallel-allreduce"), std::string::npos)
-      << "a mapped flag named as ignored";
+  EXPECT_FALSE(k.keys["training"]["megatron"]["gradient_accumulation_fusion"].as<bool>());
+  for (const char* flag : {"--no-async-tensor-model-parallel-allreduce", "--no-gradient-accumulation-fusion"})
+    EXPECT_EQ(joined(k.warnings).find(flag), std::string::npos) << "a mapped flag named as ignored: " << flag;
 }
 
 TEST(ImportMegatron, DefaultsAndBadValues) {
