@@ -144,6 +144,9 @@ void update_thresholds(const SearchRun& run, Waves& waves) {
         rank_score(run, f.o.tokens_per_s, run.cands[static_cast<std::size_t>(f.cand)].num_gpus, f.o.goodput));
   };
   if (groups.size() >= k) waves.kth = score(waves.feasible[groups[k - 1].front()]);
+  // Each size's best so far: `feasible` is ranked best first, so the first plan of a size
+  // is its best (the map is rebuilt, not kept: a later wave may beat an earlier best).
+  waves.size_best.clear();
   for (const auto& f : waves.feasible) {
     const int g = run.cands[static_cast<std::size_t>(f.cand)].num_gpus;
     if (!waves.size_best.count(g)) waves.size_best[g] = score(f);

@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
+#include <algorithm>
+
 #include <cmath>
 #include <set>
 #include <string>
@@ -100,6 +104,40 @@ TEST(Search, BoundPruningKeepsTheExhaustiveTopK) {
   // Branch and bound must actually cut something on this space.
   EXPECT_LT(bb.simulated, ex.simulated);
   EXPECT_GT(bb.pruned.at("bound"), 0);
+}
+
+TEST(Search, BoundThresholdIsTheBestPlanFoundSoFar) {
+  // K = 1 and one plan per wave: after each simulation the size's best and the K-th
+  // best are the best plan so far, so a plan is simulated exactly when its bound reaches
+  // the best of the plans simulated before it (in bound order). The best of a size is
+  // the best so far, not the best of the first wave: a first wave of plans whose bounds
+  // promise more than they give must not keep every later plan above that wave's best.
+  const Scenario base = small_scenario();
+  SearchOptions all = small_options(), one = small_options();
+  all.prune_by_bound = false;
+  all.top_k = 1000000;
+  one.top_k = 1;
+  one.wave_size = 1;
+  one.threads = 1;
+  const SearchResult ex = search(base, all), bb = search(base, one);
+  std::vector<RankedPlan> by_bound;
+  for (const auto& p : ex.plans)
+    for (int k = 0; k <= p.equivalents; ++k) by_bound.push_back(p);  // equivalents: same throughput
+  std::stable_sort(by_bound.begin(), by_bound.end(), [](const RankedPlan& a, const RankedPlan& b) {
+    return a.bound_tokens_per_s > b.bound_tokens_per_s;
+  });
+  double best = -std::numeric_limits<double>::infinity();
+  std::int64_t expected = 0, best_at = -1;
+  for (const auto& p : by_bound) {
+    if (p.bound_tokens_per_s < best - 1.0) continue;
+    ++expected;
+    if (std::round(p.tokens_per_s) > best) best = std::round(p.tokens_per_s), best_at = expected;
+  }
+  ASSERT_GT(best_at, 1) << "the first plan simulated is already the best: the case is not exercised";
+  std::int64_t infeasible = 0;
+  for (const auto& [reason, n] : bb.pruned)
+    if (reason.find("(simulated)") != std::string::npos) infeasible += n;
+  EXPECT_EQ(bb.simulated - infeasible, expected);
 }
 
 TEST(Search, JsonShapeFollowsContract) {
