@@ -511,19 +511,23 @@ class Builder {
 
   // Gradient accumulation outside the GEMM (FrameworkProfile::fused_grad_accumulation
   // false): once a block's gradients are computed, each is added into the gradient held
-  // from the earlier micro-batches, in place (read both, write one). Autograd's
-  // AccumulateGrad does it into param.grad from a chunk's second micro-batch on (the
-  // first one's gradient becomes param.grad as it is); Megatron's DDP hook adds every
-  // micro-batch's into the fp32 main_grad when it reduces in fp32. ZeRO-2/3 and FSDP add
-  // the reduced shard only. DeepSpeed's BF16_Optimizer has its own pass (chunk_backward).
+  // from the earlier micro-batches, in place (read both, write one), in the dtype the
+  // framework keeps gradients in (models::state_bytes_per_param). Autograd's
+  // AccumulateGrad does it into the 16-bit param.grad from a chunk's second micro-batch
+  // on (the first one's gradient becomes param.grad as it is); Megatron's DDP hook adds
+  // every micro-batch's into its fp32 main_grad when it reduces in fp32. ZeRO-2/3 add the
+  // reduced shard only, FSDP too, cast to its fp32 flat parameter's dtype first
+  // (_runtime_utils.py _accumulate_sharded_grad: `_saved_grad_shard += sharded_grad` from
+  // the second backward on). DeepSpeed's BF16_Optimizer has its own pass (chunk_backward).
   void accumulate_grads(std::vector<Instr>& out, double params) {
     if (fw_.fused_grad_accumulation || fw_.bf16_optimizer || params <= 0) return;
-    const bool main_grad =
-        state_layout_of(fw_.framework) == models::StateLayout::megatron && grad_elem_bytes_ > act_bytes_;
-    const double acc_bytes = main_grad ? grad_elem_bytes_ : act_bytes_;
+    const models::StateLayout layout = state_layout_of(fw_.framework);
+    const double held = models::state_bytes_per_param(par_.precision, layout).grads;
+    const bool main_grad = layout == models::StateLayout::megatron && held > act_bytes_;
+    const double added = layout == models::StateLayout::fsdp ? held : act_bytes_;
     hw::KernelDesc k;
     k.cls = hw::KernelClass::memory;
-    k.bytes = params / (par_.zero_stage >= 2 ? group_size(Dim::dp) : 1) * (act_bytes_ + 2 * acc_bytes);
+    k.bytes = params / (par_.zero_stage >= 2 ? group_size(Dim::dp) : 1) * (added + 2 * held);
     push_compute(out, "grad accumulation", to_ticks(compute_->seconds(k)),
                  main_grad ? kNoFlags : kAfterFirstMicrobatch);
   }

@@ -229,8 +229,8 @@ struct Accumulation {
   int count = 0;
   std::uint8_t flags = 0;
 };
-Accumulation accumulation(int layers, const std::string& training) {
-  const Scenario s = parse_scenario(yaml(1, layers, 4, "  tensor_parallel: 1") + training, "test");
+Accumulation accumulation(int layers, const std::string& training, const std::string& parallel = "") {
+  const Scenario s = parse_scenario(yaml(1, layers, 4, "  tensor_parallel: 1\n" + parallel) + training, "test");
   BytesOnlyCost cost(s.cluster.gpu);
   BuildOptions opt;
   opt.fuse_compute = false;
@@ -268,6 +268,12 @@ TEST(ProgramBuilder, UnfusedGradientAccumulationAddsEachGradientIntoTheHeldOne) 
   EXPECT_NEAR(b4.iteration_s - accumulation(4, "").iteration_s, 4 * b4.add_s, 1e-9);
   // DeepSpeed (ZeRO-0, fp16) accumulates through autograd as well.
   EXPECT_NEAR(accumulation(2, "  framework: deepspeed\n  precision: fp16\n").add_s, f2.add_s, 1e-12);
+  // FSDP adds the reduced shard into its fp32 flat parameter's gradient (4 + 4 + 4 bytes;
+  // one GPU here, so the shard is the whole layer), from the second micro-batch on.
+  const Accumulation s4 = accumulation(4, "  framework: fsdp\n", "  zero_stage: 3\n"),
+                     s2 = accumulation(2, "  framework: fsdp\n", "  zero_stage: 3\n");
+  EXPECT_NEAR((s4.add_s - s2.add_s) / 2, layer * 12 / 1e12, 1e-9);
+  EXPECT_EQ(s4.flags, kAfterFirstMicrobatch);
 }
 
 TEST(ProgramBuilder, ContextParallelRingAttention) {
