@@ -84,13 +84,21 @@ TEST(Search, SameRankingForAnyThreadCount) {
   EXPECT_EQ(search_to_json(search(base, one)).dump(), search_to_json(search(base, four)).dump());
 }
 
+// Every plan of the small space, simulated and ranked (no pruning, no top-K cut): searched
+// once for the tests that compare a pruned search with it.
+const SearchResult& exhaustive_small() {
+  static const SearchResult ex = [] {
+    SearchOptions all = small_options();
+    all.prune_by_bound = false;
+    all.top_k = 1000000;
+    return search(small_scenario(), all);
+  }();
+  return ex;
+}
+
 TEST(Search, BoundPruningKeepsTheExhaustiveTopK) {
-  const Scenario base = small_scenario();
-  SearchOptions pruned = small_options();
-  SearchOptions all = small_options();
-  all.prune_by_bound = false;
-  all.top_k = 1000000;
-  const SearchResult ex = search(base, all), bb = search(base, pruned);
+  const SearchResult& ex = exhaustive_small();
+  const SearchResult bb = search(small_scenario(), small_options());
   ASSERT_GE(ex.plans.size(), 5u);
   // The bound is a true upper bound on every simulated plan's throughput.
   for (const auto& p : ex.plans) EXPECT_GE(p.bound_tokens_per_s, p.tokens_per_s) << plan_to_json(p.plan).dump();
@@ -112,14 +120,12 @@ TEST(Search, BoundThresholdIsTheBestPlanFoundSoFar) {
   // the best of the plans simulated before it (in bound order). The best of a size is
   // the best so far, not the best of the first wave: a first wave of plans whose bounds
   // promise more than they give must not keep every later plan above that wave's best.
-  const Scenario base = small_scenario();
-  SearchOptions all = small_options(), one = small_options();
-  all.prune_by_bound = false;
-  all.top_k = 1000000;
+  SearchOptions one = small_options();
   one.top_k = 1;
   one.wave_size = 1;
   one.threads = 1;
-  const SearchResult ex = search(base, all), bb = search(base, one);
+  const SearchResult& ex = exhaustive_small();
+  const SearchResult bb = search(small_scenario(), one);
   std::vector<RankedPlan> by_bound;
   for (const auto& p : ex.plans)
     for (int k = 0; k <= p.equivalents; ++k) by_bound.push_back(p);  // equivalents: same throughput
