@@ -94,12 +94,13 @@ class FreeCollectives : public CollectiveCost {
   Seconds seconds(CollectiveKind, Dim, const GroupShape&, Bytes) const override { return 0; }
 };
 
-// One iteration of `s` on the synthetic costs above (FLOPs at peak, free collectives).
-inline Result run_synthetic(const Scenario& s, bool fold = false) {
-  FlopsOnlyCost compute(s.cluster.gpu);
+// One iteration of `s` on the synthetic costs above (FLOPs at peak, free collectives), or
+// on `compute` when given (still with free collectives).
+inline Result run_synthetic(const Scenario& s, bool fold = false, const hw::ComputeCostModel* compute = nullptr) {
+  FlopsOnlyCost flops(s.cluster.gpu);
   FreeCollectives coll;
   SimulateOptions o;
-  o.compute = &compute;
+  o.compute = compute ? compute : &flops;
   o.collectives = &coll;
   o.fold = fold;
   return simulate(s, o).result;

@@ -17,7 +17,6 @@
 #include "models/memory.h"
 #include "models/params.h"
 #include "sim/core/program_builder.h"
-#include "sim/core/simulate.h"
 #include "sim/io/scenario_file.h"
 #include "tests/sim/core/program_fixtures.h"
 #include "tests/sim/test_scenarios.h"
@@ -238,11 +237,7 @@ Accumulation accumulation(int layers, const std::string& training, const std::st
   Accumulation a;
   for (const Instr& i : phase(p.stages[0], true))
     if (p.labels[i.label] == "grad accumulation") a.add_s += to_seconds(i.duration), ++a.count, a.flags |= i.flags;
-  testing::FreeCollectives coll;
-  SimulateOptions o;
-  o.compute = &cost;
-  o.collectives = &coll;
-  a.iteration_s = simulate(s, o).result.iteration_time_s;
+  a.iteration_s = testing::run_synthetic(s, false, &cost).iteration_time_s;
   return a;
 }
 
