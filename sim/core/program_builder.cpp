@@ -180,8 +180,11 @@ class Builder {
   // backward) and W (the GEMMs' weight gradients, Qi et al. ICLR 2024 §2).
   bool split() const { return models::splits_backward(par_.schedule); }
   OpTicks backward_time(const Op& op) const { return split() ? gemm_half(op, false) : time_of(op, true); }
+  // A frozen weight (LoRA / QLoRA base) has no weight gradient: its backward is the
+  // input-gradient GEMM alone (models/ops.cpp freeze).
   OpTicks gemm_half(const Op& op, bool wgrad) const {
     if (op.cls != OpClass::gemm && op.cls != OpClass::router) return wgrad ? OpTicks{} : time_of(op, true);
+    if (op.frozen) return wgrad ? OpTicks{} : time_of(op, true);
     hw::KernelDesc k;
     k.dtype = gemm_dtype(par_.precision);
     k.backward = true;
@@ -885,9 +888,9 @@ class Builder {
                                   : l == kEmbedding ? std::vector<Op>{}
                                                     : blocks.ops(m, l);
       for (auto op = ops.rbegin(); op != ops.rend(); ++op)
-        push_compute(w, joined({op->name, " wgrad"}), gemm_half(*op, true));
+        if (!op->frozen) push_compute(w, joined({op->name, " wgrad"}), gemm_half(*op, true));
       accumulate_grads(w, trainable_block_params(l));
-      dp_launch(w, block_params(l), fw_.grad_reduce_per_unit);
+      dp_launch(w, trainable_block_params(l), fw_.grad_reduce_per_unit);
     }
     if (chunk == 0) dp_launch(w, 0, true);
     w.push_back(mem(InstrKind::release, MemCat::activations, blocks.activations - blocks.head, "activations"));

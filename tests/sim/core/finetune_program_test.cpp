@@ -36,7 +36,7 @@ double dp_launched_bytes(const StageProgram& sp, CollectiveKind kind) {
     for (const Instr& in : v)
       if (in.kind == InstrKind::launch && in.dim == Dim::dp && in.coll == kind) bytes += in.bytes;
   };
-  for (const ChunkProgram& c : sp.chunks) add(c.backward);
+  for (const ChunkProgram& c : sp.chunks) add(c.backward), add(c.weight);
   add(sp.prologue);
   add(sp.epilogue);
   return bytes;
@@ -55,6 +55,22 @@ TEST(FinetuneProgram, DataParallelReducesOnlyTheAdapterGradients) {
   const Program pz = build_program(z, FlopsOnlyCost(z.cluster.gpu));
   EXPECT_DOUBLE_EQ(dp_launched_bytes(pz.stages[0], CollectiveKind::reduce_scatter), 4.0 * 2 * 131'072);
   EXPECT_DOUBLE_EQ(dp_launched_bytes(pz.stages[0], CollectiveKind::all_gather), 2.0 * 2 * 131'072);
+  // A zero-bubble schedule reduces the gradients after its W passes: the same buckets.
+  const Scenario zb = scenario(2, 2, 2, kLora, "  pipeline_schedule: zb-h1");
+  BuildOptions named;  // one instruction per kernel, with its name
+  named.fuse_compute = false;
+  const Program pzb = build_program(zb, FlopsOnlyCost(zb.cluster.gpu), named);
+  EXPECT_DOUBLE_EQ(dp_launched_bytes(pzb.stages[0], CollectiveKind::all_reduce), 4.0 * 2 * 131'072);
+  // and its W passes compute only the adapters' weight gradients (a frozen GEMM has none).
+  int adapter_wgrads = 0;
+  for (const ChunkProgram& c : pzb.stages[0].chunks)
+    for (const Instr& in : c.weight) {
+      if (in.kind != InstrKind::compute) continue;
+      const std::string& name = pzb.labels[in.label];
+      EXPECT_NE(name.find("lora"), std::string::npos) << name;
+      adapter_wgrads += 1;
+    }
+  EXPECT_GT(adapter_wgrads, 0);  // (those that last a tick at FlopsOnlyCost's rate)
 }
 
 TEST(FinetuneProgram, IterationTimeIsTheFineTuningFlops) {
