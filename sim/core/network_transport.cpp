@@ -254,6 +254,14 @@ void NetworkTransport::claim_links(Template& t) {
       if (own) {
         o = t.group;
       } else if (o != kSharedLink) {
+        // Another group's link, taken while a collective that group ran inline may not have
+        // ended: the traffic now starting could have met it (run_inline). Its own next
+        // template comes after it: every member was in it.
+        if (o != kUnowned && o != t.group) {
+          const auto& until = inline_until_[o >> 24];
+          if ((o & 0xffffffu) < until.size() && engine_ && until[o & 0xffffffu] >= engine_->now())
+            throw InlineConflict{};
+        }
         lost = lost || o != kUnowned;
         o = kSharedLink;
       }
@@ -324,6 +332,31 @@ bool NetworkTransport::start_collective_at(Engine& e, Tick at, CollectiveKind c,
   if (memo_of(group_token(d, gid)).inflight != 0 || !is_private(t, t.phases[0])) return false;
   begin(e, t, static_cast<int>(d), group_token(d, gid), done, ctx, arg, at);  // alone and private: its fast path
   return true;
+}
+
+Tick NetworkTransport::run_inline(Engine& e, Tick at, CollectiveKind c, Dim d, int gid, const GroupShape& shape,
+                                  Bytes S) {
+  engine_ = &e;
+  if (shape.size <= 1 || gid < 0) return -1;
+  const Template& t = group_template(c, d, gid, S);
+  const std::uint32_t token = group_token(d, gid);
+  if (t.phases.empty() || memo_of(token).inflight != 0) return -1;
+  for (const PhaseT& p : t.phases)
+    if (!is_private(t, p)) return -1;
+  Tick end = at;
+  for (const PhaseT& p : t.phases) {
+    const double r = static_cast<double>(p.repeat);
+    dim_bytes_[static_cast<std::size_t>(d)] += r * p.wire_bytes;
+    if (p.private_repeats == 0) private_phases_.push_back(&p);
+    p.private_repeats += r;
+    end += to_ticks(p.fast_time);
+  }
+  ++transfers_started_;
+  last_time_ = std::max(last_time_, to_seconds(end));
+  auto& until = inline_until_[static_cast<std::size_t>(d)];
+  if (until.size() <= static_cast<std::size_t>(gid)) until.resize(static_cast<std::size_t>(gid) + 1, -1);
+  until[static_cast<std::size_t>(gid)] = std::max(until[static_cast<std::size_t>(gid)], end);
+  return end - at;
 }
 
 const NetworkTransport::Template& NetworkTransport::group_template(CollectiveKind c, Dim d, int gid, Bytes S) {

@@ -86,6 +86,12 @@ class NetworkTransport : public Transport {
   // start_phase would take at `at`): begun now, dated `at`, its end scheduled.
   bool start_collective_at(Engine& engine, Tick at, CollectiveKind c, Dim d, int gid, const GroupShape& shape, Bytes S,
                            Engine::Callback done, void* ctx, std::uint64_t arg) override;
+  // Every phase private with nothing else of its group in flight (what the private fast
+  // path would run, phase after phase, at `at`): its isolated duration, its bytes counted
+  // as on_fast_done counts them, no transfer and no event. Until its end, a template that
+  // takes one of the group's links (claim_links) throws InlineConflict: traffic could have
+  // met it there.
+  Tick run_inline(Engine& engine, Tick at, CollectiveKind c, Dim d, int gid, const GroupShape& shape, Bytes S) override;
   void start_p2p(Engine& engine, int src, int dst, const GroupShape& pair, Bytes bytes, Engine::Callback done,
                  void* ctx, std::uint64_t arg) override;
   Bytes wire_bytes(CollectiveKind c, Dim d, const GroupShape& shape, Bytes S) const override {
@@ -271,6 +277,8 @@ class NetworkTransport : public Transport {
   std::vector<std::unique_ptr<Template>> templates_;
   std::vector<Slot> slots_;  // size a power of two, at most half full
   std::array<std::vector<GroupMemo>, kNumDims> memo_;  // by Dim, then group id
+  // By group token, like memo_: the end of the group's last collective run inline (run_inline).
+  std::array<std::vector<Tick>, kNumDims> inline_until_;
   std::vector<Transfer> transfers_;
   std::vector<std::uint32_t> free_transfers_;
   std::vector<LinkUse> use_;               // by link

@@ -429,6 +429,26 @@ bool Replay::collective_on_compute_stream(RankState& r, const Instr& in, Tally& 
     r.t += dur;
     return true;
   }
+  // A lockstep session's leader stands for every member: when the transport can time the
+  // collective now (Transport::run_inline), the leader runs through it as through compute,
+  // as on_group_done would resume it at its end. Tensor-parallel groups only: they have no
+  // async transfers, so nothing of theirs but this collective can be in flight.
+  if (r.leading && in.dim == Dim::tp && r.lead_dim == Dim::tp && opt_.inline_collectives) {
+    const int gid = r.gid[static_cast<int>(Dim::tp)];
+    const GroupShape& shape = shape_of(g, in.dim, gid);
+    const Tick dur = transport_.run_inline(engine_, r.t, in.coll, in.dim, gid, shape, in.bytes);
+    if (dur >= 0) {
+      g.wire += transport_.wire_bytes(in.coll, in.dim, shape, in.bytes);
+      if (in.flags & kBesideNext) {
+        r.wait_start = r.t;
+        run_beside(r, st, r.t, r.t + dur);
+        return true;
+      }
+      st.exposed[static_cast<int>(Dim::tp)] += dur;
+      r.t += dur;
+      return true;
+    }
+  }
   r.block = Block::collective;
   r.wait_start = r.t;
   r.wait_dim = in.dim;

@@ -78,9 +78,10 @@ struct Span {
 inline constexpr std::uint8_t kComputeSpan = 0xff;
 
 // The work bound of one run (README "Reliability"): at most this many engine events. The
-// largest example, GPT-3 1T on 16,384 GPUs every rank with link sharing, runs 10.4 M events
-// (README "Performance"), and the engine runs 10-30 M events/s, so the bound is ~95 times that
-// run and stops a runaway input after about one to two minutes instead of hours.
+// largest example, GPT-3 1T on 16,384 GPUs every rank with link sharing, ran 10.4 M events
+// when it was set (2.1 M since deferred starts and inline collectives; README "Performance"),
+// and the engine runs 10-30 M events/s, so the bound stops a runaway input after about one
+// to two minutes instead of hours.
 inline constexpr std::uint64_t kMaxEvents = 1'000'000'000;
 
 // Thrown when a run would exceed (estimated before it starts) or exceeds its event bound;
@@ -118,6 +119,10 @@ struct ReplayOptions {
   // the transport then (Transport::start_collective_at) instead of by an event at its start:
   // the same results with fewer events; off only to test that.
   bool deferred_starts = true;
+  // A lockstep session's tensor-parallel collective whose time the transport knows at once
+  // (Transport::run_inline) is run through like compute, without an event: the same results
+  // with fewer events; off only to test that, and where a transport throws InlineConflict.
+  bool inline_collectives = true;
 };
 
 // Sets Instr::duration of every data- and expert-parallel launch of `p` to that

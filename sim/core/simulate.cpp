@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 
 #include "models/flops.h"
@@ -228,12 +229,19 @@ Tick baseline_ticks(const Scenario& s, const SimulateOptions& opt, const Collect
   AnalyticTransport analytic(coll);
   SimulateOptions unfolded = opt;
   unfolded.fold = false;
-  const auto net = shared ? shared_network(s, unfolded, coll, unused) : nullptr;
-  Transport* transport = net ? static_cast<Transport*>(net.get()) : opt.transport ? opt.transport : &analytic;
-  bo.fold = !net && !opt.transport;
-  Replay base(program, layout, s.plan.par.num_microbatches, *transport, bo);
-  run_bounded(base, s);
-  return base.iteration_ticks();
+  for (;;) {
+    const auto net = shared ? shared_network(s, unfolded, coll, unused) : nullptr;
+    Transport* transport = net ? static_cast<Transport*>(net.get()) : opt.transport ? opt.transport : &analytic;
+    bo.fold = !net && !opt.transport;
+    Replay base(program, layout, s.plan.par.num_microbatches, *transport, bo);
+    try {
+      run_bounded(base, s);
+      return base.iteration_ticks();
+    } catch (const InlineConflict&) {  // again without inlining (Transport::run_inline)
+      if (!bo.inline_collectives) throw;
+      bo.inline_collectives = false;
+    }
+  }
 }
 
 StragglerReport straggler_report(const Scenario& s, const SimulateOptions& opt, const CollectiveCost& coll,
@@ -355,14 +363,28 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt_in) {
   ro.max_events = opt.max_events;
   ro.lockstep_sessions = opt.lockstep_sessions;
   ro.deferred_starts = opt.deferred_starts;
+  ro.inline_collectives = opt.inline_collectives && !opt.transport;  // a given transport cannot start over
   if (slow) ro.compute_scale = s.cluster.slow_factor;
   AnalyticTransport analytic(*coll);
-  const auto shared_net = shared_network(s, opt, *coll, sim.result);
-  Transport* transport = &analytic;
-  if (opt.transport) transport = opt.transport;
-  if (shared_net) transport = shared_net.get();
-  Replay replay(sim.program, layout, par.num_microbatches, *transport, ro);
-  run_bounded(replay, s);
+  std::unique_ptr<NetworkTransport> shared_net;
+  Transport* transport = nullptr;
+  std::optional<Replay> replay_slot;
+  for (;;) {
+    shared_net = shared_network(s, opt, *coll, sim.result);
+    transport = &analytic;
+    if (opt.transport) transport = opt.transport;
+    if (shared_net) transport = shared_net.get();
+    replay_slot.emplace(sim.program, layout, par.num_microbatches, *transport, ro);
+    try {
+      run_bounded(*replay_slot, s);
+      break;
+    } catch (const InlineConflict&) {  // again without inlining (Transport::run_inline)
+      if (!ro.inline_collectives) throw;
+      ro.inline_collectives = false;
+      ++sim.inline_conflicts;
+    }
+  }
+  const Replay& replay = *replay_slot;
   sim.lockstep_sessions = replay.sessions();
 
   Result& r = sim.result;

@@ -28,6 +28,7 @@ struct SimulateOptions {
   Transport* transport = nullptr;  // e.g. a link-sharing network; null = analytic
   bool lockstep_sessions = true;   // ReplayOptions::lockstep_sessions (off only to test it)
   bool deferred_starts = true;     // ReplayOptions::deferred_starts (off only to test it)
+  bool inline_collectives = true;  // ReplayOptions::inline_collectives (off only to test it)
 };
 
 struct Simulation {
@@ -35,6 +36,9 @@ struct Simulation {
   Program program;  // kept for the trace writer (labels)
   std::vector<Span> spans;
   std::uint64_t lockstep_sessions = 0;  // Replay::sessions(): how often the replay ran a group as one member
+  // 1 when the link-sharing network found traffic that could have met a collective the replay
+  // had run inline (InlineConflict), so the iteration was replayed without inlining; else 0.
+  int inline_conflicts = 0;
 };
 
 Simulation simulate(const Scenario& s, const SimulateOptions& opt = {});

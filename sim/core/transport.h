@@ -16,6 +16,10 @@
 
 namespace ptsim::sim {
 
+// Thrown by a transport when a collective it ran inline (Transport::run_inline) could have
+// met traffic that appeared after it was timed: the run must be replayed without inlining.
+struct InlineConflict {};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -31,6 +35,15 @@ class Transport {
   virtual bool start_collective_at(Engine& /*engine*/, Tick /*at*/, CollectiveKind, Dim, int /*gid*/, const GroupShape&,
                                    Bytes, Engine::Callback, void* /*ctx*/, std::uint64_t /*arg*/) {
     return false;
+  }
+  // The same collective when every member reaches it at `at` together (a lockstep
+  // session's tensor-parallel collective): its duration in ticks when the transport knows
+  // now that nothing can change it, counted as done with no event (the replay runs on
+  // through it as through compute); -1 to take the event path (start_collective_at). A
+  // transport that later finds traffic that would have met such a collective before its
+  // end throws InlineConflict, and the caller runs the replay again without them.
+  virtual Tick run_inline(Engine& /*engine*/, Tick /*at*/, CollectiveKind, Dim, int /*gid*/, const GroupShape&, Bytes) {
+    return -1;
   }
   // A point-to-point message of `bytes` from global rank src to dst, starting now.
   virtual void start_p2p(Engine& engine, int src, int dst, const GroupShape& pair, Bytes bytes, Engine::Callback done,
@@ -57,6 +70,10 @@ class AnalyticTransport : public Transport {
                            Engine::Callback done, void* ctx, std::uint64_t arg) override {
     e.schedule(at + to_ticks(cost_.seconds(c, d, g, S)), done, ctx, arg);
     return true;
+  }
+  // Closed form: nothing in flight changes it.
+  Tick run_inline(Engine&, Tick, CollectiveKind c, Dim d, int, const GroupShape& g, Bytes S) override {
+    return to_ticks(cost_.seconds(c, d, g, S));
   }
   void start_p2p(Engine& e, int, int, const GroupShape& pair, Bytes bytes, Engine::Callback done, void* ctx,
                  std::uint64_t arg) override {

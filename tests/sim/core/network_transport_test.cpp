@@ -199,6 +199,10 @@ struct DeferredStart {
     auto* self = static_cast<DeferredStart*>(ctx);
     self->rig.tr.start_p2p(self->rig.e, 8, 9, GroupShape{2, 2, 0, 1}, 1e9, &Recorder::cb, &self->rig.rec, 1);
   }
+  static void start_p2p_of(void* rig, std::uint64_t) {  // the same p2p on a bare rig
+    auto* r = static_cast<TwoNodeRig*>(rig);
+    r->tr.start_p2p(r->e, 8, 9, GroupShape{2, 2, 0, 1}, 1e9, &Recorder::cb, &r->rec, 1);
+  }
   // Completion times of the collective and the p2p after `t0`.
   std::array<Tick, 2> run(bool deferred, bool meet) {
     start_tp(this, 0);  // first use: the group's template takes its links
@@ -232,6 +236,37 @@ TEST(NetworkTransport, DeferredPrivateStartEndsAsAStartAtItsTime) {
   DeferredStart::start_tp(&c, 0);
   EXPECT_FALSE(c.rig.tr.start_collective_at(c.rig.e, c.rig.e.now() + 1000, CollectiveKind::all_gather, Dim::tp, 1, c.g,
                                             32e6, &Recorder::cb, &c.rig.rec, 2));
+}
+
+// Transport::run_inline: a private collective with nothing of its group in flight is
+// timed at once, as the private fast path would end it, with its bytes counted and no
+// event. A template that takes the group's links before that end throws InlineConflict
+// (the p2p could have met it); after the end, or the group's own next template, does not.
+TEST(NetworkTransport, InlineCollectiveIsItsPrivateTimeAndConflictsWithEarlierTraffic) {
+  DeferredStart ref;
+  const auto evented = ref.run(false, false);  // at t0 + 1 ms, by an event: ends at at + its time
+  TwoNodeRig rig;
+  const GroupShape g = rig.layout.shape(Dim::tp, 1);
+  const Tick at = 2'000'000;
+  const Tick dur = rig.tr.run_inline(rig.e, at, CollectiveKind::all_reduce, Dim::tp, 1, g, 64e6);
+  EXPECT_EQ(dur, evented[0] - 1'000'000);
+  EXPECT_EQ(rig.e.pending(), 0u);
+  EXPECT_NEAR(rig.tr.dim_bytes(Dim::tp), 8 * 2 * 7.0 / 8 * 64e6, 1e3);
+  EXPECT_EQ(rig.tr.transfers(), 1u);
+  // Not inline: the group's own transfer in flight, or a link no longer its own.
+  rig.tr.start_collective(rig.e, CollectiveKind::all_gather, Dim::tp, 1, g, 32e6, &Recorder::cb, &rig.rec, 0);
+  EXPECT_EQ(rig.tr.run_inline(rig.e, at, CollectiveKind::all_reduce, Dim::tp, 1, g, 64e6), -1);
+  rig.e.run();  // the all-gather ends (before `at + dur`)
+  ASSERT_LT(rig.e.now(), at + dur);
+  // p2p 8 -> 9 crosses two of the group's NVSwitch ports while the inline one runs.
+  EXPECT_THROW(rig.tr.start_p2p(rig.e, 8, 9, GroupShape{2, 2, 0, 1}, 1e6, &Recorder::cb, &rig.rec, 1), InlineConflict);
+  // After its end the same first use takes the links without a conflict, and from then on
+  // the group is not private: no inline run.
+  TwoNodeRig later;
+  const Tick d2 = later.tr.run_inline(later.e, 0, CollectiveKind::all_reduce, Dim::tp, 1, g, 64e6);
+  later.e.schedule(d2 + 1, &DeferredStart::start_p2p_of, &later, 0);
+  later.e.run();
+  EXPECT_EQ(later.tr.run_inline(later.e, later.e.now(), CollectiveKind::all_reduce, Dim::tp, 1, g, 64e6), -1);
 }
 
 // Randomized: a sequence of overlapping TP and DP collectives (several per group at

@@ -4,7 +4,8 @@
 // byte for byte, on every kind of plan: pipeline sends, async data-parallel streams,
 // ZeRO-3 gathers, link sharing, stragglers, DualPipe's held sends, context and expert
 // parallelism, mixed GPU types. The same plans check the deferred start of a
-// tensor-parallel collective (Transport::start_collective_at) against an event at its time.
+// tensor-parallel collective (Transport::start_collective_at) against an event at its time,
+// and a session's collective run inline (Transport::run_inline) against its event path.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -29,6 +30,7 @@ Both run_both(const Scenario& s) {
   auto text = [&](bool lockstep, std::uint64_t* sessions) {
     SimulateOptions o;
     o.lockstep_sessions = lockstep;
+    o.inline_collectives = false;  // sessions alone (inlining needs them: its own test below)
     Simulation sim = simulate(s, o);
     if (sessions) *sessions = sim.lockstep_sessions;
     sim.result.sim_wall_time_s = 0;  // wall-clock, the only field that is not a function of the input
@@ -126,6 +128,62 @@ TEST(ReplayLockstep, DeferredStartsGiveTheSameJsonWithFewerEvents) {
     if (c.s.plan.par.tp > 1) EXPECT_LT(with.events, without.events) << c.what;
     with.events = without.events = 0;
     EXPECT_EQ(first_difference(to_json_text(with), to_json_text(without)), "") << c.what;
+  }
+}
+
+// A session's tensor-parallel collective that the transport can time at once runs inline
+// (Transport::run_inline): the leader goes through it as through compute. The same JSON
+// as its event path but the event count, which must drop where a session has one; a
+// conflict (traffic that could have met an inline collective) replays without inlining.
+TEST(ReplayLockstep, InlineCollectivesGiveTheSameJsonWithFewerEvents) {
+  int fewer = 0;
+  for (const auto& c : plan_kinds()) {
+    auto result = [&](bool inlined, int* conflicts) {
+      SimulateOptions o;
+      o.inline_collectives = inlined;
+      Simulation sim = simulate(c.s, o);
+      if (conflicts) *conflicts = sim.inline_conflicts;
+      sim.result.sim_wall_time_s = 0;
+      return sim.result;
+    };
+    int conflicts = -1;
+    Result with = result(true, &conflicts), without = result(false, nullptr);
+    EXPECT_LE(with.events, without.events) << c.what;
+    EXPECT_EQ(conflicts, 0) << c.what;
+    fewer += with.events < without.events;
+    with.events = without.events = 0;
+    EXPECT_EQ(first_difference(to_json_text(with), to_json_text(without)), "") << c.what;
+  }
+  // All but the two plans whose tensor-parallel groups never run private: every rank a
+  // different speed (no session) and tp 2 with data-parallel rings on the same NVSwitch ports.
+  EXPECT_EQ(fewer, static_cast<int>(plan_kinds().size()) - 2);
+}
+
+// A conflict: tp 2 x dp 4 in one node, ZeRO-0, rank 0's tensor-parallel group 1.5x slow.
+// The fast groups launch their first gradient bucket and run on, inline, into the last
+// backward; the bucket's ring starts only when the slow group launches it, and its first
+// template takes NVSwitch ports of groups whose inline collectives have not ended. The
+// iteration is replayed without inlining: the same JSON as never inlining. With tp 4 the
+// ring meets no open inline collective: no conflict, fewer events, the same JSON.
+TEST(ReplayLockstep, InlineConflictReplaysWithoutInlining) {
+  for (const int tp : {2, 4}) {
+    const Scenario s =
+        repo("scenarios/default.yaml", {"cluster.num_gpus=8", "parallel.tensor_parallel=" + std::to_string(tp),
+                                        "parallel.data_parallel=" + std::to_string(8 / tp),
+                                        "parallel.pipeline_parallel=1", "parallel.zero_stage=0", "model.num_layers=8",
+                                        "training.global_batch_size=8", "cluster.slow=[{ranks: [0, 1], factor: 1.5}]"});
+    SimulateOptions off;
+    off.inline_collectives = false;
+    Simulation a = simulate(s), b = simulate(s, off);
+    EXPECT_EQ(a.inline_conflicts, tp == 2 ? 1 : 0) << tp;
+    EXPECT_EQ(b.inline_conflicts, 0) << tp;
+    if (tp == 2)
+      EXPECT_EQ(a.result.events, b.result.events);
+    else
+      EXPECT_LT(a.result.events, b.result.events);
+    a.result.sim_wall_time_s = b.result.sim_wall_time_s = 0;
+    a.result.events = b.result.events = 0;
+    EXPECT_EQ(first_difference(to_json_text(a.result), to_json_text(b.result)), "") << tp;
   }
 }
 
