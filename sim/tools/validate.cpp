@@ -74,15 +74,17 @@ ReferenceRun parse_run(const YAML::Node& n, const std::string& file, const std::
     const auto f = reader.string(n["flops_formula"], prefix + ".flops_formula");
     if (f == "megatron-eq3") {
       r.flops_formula = FlopsFormula::megatron_eq3;
+    } else if (f == "megatron-core") {
+      r.flops_formula = FlopsFormula::megatron_core;
     } else if (f == "model") {
       r.flops_formula = FlopsFormula::model;
     } else {
       throw ScenarioError(file, prefix + ".flops_formula", fmt::format("'{}' is not a FLOPs formula", f),
-                          "use megatron-eq3 or model");
+                          "use megatron-eq3, megatron-core or model");
     }
   } else if (r.metric == RefMetric::tflops_per_gpu) {
     throw ScenarioError(file, prefix + ".flops_formula", "missing (needed to convert tflops_per_gpu)",
-                        "megatron-eq3 or model");
+                        "megatron-eq3, megatron-core or model");
   }
   r.fitted = reader.boolean(n["fitted"], prefix + ".fitted");
   r.source = reader.string(n["source"], prefix + ".source");
@@ -151,8 +153,10 @@ ValidationRow evaluate(const Loaded& l, const ValidateOptions& opt) {
   } else if (l.ref.metric == RefMetric::tokens_per_s_per_gpu) {
     row.predicted = tokens / res.iteration_time_s / res.world_size;
   } else {
-    const double flops = l.ref.flops_formula == FlopsFormula::megatron_eq3
-                             ? megatron_eq3_flops(s.model, static_cast<double>(s.plan.global_batch_size))
+    const double batch = static_cast<double>(s.plan.global_batch_size);
+    const double flops = l.ref.flops_formula == FlopsFormula::megatron_eq3 ? megatron_eq3_flops(s.model, batch)
+                         : l.ref.flops_formula == FlopsFormula::megatron_core
+                             ? megatron_core_flops(s.model, batch, s.plan.par.tp)
                              : res.model_flops_per_iteration;
     // The source's own conversion: TFLOP/s per GPU = FLOPs / (iteration time · GPUs).
     row.predicted = flops / (res.iteration_time_s * res.world_size) / 1e12;
@@ -277,6 +281,23 @@ double megatron_eq3_flops(const models::ModelSpec& m, double global_batch) {
   const double B = global_batch, s = static_cast<double>(m.seq_length), l = m.num_layers;
   const double h = static_cast<double>(m.hidden_size), V = static_cast<double>(m.vocab_size);
   return 96.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * l * h));
+}
+
+double megatron_core_flops(const models::ModelSpec& m, double global_batch, int tp) {
+  // megatron/training/training.py num_floating_point_operations (NVIDIA/Megatron-LM core_r0.8.0).
+  const double B = global_batch, s = static_cast<double>(m.seq_length), l = m.num_layers;
+  const double h = static_cast<double>(m.hidden_size), a = m.num_attention_heads;
+  const double g = m.num_query_groups > 0 ? m.num_query_groups : a;
+  const double q_ratio = a * static_cast<double>(m.head_dim()) / h;
+  const double k = m.moe ? m.moe->top_k : 1;
+  const double f =
+      static_cast<double>(m.moe && m.moe->ffn_hidden_size > 0 ? m.moe->ffn_hidden_size : m.ffn_hidden_size);
+  const double gated = m.mlp == models::Mlp::swiglu ? 1.5 : 1.0;
+  // megatron/training/tokenizer/tokenizer.py _vocab_size_with_padding: make_vocab_size_divisible_by
+  // (128) times the tensor-parallel size.
+  const double multiple = 128.0 * std::max(tp, 1);
+  const double V = std::ceil(static_cast<double>(m.vocab_size) / multiple) * multiple;
+  return 12.0 * B * s * l * h * h * ((1.0 + g / a + s / h) * q_ratio + f / h * k * gated + V / (2.0 * l * h));
 }
 
 ErrorStats error_stats(const std::vector<ValidationRow>& rows) {

@@ -25,8 +25,9 @@ namespace ptsim::sim {
 // iteration time, or the training throughput in tokens per second (whole job or per GPU).
 enum class RefMetric { tflops_per_gpu, iteration_time_s, tokens_per_s, tokens_per_s_per_gpu };
 enum class FlopsFormula {
-  megatron_eq3,  // Narayanan et al. SC'21 Eq. 3 (counts the recomputed forward)
-  model,         // the simulator's model_flops_per_iteration (CONTRACT §3)
+  megatron_eq3,   // Narayanan et al. SC'21 Eq. 3 (counts the recomputed forward)
+  megatron_core,  // Megatron-LM's num_floating_point_operations (megatron_core_flops)
+  model,          // the simulator's model_flops_per_iteration (CONTRACT §3)
 };
 
 struct ReferenceRun {
@@ -73,6 +74,13 @@ std::vector<RankingCheck> load_rankings(const std::string& dir);
 // Narayanan et al. SC'21 Eq. 3: FLOPs of one iteration with full activation
 // recomputation, F = 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)).
 double megatron_eq3_flops(const models::ModelSpec& m, double global_batch);
+// FLOPs of one iteration as Megatron-LM prints TFLOP/s: num_floating_point_operations of
+// megatron/training/training.py at core_r0.8.0, 12·B·s·l·h²·[(1 + g/a + s/h)·(a·d/h) +
+// (f/h)·k·(3/2 if SwiGLU) + V/(2·l·h)], with a heads of size d, g query groups, f the
+// (expert) ffn size, k the experts a token is routed to (1 without MoE) and V the vocabulary
+// padded to a multiple of 128·tp. Every layer counts as MoE when the model has experts, and
+// no recomputation is counted, as in that function.
+double megatron_core_flops(const models::ModelSpec& m, double global_batch, int tp);
 
 struct ValidationRow {
   std::string run;       // scenario file

@@ -58,6 +58,30 @@ TEST(Validate, MegatronEq3ByHand) {
   EXPECT_DOUBLE_EQ(megatron_eq3_flops(m, 512), 512 * 905969664.0);
 }
 
+TEST(Validate, MegatronCoreFlopsByHand) {
+  // Mixtral 8x7B as Megatron-LM's num_floating_point_operations counts it (core_r0.8.0):
+  // 12·B·s·l·h²·[(1 + 8/32 + 4096/4096)·1 + 14336/4096·2·1.5 + 32000/(2·32·4096)], the
+  // vocabulary already a multiple of 128: per sequence 12·4096·32·4096²·12.87207 =
+  // 3.39709e14 FLOPs.
+  const auto mixtral = load_scenario(reference_dir() + "/mcore-mixtral-8x7b-64xh100.yaml").model;
+  const double bracket = 2.25 + 10.5 + 32000.0 / (2 * 32 * 4096);
+  EXPECT_NEAR(megatron_core_flops(mixtral, 1, 1), 12.0 * 4096 * 32 * 4096.0 * 4096.0 * bracket, 1e3);
+  EXPECT_DOUBLE_EQ(megatron_core_flops(mixtral, 256, 1), 256 * megatron_core_flops(mixtral, 1, 1));
+  // A dense GeLU model with MHA: no gate, k = 1; the vocabulary padded to 128·tp (50257 ->
+  // 50304 at tp 1, 51200 at tp 8: 50 x 1024).
+  models::ModelSpec m;
+  m.num_layers = 2;
+  m.hidden_size = 64;
+  m.num_attention_heads = 4;
+  m.num_query_groups = 4;
+  m.ffn_hidden_size = 256;
+  m.seq_length = 64;
+  m.vocab_size = 50257;
+  const double base = 12.0 * 64 * 2 * 64 * 64;
+  EXPECT_NEAR(megatron_core_flops(m, 1, 1), base * (3.0 + 4.0 + 50304.0 / 256), 1e-6);
+  EXPECT_NEAR(megatron_core_flops(m, 1, 8), base * (3.0 + 4.0 + 51200.0 / 256), 1e-6);
+}
+
 TEST(Validate, MegatronEq3MatchesTable1DerivedIterationTime) {
   // Table 1 row 10: 1T model, B = 3072, 163 TFLOP/s per GPU on 3072 GPUs; the
   // iteration time derived in shared/reference/published-runs.md is 102.6 s:
