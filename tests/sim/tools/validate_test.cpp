@@ -357,6 +357,10 @@ TEST(Validate, PublishedFileErrorsNameTheKey) {
   expect_error(one_run(137, "    fited: true\n"), "runs[0].fited");
   expect_error(one_run(137, "    fited: true\n"), "did you mean 'fitted'");
   expect_error(one_run(137, "", "tflops"), "'tflops' is not a metric");
+  std::string bad_formula = one_run(137);
+  bad_formula.replace(bad_formula.find("megatron-eq3"), 12, "megatron-lm");
+  expect_error(bad_formula, "runs[0].flops_formula");
+  expect_error(bad_formula, "use megatron-eq3, megatron-core or model");
   expect_error(one_run(137, "    source_id: \"\"\n"), "runs[0].source_id");
   expect_error(one_run(-1), "must be a positive number");
   expect_error("runs: []\n", "non-empty list");
