@@ -72,12 +72,28 @@ class BusyMeter {
   }
 
  private:
+  // A stage's program repeats a few collectives once per layer: the last kMemo asked are
+  // remembered here, ahead of the cost model's own cache (which hashes the group's place).
   Tick coll_ticks(const Instr& in) const {
-    return to_ticks(collectives_.seconds(in.coll, in.dim, shapes_[static_cast<int>(in.dim)], in.bytes));
+    for (const Memo& m : memo_)
+      if (m.bytes == in.bytes && m.coll == in.coll && m.dim == in.dim && m.ticks >= 0) return m.ticks;
+    const Tick t = to_ticks(collectives_.seconds(in.coll, in.dim, shapes_[static_cast<int>(in.dim)], in.bytes));
+    memo_[next_] = {in.bytes, t, in.coll, in.dim};
+    next_ = (next_ + 1) % kMemo;
+    return t;
   }
 
+  struct Memo {
+    Bytes bytes = 0;
+    Tick ticks = -1;  // -1: empty
+    CollectiveKind coll = CollectiveKind::all_reduce;
+    Dim dim = Dim::tp;
+  };
+  static constexpr std::size_t kMemo = 8;
   const CollectiveCost& collectives_;
   std::array<GroupShape, kNumDims> shapes_;
+  mutable std::array<Memo, kMemo> memo_{};
+  mutable std::size_t next_ = 0;
 };
 
 // One stage of one pipeline replica, as the bound sees it.
