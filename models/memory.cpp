@@ -46,14 +46,41 @@ double chunk_activation_bytes(const ModelSpec& m, const Parallelism& p, int stag
   return bytes;
 }
 
-// Global layer indices held by `stage` (all its chunks).
-std::vector<int> stage_layer_indices(const ModelSpec& m, const Parallelism& p, int stage) {
-  std::vector<int> out;
+// How many of the layers `stage` holds (all its chunks) are dense and how many MoE: every
+// per-layer figure here depends on that alone, so each is computed once per kind.
+struct LayerKinds {
+  std::int64_t dense = 0, moe = 0;
+  std::int64_t of(bool moe_layer) const { return moe_layer ? moe : dense; }
+};
+LayerKinds stage_layer_kinds(const ModelSpec& m, const Parallelism& p, int stage) {
+  LayerKinds k;
   for (int c = 0; c < p.vpp; ++c) {
     const LayerRange r = chunk_layers(m, p, stage, c);
-    for (int i = r.first; i < r.first + r.count; ++i) out.push_back(i);
+    for (int i = r.first; i < r.first + r.count; ++i) (m.is_moe_layer(i) ? k.moe : k.dense) += 1;
+  }
+  return k;
+}
+
+// The sum over the stage's layers of per_layer(moe_layer), a LocalParams.
+template <class PerLayer>
+LocalParams sum_layers(const LayerKinds& k, PerLayer per_layer) {
+  LocalParams out;
+  for (const bool moe : {false, true}) {
+    if (k.of(moe) == 0) continue;
+    const LocalParams l = per_layer(moe);
+    out.dense += k.of(moe) * l.dense;
+    out.expert += k.of(moe) * l.expert;
   }
   return out;
+}
+
+// The largest per_layer(moe_layer) over the stage's layers (T{} when it has none).
+template <class PerLayer>
+auto max_layers(const LayerKinds& k, PerLayer per_layer) {
+  decltype(per_layer(false)) best{};
+  for (const bool moe : {false, true})
+    if (k.of(moe) > 0) best = std::max(best, per_layer(moe));
+  return best;
 }
 
 }  // namespace
@@ -246,12 +273,8 @@ std::int64_t head_block_params(const ModelSpec& m, const Parallelism& p, int sta
 
 LocalParams stage_params(const ModelSpec& m, const Parallelism& p, int stage) {
   check_stage(p, stage);
-  LocalParams out;
-  for (int i : stage_layer_indices(m, p, stage)) {
-    const LocalParams l = layer_params_per_gpu(m, p.tp, p.ep, m.is_moe_layer(i));
-    out.dense += l.dense;
-    out.expert += l.expert;
-  }
+  LocalParams out = sum_layers(stage_layer_kinds(m, p, stage),
+                               [&](bool moe) { return layer_params_per_gpu(m, p.tp, p.ep, moe); });
   for (int c = 0; c < p.vpp; ++c) {
     if (holds_embedding(p, stage, c)) out.dense += embedding_block_params(m, p);
     if (holds_head(p, stage, c)) out.dense += head_block_params(m, p, stage, c);
@@ -269,13 +292,7 @@ LocalParams trainable_stage_params(const ModelSpec& m, const Parallelism& p, int
   check_stage(p, stage);
   // Embedding, final norm and output layer stay frozen (LoRA §4: only the
   // adapted matrices train).
-  LocalParams out;
-  for (int i : stage_layer_indices(m, p, stage)) {
-    const LocalParams a = trainable_layer_params(m, p, m.is_moe_layer(i));
-    out.dense += a.dense;
-    out.expert += a.expert;
-  }
-  return out;
+  return sum_layers(stage_layer_kinds(m, p, stage), [&](bool moe) { return trainable_layer_params(m, p, moe); });
 }
 
 ModelStates model_states(const ModelSpec& m, const Parallelism& p, int stage) {
@@ -309,12 +326,8 @@ ModelStates model_states(const ModelSpec& m, const Parallelism& p, int stage) {
     // optimizer state, in the weight dtype, or NF4 for the linear layers' weights
     // (QLoRA §3; norms, biases, embeddings and the output layer stay 16-bit).
     // ZeRO-3 shards them like any parameter.
-    LocalParams linear;
-    for (int i : stage_layer_indices(m, p, stage)) {
-      const LocalParams l = linear_weights_per_gpu(m, p.tp, p.ep, m.is_moe_layer(i));
-      linear.dense += l.dense;
-      linear.expert += l.expert;
-    }
+    const LocalParams linear = sum_layers(stage_layer_kinds(m, p, stage),
+                                          [&](bool moe) { return linear_weights_per_gpu(m, p.tp, p.ep, moe); });
     const double wb = activation_element_bytes(p.precision);
     const double lin_b = base_bytes_per_param(p.finetune, wb);
     const double dense = static_cast<double>(lp.dense - linear.dense) * wb + static_cast<double>(linear.dense) * lin_b;
@@ -527,12 +540,12 @@ double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage) {
   // GlobalMemoryBuffer (core/utils.py), one s/cp × b × h tensor.
   if (p.sequence_parallel && p.tp > 1) bytes += e * tokens * h;
 
-  const std::vector<int> layers = stage_layer_indices(m, p, stage);
+  const LayerKinds layers = stage_layer_kinds(m, p, stage);
   // ZeRO-3: the current layer's gathered parameters plus the prefetched next
   // layer (DeepSpeed stage3_prefetch_bucket_size / FSDP's one-ahead prefetch).
   if (p.zero_stage == 3 || p.offload_params) {
-    std::int64_t largest = 0;
-    for (int i : layers) largest = std::max(largest, layer_params_per_gpu(m, p.tp, p.ep, m.is_moe_layer(i)).total());
+    const std::int64_t largest =
+        max_layers(layers, [&](bool moe) { return layer_params_per_gpu(m, p.tp, p.ep, moe).total(); });
     // The gathered copy is in the compute dtype (bf16/fp16; fp32 in fp32 training).
     const double gathered = activation_element_bytes(p.precision);
     bytes += 2.0 * gathered * static_cast<double>(largest);
@@ -544,8 +557,8 @@ double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage) {
   // for its GEMMs (bitsandbytes dequantize_4bit in forward and again for the
   // input gradient); one layer's worth is live at a time.
   if (p.finetune.nf4()) {
-    std::int64_t largest = 0;
-    for (int i : layers) largest = std::max(largest, linear_weights_per_gpu(m, p.tp, p.ep, m.is_moe_layer(i)).total());
+    const std::int64_t largest =
+        max_layers(layers, [&](bool moe) { return linear_weights_per_gpu(m, p.tp, p.ep, moe).total(); });
     bytes += activation_element_bytes(p.precision) * static_cast<double>(largest);
   }
   // Largest transient gradient a layer's backward materialises: the MLP
@@ -559,14 +572,11 @@ double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage) {
     transient = 4.0 * tokens * heads * static_cast<double>(m.head_dim());
   }
   const double up = m.mlp == Mlp::swiglu ? 2.0 : 1.0;
-  for (int i : layers) {
-    if (m.is_moe_layer(i)) {
-      const double routed = moe_tokens_per_expert(m, p) * (m.moe->num_experts / p.ep);
-      transient = std::max(transient, e * routed * up * static_cast<double>(m.moe->ffn_hidden_size) / p.tp);
-    } else {
-      transient = std::max(transient, e * tokens * up * static_cast<double>(m.ffn_hidden_size) / p.tp);
-    }
-  }
+  transient = std::max(transient, max_layers(layers, [&](bool moe) {
+                         if (!moe) return e * tokens * up * static_cast<double>(m.ffn_hidden_size) / p.tp;
+                         const double routed = moe_tokens_per_expert(m, p) * (m.moe->num_experts / p.ep);
+                         return e * routed * up * static_cast<double>(m.moe->ffn_hidden_size) / p.tp;
+                       }));
   return bytes + transient;
 }
 
@@ -619,9 +629,8 @@ std::vector<StageMemory> analytical_memory(const ModelSpec& m, const Parallelism
     // recompute working set on top of them. On the last stage the head's backward
     // comes first and its activation is freed before the layers' backward: the
     // working set then adds only what exceeds one head.
-    double working_set = 0;
-    for (int i : stage_layer_indices(m, p, stage))
-      working_set = std::max(working_set, recompute_working_set_bytes(m, p, m.is_moe_layer(i)));
+    const double working_set = max_layers(stage_layer_kinds(m, p, stage),
+                                          [&](bool moe) { return recompute_working_set_bytes(m, p, moe); });
     // (With the backward split, the peak comes before a W, after the B that freed
     // its working set: a B's working set sits on top of what the steps before it hold,
     // which the per-stage figure then already counts.)
