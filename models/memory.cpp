@@ -273,8 +273,8 @@ std::int64_t head_block_params(const ModelSpec& m, const Parallelism& p, int sta
 
 LocalParams stage_params(const ModelSpec& m, const Parallelism& p, int stage) {
   check_stage(p, stage);
-  LocalParams out = sum_layers(stage_layer_kinds(m, p, stage),
-                               [&](bool moe) { return layer_params_per_gpu(m, p.tp, p.ep, moe); });
+  LocalParams out =
+      sum_layers(stage_layer_kinds(m, p, stage), [&](bool moe) { return layer_params_per_gpu(m, p.tp, p.ep, moe); });
   for (int c = 0; c < p.vpp; ++c) {
     if (holds_embedding(p, stage, c)) out.dense += embedding_block_params(m, p);
     if (holds_head(p, stage, c)) out.dense += head_block_params(m, p, stage, c);
@@ -629,8 +629,8 @@ std::vector<StageMemory> analytical_memory(const ModelSpec& m, const Parallelism
     // recompute working set on top of them. On the last stage the head's backward
     // comes first and its activation is freed before the layers' backward: the
     // working set then adds only what exceeds one head.
-    const double working_set = max_layers(stage_layer_kinds(m, p, stage),
-                                          [&](bool moe) { return recompute_working_set_bytes(m, p, moe); });
+    const double working_set =
+        max_layers(stage_layer_kinds(m, p, stage), [&](bool moe) { return recompute_working_set_bytes(m, p, moe); });
     // (With the backward split, the peak comes before a W, after the B that freed
     // its working set: a B's working set sits on top of what the steps before it hold,
     // which the per-stage figure then already counts.)
