@@ -11,11 +11,13 @@ extern const char gpus_yaml[];
 
 namespace ptsim::hw {
 
-FlopsPerSecond GpuSpec::peak(const std::string& precision) const {
+// Asked once or twice per kernel costed (a plan search costs millions): string_view
+// comparisons of the short names, which compile to a length test and one word compare.
+FlopsPerSecond GpuSpec::peak(std::string_view precision) const {
+  if (precision == "bf16") return peak_bf16;
+  if (precision == "fp16") return peak_fp16;
   if (precision == "fp32") return peak_fp32;
   if (precision == "tf32") return peak_tf32;
-  if (precision == "fp16") return peak_fp16;
-  if (precision == "bf16") return peak_bf16;
   if (precision == "fp8") return peak_fp8;
   throw std::invalid_argument(fmt::format("unknown precision '{}'", precision));
 }

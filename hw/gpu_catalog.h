@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hw/units.h"
@@ -44,7 +45,7 @@ struct GpuSpec {
 
   // Dense peak for a precision name ("fp32", "tf32", "fp16", "bf16", "fp8");
   // 0 when the GPU has no such tensor-core path (e.g. fp8 on A100).
-  FlopsPerSecond peak(const std::string& precision) const;
+  FlopsPerSecond peak(std::string_view precision) const;
 };
 
 const std::vector<GpuSpec>& gpu_catalog();
