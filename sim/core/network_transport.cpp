@@ -291,6 +291,14 @@ void NetworkTransport::register_private(std::uint32_t id) {
   memo_of(x.group).private_xfer = kNone;
 }
 
+// A private phase's bytes, per dimension now and per link when a report asks (settle_private).
+void NetworkTransport::count_private(const PhaseT& p, int tag) {
+  const double r = static_cast<double>(p.repeat);
+  dim_bytes_[static_cast<std::size_t>(tag)] += r * p.wire_bytes;
+  if (p.private_repeats == 0) private_phases_.push_back(&p);
+  p.private_repeats += r;
+}
+
 // Private phases' link bytes, onto their links (before any link's bytes are read).
 void NetworkTransport::settle_private() const {
   if (private_phases_.empty()) return;
@@ -345,10 +353,7 @@ Tick NetworkTransport::run_inline(Engine& e, Tick at, CollectiveKind c, Dim d, i
     if (!is_private(t, p)) return -1;
   Tick end = at;
   for (const PhaseT& p : t.phases) {
-    const double r = static_cast<double>(p.repeat);
-    dim_bytes_[static_cast<std::size_t>(d)] += r * p.wire_bytes;
-    if (p.private_repeats == 0) private_phases_.push_back(&p);
-    p.private_repeats += r;
+    count_private(p, static_cast<int>(d));
     end += to_ticks(p.fast_time);
   }
   ++transfers_started_;
@@ -636,11 +641,9 @@ void NetworkTransport::on_fast_done(void* ctx, std::uint64_t arg) {
   const PhaseT& p = x.t->phases[x.phase];
   const double r = static_cast<double>(p.repeat);
   if (x.priv) {
-    self->dim_bytes_[static_cast<std::size_t>(x.tag)] += r * p.wire_bytes;
+    self->count_private(p, x.tag);
     x.priv = false;
     self->memo_of(x.group).private_xfer = kNone;
-    if (p.private_repeats == 0) self->private_phases_.push_back(&p);
-    p.private_repeats += r;
     self->phase_finished(id, Done::now);
     return;
   }

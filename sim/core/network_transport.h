@@ -238,6 +238,7 @@ class NetworkTransport : public Transport {
   void split_components(const Template& t, PhaseT& p);
   void claim_links(Template& t);
   void register_private(std::uint32_t id);
+  void count_private(const PhaseT& p, int tag);
   void settle_private() const;
   void launch_net(std::uint32_t id);
   // Component `c` of transfer `id`'s phase, on the fast path until now, meets traffic.

@@ -183,8 +183,8 @@ class Builder {
   // A frozen weight (LoRA / QLoRA base) has no weight gradient: its backward is the
   // input-gradient GEMM alone (models/ops.cpp freeze).
   OpTicks gemm_half(const Op& op, bool wgrad) const {
-    if (op.cls != OpClass::gemm && op.cls != OpClass::router) return wgrad ? OpTicks{} : time_of(op, true);
-    if (op.frozen) return wgrad ? OpTicks{} : time_of(op, true);
+    if ((op.cls != OpClass::gemm && op.cls != OpClass::router) || op.frozen)
+      return wgrad ? OpTicks{} : time_of(op, true);
     hw::KernelDesc k;
     k.dtype = gemm_dtype(par_.precision);
     k.backward = true;
@@ -888,7 +888,7 @@ class Builder {
                                   : l == kEmbedding ? std::vector<Op>{}
                                                     : blocks.ops(m, l);
       for (auto op = ops.rbegin(); op != ops.rend(); ++op)
-        if (!op->frozen) push_compute(w, joined({op->name, " wgrad"}), gemm_half(*op, true));
+        push_compute(w, joined({op->name, " wgrad"}), gemm_half(*op, true));  // none for a frozen weight
       accumulate_grads(w, trainable_block_params(l));
       dp_launch(w, trainable_block_params(l), fw_.grad_reduce_per_unit);
     }

@@ -198,6 +198,23 @@ void add_verdicts(Result& r, const Scenario& s) {
     r.warnings.push_back("costs from the GPU datasheet roofline (no calibration table; see `ptsim calibrate`)");
 }
 
+// Runs `attempt`, which builds a fresh transport and replay from `ro` and runs it; when the
+// transport finds traffic that could have met a collective the replay ran inline
+// (InlineConflict, Transport::run_inline), runs it again with inlining off. Returns how many
+// times it had to (0 or 1).
+template <class Attempt>
+int run_with_inline_fallback(ReplayOptions& ro, Attempt attempt) {
+  for (int conflicts = 0;; ++conflicts) {
+    try {
+      attempt();
+      return conflicts;
+    } catch (const InlineConflict&) {
+      if (!ro.inline_collectives) throw;
+      ro.inline_collectives = false;
+    }
+  }
+}
+
 // Runs the replay; a run past its event bound is an input error naming the scenario and what to change.
 void run_bounded(Replay& replay, const Scenario& s) {
   try {
@@ -229,19 +246,17 @@ Tick baseline_ticks(const Scenario& s, const SimulateOptions& opt, const Collect
   AnalyticTransport analytic(coll);
   SimulateOptions unfolded = opt;
   unfolded.fold = false;
-  for (;;) {
-    const auto net = shared ? shared_network(s, unfolded, coll, unused) : nullptr;
+  std::unique_ptr<NetworkTransport> net;
+  std::optional<Replay> base;
+  run_with_inline_fallback(bo, [&] {
+    base.reset();  // before the transport it runs on
+    net = shared ? shared_network(s, unfolded, coll, unused) : nullptr;
     Transport* transport = net ? static_cast<Transport*>(net.get()) : opt.transport ? opt.transport : &analytic;
     bo.fold = !net && !opt.transport;
-    Replay base(program, layout, s.plan.par.num_microbatches, *transport, bo);
-    try {
-      run_bounded(base, s);
-      return base.iteration_ticks();
-    } catch (const InlineConflict&) {  // again without inlining (Transport::run_inline)
-      if (!bo.inline_collectives) throw;
-      bo.inline_collectives = false;
-    }
-  }
+    base.emplace(program, layout, s.plan.par.num_microbatches, *transport, bo);
+    run_bounded(*base, s);
+  });
+  return base->iteration_ticks();
 }
 
 StragglerReport straggler_report(const Scenario& s, const SimulateOptions& opt, const CollectiveCost& coll,
@@ -369,21 +384,15 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt_in) {
   std::unique_ptr<NetworkTransport> shared_net;
   Transport* transport = nullptr;
   std::optional<Replay> replay_slot;
-  for (;;) {
+  sim.inline_conflicts = run_with_inline_fallback(ro, [&] {
+    replay_slot.reset();  // before the transport it runs on
     shared_net = shared_network(s, opt, *coll, sim.result);
     transport = &analytic;
     if (opt.transport) transport = opt.transport;
     if (shared_net) transport = shared_net.get();
     replay_slot.emplace(sim.program, layout, par.num_microbatches, *transport, ro);
-    try {
-      run_bounded(*replay_slot, s);
-      break;
-    } catch (const InlineConflict&) {  // again without inlining (Transport::run_inline)
-      if (!ro.inline_collectives) throw;
-      ro.inline_collectives = false;
-      ++sim.inline_conflicts;
-    }
-  }
+    run_bounded(*replay_slot, s);
+  });
   const Replay& replay = *replay_slot;
   sim.lockstep_sessions = replay.sessions();
 

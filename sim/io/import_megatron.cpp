@@ -224,8 +224,7 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
         if (const auto x = m.whole(*d)) divisible = *x;
       if (const Flag* t = get("--tensor-model-parallel-size"))
         if (const auto x = m.whole(*t)) tp = *x;
-      const std::int64_t multiple = divisible * tp;
-      model["vocab_size"] = (*v + multiple - 1) / multiple * multiple;
+      model["vocab_size"] = models::megatron_padded_vocab(*v, divisible, tp);
     }
   } else {
     use("--make-vocab-size-divisible-by");

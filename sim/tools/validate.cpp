@@ -293,10 +293,8 @@ double megatron_core_flops(const models::ModelSpec& m, double global_batch, int 
   const double f =
       static_cast<double>(m.moe && m.moe->ffn_hidden_size > 0 ? m.moe->ffn_hidden_size : m.ffn_hidden_size);
   const double gated = m.mlp == models::Mlp::swiglu ? 1.5 : 1.0;
-  // megatron/training/tokenizer/tokenizer.py _vocab_size_with_padding: make_vocab_size_divisible_by
-  // (128) times the tensor-parallel size.
-  const double multiple = 128.0 * std::max(tp, 1);
-  const double V = std::ceil(static_cast<double>(m.vocab_size) / multiple) * multiple;
+  // The vocabulary as Megatron pads it, make_vocab_size_divisible_by at its default 128.
+  const auto V = static_cast<double>(models::megatron_padded_vocab(m.vocab_size, 128, std::max(tp, 1)));
   return 12.0 * B * s * l * h * h * ((1.0 + g / a + s / h) * q_ratio + f / h * k * gated + V / (2.0 * l * h));
 }
 
