@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: runs every CUDA test, a quick and a full `ptsim calibrate`,
 # the SM-contention probe (bench/gpu/sm_contention.py) and the list-form gather's host loop
-# (bench/gpu/list_gather_host.py), writing logs and tables to OUTDIR.
+# (bench/gpu/list_gather_host.py), the MPT blocks' training step as FSDP runs it
+# (bench/gpu/layer_step.py, fsdp_step.py), writing logs and tables to OUTDIR.
 # usage: scripts/gpu_check.sh OUTDIR [BIN_DIR]
 #   BIN_DIR holds ptsim, libptsim_cuda.so and tests/ptsim_kernels_tests (default: build).
 # Each step has its own time limit and runs even when an earlier one failed; the last lines
@@ -37,6 +38,8 @@ step calibrate-quick 120 "$out/calibrate_quick.log" "$bin/ptsim" calibrate --qui
 step sm-contention 200 "$out/sm_contention.log" python3 "$here/bench/gpu/sm_contention.py" "$out/sm_contention.json"
 step list-gather 200 "$out/list_gather_host.log" python3 "$here/bench/gpu/list_gather_host.py" \
   "$out/list_gather_host.json"
+step layer-step 240 "$out/layer_step.log" python3 "$here/bench/gpu/layer_step.py" "$out/layer_step.json"
+step fsdp-step 180 "$out/fsdp_step.log" python3 "$here/bench/gpu/fsdp_step.py" "$out/fsdp_step.json"
 step calibrate-full "${PTSIM_FULL_LIMIT:-330}" "$out/calibrate.log" "$bin/ptsim" calibrate --name "$name" \
   --out "$out/$name.yaml"
 printf '%s\n' "${summary[@]}"

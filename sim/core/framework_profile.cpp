@@ -120,6 +120,12 @@ FrameworkProfile default_profile(Framework f) {
   throw std::invalid_argument(fmt::format("unknown Framework value {}", static_cast<int>(f)));
 }
 
+int fsdp_predivide_factor(int world) {
+  int f = 1;
+  while (world % f == 0 && world / f > f) f *= 2;
+  return f;
+}
+
 double grad_reduce_element_bytes(const FrameworkProfile& fp, models::Precision precision) {
   if (fp.framework == Framework::fsdp && fp.reduce_bytes > 0) return fp.reduce_bytes;
   if (precision == models::Precision::fp32) return 4.0;

@@ -135,6 +135,13 @@ FrameworkProfile default_profile(Framework f);
 // the framework reduces in (framework_profile.cpp cites each rule).
 double grad_reduce_element_bytes(const FrameworkProfile& fp, models::Precision precision);
 
+// PyTorch FSDP1 divides each unsharded gradient by this factor before its reduction and
+// the reduced shard by world / factor after it, to keep fp16 sums in range
+// (torch/distributed/fsdp/_init_utils.py _get_gradient_predivide_factor): f doubles
+// from 1 while f divides world and world / f > f. 8 at 64 ranks (and 8 after), 4 at 8
+// (then 2), 2 at 2 (then none), 1 at one rank (no division).
+int fsdp_predivide_factor(int world);
+
 // A DeepSpeed release, "0.MINOR" or "0.MINOR.PATCH" (training.deepspeed.version), from
 // 0.3.12, the first with ZeRO-3.
 struct DeepSpeedVersion {

@@ -535,6 +535,48 @@ class Builder {
                  main_grad ? kNoFlags : kAfterFirstMicrobatch);
   }
 
+  // PyTorch FSDP's work on a unit's unsharded gradient, measured on an H100 as memory-bound
+  // kernels of these bytes (bench/gpu/layer_step.py, fsdp_step.py; README "Training
+  // frameworks"). The unit's weights are views of its flat parameter
+  // (torch/distributed/fsdp/flat_param.py _get_unflat_views: torch.split, then view), so
+  // autograd assembles the flat gradient by the split's backward, a cat: every gradient
+  // element read and written once in the compute dtype. Then _post_backward_hook
+  // (_runtime_utils.py) casts it to reduce_dtype when that differs (`flat_param.grad.to(
+  // reduce_dtype)`) and _reduce_grad divides it in place by the pre-divide factor
+  // (fsdp_predivide_factor) before the reduce-scatter and the shard by the rest after it.
+  // They run on FSDP's post-backward stream, but beside the next unit's backward they cost
+  // no less than in line (measured: 16.8 against 16.1 ms per MPT-13B layer), so they are
+  // in line here. Under no_sync (ZeRO 0/1 accumulating) the hook returns before the cast.
+  // The cat is autograd's, before the hook: ahead of a BACKWARD_POST prefetch
+  // (fsdp_flat_grad); the cast and divisions after it (fsdp_reduce_prep).
+  void fsdp_flat_grad(std::vector<Instr>& out, double params) {
+    if (fw_.framework != Framework::fsdp || params <= 0) return;
+    hw::KernelDesc cat;
+    cat.cls = hw::KernelClass::memory;
+    cat.bytes = 2 * act_bytes_ * params;
+    push_compute(out, "fsdp flat grad (split backward)", to_ticks(compute_->seconds(cat)));
+  }
+  void fsdp_reduce_prep(std::vector<Instr>& out, double params) {
+    if (fw_.framework != Framework::fsdp || params <= 0) return;
+    const int world = group_size(Dim::dp);
+    const int pre = fsdp_predivide_factor(world);
+    hw::KernelDesc k;
+    k.cls = hw::KernelClass::memory;
+    k.bytes = (grad_elem_bytes_ != act_bytes_ ? act_bytes_ + grad_elem_bytes_ : 0) +
+              (pre > 1 ? 2 * grad_elem_bytes_ : 0) + (world / pre > 1 ? 2 * grad_elem_bytes_ / world : 0);
+    k.bytes *= params;
+    if (k.bytes > 0)
+      push_compute(out, "fsdp grad cast and divide", to_ticks(compute_->seconds(k)),
+                   par_.zero_stage >= 2 ? kNoFlags : kLastMicrobatch);
+  }
+  // A block's gradients are complete: the framework's work on them, then into the DP bucket.
+  void block_grads_ready(std::vector<Instr>& out, int block) {
+    const double params = trainable_block_params(block);
+    fsdp_reduce_prep(out, params);
+    accumulate_grads(out, params);
+    dp_launch(out, params, fw_.grad_reduce_per_unit);
+  }
+
   // ZeRO-3 / FSDP (and ZeRO-Infinity parameter offload): parameters are
   // all-gathered before use in forward and again in backward, in the framework's
   // gather units (framework_profile.h): one per block, or one per linear submodule
@@ -845,13 +887,13 @@ class Builder {
         layer_backward(b, blocks.ops(m, l), blocks.fwd(m, l), blocks.bwd(m, l), fetch, l);
         if (ws > 0) b.push_back(mem(InstrKind::release, MemCat::activations, ws, "recompute working set"));
       }
+      if (!split()) fsdp_flat_grad(b, trainable_block_params(l));
       zero3_after(b, fetch, blocks, l, true);
       // FSDP's BACKWARD_POST: the next unit's gather goes out before this one's reduce-scatter.
       if (fw_.backward_prefetch == BackwardPrefetch::post && fetch.launched < fetch.units.size())
         launch_unit(b, fetch.units[fetch.launched++], true);
       if (!split()) {
-        accumulate_grads(b, trainable_block_params(l));
-        dp_launch(b, trainable_block_params(l), fw_.grad_reduce_per_unit);
+        block_grads_ready(b, l);
       }
       tag_layer(b, first_instr, l);
     }
@@ -889,8 +931,8 @@ class Builder {
                                                     : blocks.ops(m, l);
       for (auto op = ops.rbegin(); op != ops.rend(); ++op)
         push_compute(w, joined({op->name, " wgrad"}), gemm_half(*op, true));  // none for a frozen weight
-      accumulate_grads(w, trainable_block_params(l));
-      dp_launch(w, trainable_block_params(l), fw_.grad_reduce_per_unit);
+      fsdp_flat_grad(w, trainable_block_params(l));
+      block_grads_ready(w, l);
     }
     if (chunk == 0) dp_launch(w, 0, true);
     w.push_back(mem(InstrKind::release, MemCat::activations, blocks.activations - blocks.head, "activations"));

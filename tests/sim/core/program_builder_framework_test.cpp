@@ -258,6 +258,56 @@ TEST(ProgramBuilderFramework, FsdpReshardAndPerUnitReduceScatter) {
   EXPECT_EQ(max_gather_wait(phase(b.p.stages[0], false)), 1);
 }
 
+// FSDP's work on each unit's unsharded gradient (ProgramBuilder::fsdp_flat_grad,
+// fsdp_reduce_prep): the split backward's cat in bf16 (2 + 2 bytes per parameter), then
+// the cast to reduce_dtype (2 + 4), the pre-divide (4 + 4; by 2 at 4 ranks) and the
+// post-divide of the reduced shard (2 × 4 / 4; by 4 / 2). Every micro-batch under
+// ZeRO-3; none in Megatron's programs.
+TEST(ProgramBuilderFramework, FsdpCastsAndDividesEachUnitsGradient) {
+  EXPECT_EQ(fsdp_predivide_factor(1), 1);
+  EXPECT_EQ(fsdp_predivide_factor(2), 2);
+  EXPECT_EQ(fsdp_predivide_factor(4), 2);
+  EXPECT_EQ(fsdp_predivide_factor(8), 4);
+  EXPECT_EQ(fsdp_predivide_factor(24), 8);
+  EXPECT_EQ(fsdp_predivide_factor(64), 8);
+  EXPECT_EQ(fsdp_predivide_factor(128), 16);
+  // The datasheet roofline, names kept (FlopsOnlyCost makes memory-bound kernels free).
+  const auto kernels = [](const std::string& training, int dp, const char* label) {
+    Built b{parse_scenario(one_stage_yaml(2, dp, 2 * dp, "  zero_stage: 3", training), "test"), {}};
+    BuildOptions named;
+    named.fuse_compute = false;
+    b.p = build_program(b.s, make_compute_cost(b.s), named);
+    std::vector<Tick> found;
+    for (const Instr& in : phase(b.p.stages[0], true))
+      if (in.kind == InstrKind::compute && b.p.labels[in.label] == label) found.push_back(in.duration);
+    return std::pair{b, found};
+  };
+  const auto ticks = [](const Built& b, double bytes) {
+    hw::KernelDesc k;
+    k.cls = hw::KernelClass::memory;
+    k.bytes = bytes;
+    return to_ticks(make_compute_cost(b.s).seconds(k));
+  };
+  const std::string fp32 = "  framework: fsdp\n  fsdp: {reduce_dtype: fp32}";
+  const auto [b, cat] = kernels(fp32, 4, "fsdp flat grad (split backward)");
+  const double layer = static_cast<double>(models::layer_params_per_gpu(b.s.model, 1, 1, false).total());
+  // In backward order: the head's unit (the tied embedding's weight is the embedding's),
+  // then layer 1 and layer 0.
+  ASSERT_EQ(cat.size(), 3u);
+  EXPECT_EQ(cat[1], ticks(b, 4 * layer));
+  EXPECT_EQ(cat[2], cat[1]);
+  const auto [b4, prep] = kernels(fp32, 4, "fsdp grad cast and divide");
+  ASSERT_EQ(prep.size(), 3u);
+  EXPECT_EQ(prep[1], ticks(b4, (6 + 8 + 2) * layer));
+  // 8 ranks: pre-divide by 4, the shard by 2 (2 × 4 / 8 bytes per parameter more).
+  EXPECT_EQ(kernels(fp32, 8, "fsdp grad cast and divide").second[1], ticks(b4, (6 + 8 + 1) * layer));
+  // reduce_dtype bf16 (the parameter dtype): no cast, the divisions in bf16.
+  EXPECT_EQ(kernels("  framework: fsdp\n  fsdp: {reduce_dtype: bf16}", 4, "fsdp grad cast and divide").second[1],
+            ticks(b4, (4 + 1) * layer));
+  EXPECT_TRUE(kernels("", 4, "fsdp flat grad (split backward)").second.empty());
+  EXPECT_TRUE(kernels("", 4, "fsdp grad cast and divide").second.empty());
+}
+
 // The kinds of the DP launches of a backward pass, in issue order (what one stream runs).
 std::string dp_launch_order(const std::string& prefetch) {
   const Built b = build(

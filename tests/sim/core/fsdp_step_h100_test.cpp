@@ -1,0 +1,120 @@
+// ptsim's FSDP layer step against MPT blocks measured on an H100 80GB HBM3 at the reference
+// runs' shapes (bench/gpu/layer_step.py, calibration/logs/h100-sxm/layer_step.json; README
+// "Training frameworks"):
+//  - a layer's compute (forward, recomputed forward, backward) on the datasheet roofline
+//    against the measured PyTorch step (`plain`: cuBLAS GEMMs, SDPA's FlashAttention-2,
+//    eager LayerNorm and GELU);
+//  - FSDP's gradient kernels (ProgramBuilder::fsdp_flat_grad, fsdp_reduce_prep) against the
+//    profiled cat, cast and divisions;
+//  - the post-backward stream saving nothing against the same kernels in line, which is
+//    why the program puts them on the compute stream.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <string>
+
+#include "hw/compute_cost.h"
+#include "sim/core/framework_profile.h"
+#include "sim/core/program_builder.h"
+#include "sim/core/simulate.h"
+#include "sim/io/scenario_file.h"
+#include "tests/sim/core/program_fixtures.h"
+#include "tests/test_paths.h"
+
+namespace ptsim::sim {
+namespace {
+
+nlohmann::json measured_mpt_row(const std::string& name) {
+  std::ifstream in(test::repo_path("calibration/logs/h100-sxm/layer_step.json"));
+  const auto doc = nlohmann::json::parse(in);
+  for (const auto& r : doc.at("rows"))
+    if (r.at("case").at("name") == name) return r;
+  ADD_FAILURE() << "no measured row " << name;
+  return {};
+}
+
+// Seconds of one micro-batch's compute on the stage, the FSDP kernels apart or not.
+double micro_batch_compute(const std::string& file, int layers, bool fsdp_kernels) {
+  const Scenario s =
+      load_scenario(test::repo_path("scenarios/reference/" + file), {"model.num_layers=" + std::to_string(layers)});
+  BuildOptions named;  // compute instructions keep their names
+  named.fuse_compute = false;
+  const Program p = build_program(s, make_compute_cost(s), named);
+  Tick t = 0;
+  for (bool backward : {false, true})
+    for (const Instr& in : testing::phase(p.stages[0], backward)) {
+      if (in.kind != InstrKind::compute) continue;
+      const std::string& label = p.labels[in.label];
+      if (label == "grad accumulation") continue;  // from the second micro-batch on, the shard only
+      if ((label.rfind("fsdp ", 0) == 0) == fsdp_kernels) t += in.duration;
+    }
+  return static_cast<double>(t) * 1e-9;
+}
+// Per layer: (L − L/2) layers' difference, so the embedding and head drop out.
+double per_layer(const std::string& file, int layers, bool fsdp_kernels) {
+  return (micro_batch_compute(file, layers, fsdp_kernels) - micro_batch_compute(file, layers / 2, fsdp_kernels)) /
+         (layers - layers / 2);
+}
+
+struct MptCase {
+  const char* measured;  // layer_step.py's case name
+  const char* scenario;
+};
+constexpr MptCase kMptCases[] = {{"mpt-13b-64xh100", "mpt-13b-64xh100.yaml"},
+                                 {"mpt-30b-32xh100", "mpt-30b-32xh100.yaml"},
+                                 {"mpt-70b-64xh100", "mpt-70b-64xh100.yaml"}};
+
+TEST(FsdpStepOnH100, LayerComputeWithinSixPercentOfTheMeasuredStep) {
+  // Measured 13.72 / 223.6 / 162.6 ms per layer, modelled 13.36 / 229.8 / 169.8 ms alone
+  // (0.974, 1.028, 1.044; under the collectives' held SMs the run's trace has 14.07 /
+  // 231.0 / 171.4): the datasheet roofline is today's PyTorch on this H100 within 5 %, so
+  // the MPT H100 rows' predictions being 9 to 25 % too fast is not the per-GPU kernels.
+  for (const MptCase& c : kMptCases) {
+    const double measured = measured_mpt_row(c.measured).at("per_layer_s").at("plain");
+    EXPECT_NEAR(per_layer(c.scenario, 8, false) / measured, 1.0, 0.06) << c.scenario;
+  }
+}
+
+// The profiled kernels FSDP adds (`fsdp` against `plain`, one step): the split backward's
+// cat, the bf16-to-fp32 cast (an unvectorised copy kernel, ~1.8 TB/s) and the divisions.
+double profiled_fsdp_kernels(const nlohmann::json& row) {
+  const auto sum = [&](const char* variant) {
+    double us = 0;
+    for (const auto& k : row.at("kernels").at(variant)) {
+      const std::string name = k.at("kernel");
+      if (name.find("CatArrayBatchedCopy") != std::string::npos ||
+          name.find("unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda") != std::string::npos ||
+          name.find("MulFunctor<float>") != std::string::npos)
+        us += double(k.at("us"));
+    }
+    return us;
+  };
+  return (sum("fsdp") - sum("plain")) * 1e-6 / double(row.at("case").at("layers"));
+}
+
+TEST(FsdpStepOnH100, GradientKernelsWithinTwentyPercentOfTheProfile) {
+  // Modelled 2.00 / 3.92 / 5.12 ms per layer against 2.32 / 4.68 / 6.09 ms profiled
+  // (0.84 to 0.86): the memory roofline gives the cat and the divisions within 3 %, the
+  // dtype-converting copy 1.5x too fast.
+  for (const MptCase& c : kMptCases) {
+    const double measured = profiled_fsdp_kernels(measured_mpt_row(c.measured));
+    const double model = per_layer(c.scenario, 8, true);
+    EXPECT_NEAR(model / measured, 1.0, 0.2) << c.scenario;
+  }
+}
+
+TEST(FsdpStepOnH100, ThePostBackwardStreamSavesNothing) {
+  // fsdp (side stream) against fsdp_serial (in line): 16.79 / 16.12, 227.9 / 228.7,
+  // 168.7 / 168.3 ms per layer. Beside the GEMMs the memory-bound kernels take SMs the
+  // GEMMs' waves wanted; none of the cases gains 3 %.
+  for (const MptCase& c : kMptCases) {
+    const auto row = measured_mpt_row(c.measured);
+    const auto& pl = row.at("per_layer_s");
+    EXPECT_GT(double(pl.at("fsdp")), 0.97 * double(pl.at("fsdp_serial"))) << c.measured;
+    EXPECT_GT(double(pl.at("fsdp")), double(pl.at("flat"))) << c.measured;
+  }
+}
+
+}  // namespace
+}  // namespace ptsim::sim
