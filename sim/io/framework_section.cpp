@@ -93,6 +93,7 @@ void read_fsdp(const hw::StrictReader& r, const YAML::Node& f, Scenario& s) {
       fp.reduce_bytes =
           r.choice(f["reduce_dtype"], "training.fsdp.reduce_dtype", {"fp32", "bf16", "fp16"}) == "fp32" ? 4.0 : 2.0;
   }
+  s.plan.par.fsdp_reduce_bytes = fp.reduce_bytes;
   // Gradients are reduce-scattered on FSDP's own stream after each unit's backward.
   s.plan.overlap_grad_reduce = true;
   // Without forward_prefetch FSDP still issues the next unit's all-gather as soon as

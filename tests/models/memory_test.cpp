@@ -339,6 +339,12 @@ TEST(Buffers, Components) {
   // FSDP has no reduce bucket but keeps the unit's unsharded bf16 gradient.
   p.state_layout = StateLayout::fsdp;
   EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0 + 6.0 * 226'576'896);
+  // reduce_dtype fp32: the fp32 copy the reduce-scatter reads, beside the bf16 one.
+  p.fsdp_reduce_bytes = 4;
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0 + 10.0 * 226'576'896);
+  p.fsdp_reduce_bytes = 2;  // bf16, the parameter dtype: no copy
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0 + 6.0 * 226'576'896);
+  p.fsdp_reduce_bytes = 0;
   p.state_layout = StateLayout::megatron;
   // SP (t = 8) divides the p2p buffers by t and adds one gathered input 2·s·h.
   p.zero_stage = 0;
