@@ -20,10 +20,11 @@ import sys
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.distributed.fsdp import MixedPrecision
 from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from layer_step import block, profiled_kernels  # the same MPT block and profile as layer_step.py
 
 D, HEADS, FFN, MBS, SEQ, LAYERS = 5120, 40, 20480, 2, 2048, 4
 WARMUP, REPS = 3, 8
@@ -40,11 +41,7 @@ class Block(torch.nn.Module):
         self.down = torch.nn.Linear(FFN, D, bias=False)
 
     def forward(self, x):
-        b, t, d = x.shape
-        qkv = self.wqkv(self.ln1(x)).view(b, t, 3, HEADS, d // HEADS).permute(2, 0, 3, 1, 4)
-        a = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], is_causal=True)
-        x = x + self.wo(a.transpose(1, 2).reshape(b, t, d))
-        return x + self.down(F.gelu(self.up(self.ln2(x))))
+        return block(x, {n: getattr(self, n).weight for n in ("ln1", "wqkv", "wo", "ln2", "up", "down")}, HEADS)
 
 
 def run(use_orig_params):
@@ -71,17 +68,7 @@ def run(use_orig_params):
             stop.synchronize()
             if rep >= WARMUP:
                 times.append(start.elapsed_time(stop) / 1e3)
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            step()
-            torch.cuda.synchronize()
-    rows = []
-    for e in prof.key_averages():
-        dev = getattr(e, "self_device_time_total", None)
-        if dev is None:
-            dev = getattr(e, "self_cuda_time_total", 0)
-        if dev > 0:
-            rows.append({"kernel": e.key, "count": e.count, "us": dev})
-    rows.sort(key=lambda r: -r["us"])
+        rows = profiled_kernels(step)
     del model, blocks
     torch.cuda.empty_cache()
     return {"use_orig_params": use_orig_params, "per_layer_s": statistics.median(times) / LAYERS,

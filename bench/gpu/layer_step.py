@@ -70,6 +70,23 @@ def block(x, w, heads):
     return x + F.linear(F.gelu(F.linear(F.layer_norm(x, (d,), w["ln2"]), w["up"])), w["down"])
 
 
+def profiled_kernels(step):
+    """Every kernel of one call of `step`: name, launches and device microseconds, longest first."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        step()
+        torch.cuda.synchronize()
+    rows = []
+    for e in prof.key_averages():
+        dev = getattr(e, "self_device_time_total", None)
+        if dev is None:
+            dev = getattr(e, "self_cuda_time_total", 0)
+        if dev > 0:
+            rows.append({"kernel": e.key, "count": e.count, "us": dev,
+                         "device_type": str(getattr(e, "device_type", ""))})
+    rows.sort(key=lambda r: -r["us"])
+    return rows
+
+
 class Stack:
     def __init__(self, c):
         self.c = c
@@ -156,19 +173,7 @@ def run_case(c):
         kernels = {}
         for v in ("plain", "fsdp"):
             st.mode = v
-            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-                st.step(x, gout)
-                torch.cuda.synchronize()
-            rows = []
-            for e in prof.key_averages():
-                dev = getattr(e, "self_device_time_total", None)
-                if dev is None:
-                    dev = getattr(e, "self_cuda_time_total", 0)
-                if dev > 0:
-                    rows.append({"kernel": e.key, "count": e.count, "us": dev,
-                                 "device_type": str(getattr(e, "device_type", ""))})
-            rows.sort(key=lambda r: -r["us"])
-            kernels[v] = rows
+            kernels[v] = profiled_kernels(lambda: st.step(x, gout))
     n = c["layers"]
     per_layer = {v: statistics.median(ts) / n for v, ts in times.items()}
     spread = {v: (max(ts) - min(ts)) / statistics.median(ts) for v, ts in times.items()}

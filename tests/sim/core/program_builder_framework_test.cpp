@@ -291,8 +291,8 @@ TEST(ProgramBuilderFramework, FsdpCastsAndDividesEachUnitsGradient) {
   const std::string fp32 = "  framework: fsdp\n  fsdp: {reduce_dtype: fp32}";
   const auto [b, cat] = kernels(fp32, 4, "fsdp flat grad (split backward)");
   const double layer = static_cast<double>(models::layer_params_per_gpu(b.s.model, 1, 1, false).total());
-  // In backward order: the head's unit (the tied embedding's weight is the embedding's),
-  // then layer 1 and layer 0.
+  // In backward order: the head's unit (on a single stage it counts the embedding too;
+  // vocabulary 8, so small), then layer 1 and layer 0.
   ASSERT_EQ(cat.size(), 3u);
   EXPECT_EQ(cat[1], ticks(b, 4 * layer));
   EXPECT_EQ(cat[2], cat[1]);
