@@ -1,6 +1,6 @@
-// ptsim's FSDP layer step against MPT blocks measured on an H100 80GB HBM3 at the reference
-// runs' shapes (bench/gpu/layer_step.py, calibration/logs/h100-sxm/layer_step.json; README
-// "Training frameworks"):
+// ptsim's per-layer compute against layer steps measured on an H100 80GB HBM3 at reference
+// runs' shapes (calibration/logs/h100-sxm/; README "Training frameworks" and "Validation").
+// MPT blocks as FSDP runs them (bench/gpu/layer_step.py, layer_step.json):
 //  - a layer's compute (forward, recomputed forward, backward) on the datasheet roofline
 //    against the measured PyTorch step (`plain`: cuBLAS GEMMs, SDPA's FlashAttention-2,
 //    eager LayerNorm and GELU);
@@ -8,11 +8,14 @@
 //    profiled cat, cast and divisions;
 //  - the post-backward stream saving nothing against the same kernels in line, which is
 //    why the program puts them on the compute stream.
+// And one expert-parallel rank's share of a Mixtral 8x7B layer (bench/gpu/moe_step.py,
+// moe_step.json), against the Megatron-Core MoE reference run's layer.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "hw/compute_cost.h"
 #include "sim/core/framework_profile.h"
@@ -34,10 +37,11 @@ nlohmann::json measured_mpt_row(const std::string& name) {
   return {};
 }
 
-// Seconds of one micro-batch's compute on the stage, the FSDP kernels apart or not.
-double micro_batch_compute(const std::string& file, int layers, bool fsdp_kernels) {
-  const Scenario s =
-      load_scenario(test::repo_path("scenarios/reference/" + file), {"model.num_layers=" + std::to_string(layers)});
+// Seconds of one micro-batch's compute on the first stage, the FSDP kernels apart or not.
+double micro_batch_compute(const std::string& file, int layers, bool fsdp_kernels,
+                           std::vector<std::string> overrides = {}) {
+  overrides.push_back("model.num_layers=" + std::to_string(layers));
+  const Scenario s = load_scenario(test::repo_path("scenarios/reference/" + file), overrides);
   BuildOptions named;  // compute instructions keep their names
   named.fuse_compute = false;
   const Program p = build_program(s, make_compute_cost(s), named);
@@ -52,8 +56,10 @@ double micro_batch_compute(const std::string& file, int layers, bool fsdp_kernel
   return static_cast<double>(t) * 1e-9;
 }
 // Per layer: (L − L/2) layers' difference, so the embedding and head drop out.
-double per_layer(const std::string& file, int layers, bool fsdp_kernels) {
-  return (micro_batch_compute(file, layers, fsdp_kernels) - micro_batch_compute(file, layers / 2, fsdp_kernels)) /
+double per_layer(const std::string& file, int layers, bool fsdp_kernels,
+                 const std::vector<std::string>& overrides = {}) {
+  return (micro_batch_compute(file, layers, fsdp_kernels, overrides) -
+          micro_batch_compute(file, layers / 2, fsdp_kernels, overrides)) /
          (layers - layers / 2);
 }
 
@@ -114,6 +120,21 @@ TEST(FsdpStepOnH100, ThePostBackwardStreamSavesNothing) {
     EXPECT_GT(double(pl.at("fsdp")), 0.97 * double(pl.at("fsdp_serial"))) << c.measured;
     EXPECT_GT(double(pl.at("fsdp")), double(pl.at("flat"))) << c.measured;
   }
+}
+
+TEST(MoeStepOnH100, MixtralLayerComputeWithinTenPercentOfTheMeasuredStep) {
+  // One EP rank's share of a Mixtral layer (8,192 routed token copies to its expert, cuDNN
+  // attention): measured 17.94 ms per layer in plain PyTorch (unfused SwiGLU, RMSNorm and
+  // index kernels where Megatron-Core fuses them), modelled 16.76 ms alone (0.934; the run's
+  // trace, under held SMs, 17.20). The reference run's +26.6 % is not the per-GPU kernels.
+  // One stage so that layers can be counted off (the layer's ops are those of vpp 8 on pp 4).
+  std::ifstream in(test::repo_path("calibration/logs/h100-sxm/moe_step.json"));
+  const auto doc = nlohmann::json::parse(in);
+  const double measured = doc.at("per_layer_s");
+  const double model = per_layer("mcore-mixtral-8x7b-64xh100.yaml", 8, false,
+                                 {"parallel.pipeline_parallel=1", "parallel.virtual_pipeline_stages=1",
+                                  "parallel.pipeline_schedule=1f1b", "training.global_batch_size=64"});
+  EXPECT_NEAR(model / measured, 1.0, 0.1);
 }
 
 }  // namespace
