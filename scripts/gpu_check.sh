@@ -2,7 +2,8 @@
 # On a machine with an NVIDIA GPU: runs every CUDA test, a quick and a full `ptsim calibrate`,
 # the SM-contention probe (bench/gpu/sm_contention.py) and the list-form gather's host loop
 # (bench/gpu/list_gather_host.py), the MPT blocks' training step as FSDP runs it
-# (bench/gpu/layer_step.py, fsdp_step.py), writing logs and tables to OUTDIR.
+# (bench/gpu/layer_step.py, fsdp_step.py) and a Mixtral layer's expert-parallel share
+# (bench/gpu/moe_step.py), writing logs and tables to OUTDIR.
 # usage: scripts/gpu_check.sh OUTDIR [BIN_DIR]
 #   BIN_DIR holds ptsim, libptsim_cuda.so and tests/ptsim_kernels_tests (default: build).
 # Each step has its own time limit and runs even when an earlier one failed; the last lines
@@ -40,6 +41,7 @@ step list-gather 200 "$out/list_gather_host.log" python3 "$here/bench/gpu/list_g
   "$out/list_gather_host.json"
 step layer-step 240 "$out/layer_step.log" python3 "$here/bench/gpu/layer_step.py" "$out/layer_step.json"
 step fsdp-step 180 "$out/fsdp_step.log" python3 "$here/bench/gpu/fsdp_step.py" "$out/fsdp_step.json"
+step moe-step 120 "$out/moe_step.log" python3 "$here/bench/gpu/moe_step.py" "$out/moe_step.json"
 step calibrate-full "${PTSIM_FULL_LIMIT:-330}" "$out/calibrate.log" "$bin/ptsim" calibrate --name "$name" \
   --out "$out/$name.yaml"
 printf '%s\n' "${summary[@]}"
