@@ -551,12 +551,13 @@ double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage) {
     bytes += 2.0 * gathered * static_cast<double>(largest);
     // FSDP: the unit's unsharded gradient (param dtype) lives until its
     // reduce-scatter has produced the fp32 shard (FlatParamHandle, _post_backward), and
-    // beside it, when reduce_dtype is wider, its cast copy that the reduce-scatter reads
+    // beside it, when reduce_dtype differs, its cast copy that the reduce-scatter reads
     // (_runtime_utils.py _post_backward_hook: `flat_param.grad.to(reduce_dtype)`, the
     // original kept for the post-backward stream by record_stream).
     if (p.state_layout == StateLayout::fsdp) {
       bytes += gathered * static_cast<double>(largest);
-      if (p.fsdp_reduce_bytes > gathered) bytes += p.fsdp_reduce_bytes * static_cast<double>(largest);
+      if (p.fsdp_reduce_bytes > 0 && p.fsdp_reduce_bytes != gathered)
+        bytes += p.fsdp_reduce_bytes * static_cast<double>(largest);
     }
   }
   // QLoRA: each layer's NF4 weights are dequantised to a transient 16-bit copy

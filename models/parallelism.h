@@ -58,7 +58,7 @@ struct Parallelism {
   // data-parallel ranks even at zero_stage 0.
   bool bf16_optimizer = false;
   // PyTorch FSDP's MixedPrecision reduce_dtype in bytes per element (training.fsdp.reduce_dtype;
-  // 0 = the parameter dtype): a wider one is a second, cast copy of a unit's gradient.
+  // 0 = the parameter dtype): another dtype is a second, cast copy of a unit's gradient.
   double fsdp_reduce_bytes = 0;
   // PyTorch caching-allocator gap: reserved = allocated × (1 + allocator_overhead)
   // at the peak (fragmentation, rounding to blocks). 0 reports max allocated.

@@ -344,6 +344,19 @@ TEST(Buffers, Components) {
   EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0 + 10.0 * 226'576'896);
   p.fsdp_reduce_bytes = 2;  // bf16, the parameter dtype: no copy
   EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0 + 6.0 * 226'576'896);
+  // fp32 training reducing in bf16: the bf16 copy beside the fp32 gradient, and the
+  // gathered layers in fp32 (4 × 2 + 4 + 2 bytes per parameter).
+  p.precision = Precision::fp32;
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0) - buffer_bytes(
+                                               m,
+                                               [&] {
+                                                 Parallelism q = p;
+                                                 q.fsdp_reduce_bytes = 0;
+                                                 return q;
+                                               }(),
+                                               0),
+                   2.0 * 226'576'896);
+  p.precision = Precision::bf16;
   p.fsdp_reduce_bytes = 0;
   p.state_layout = StateLayout::megatron;
   // SP (t = 8) divides the p2p buffers by t and adds one gathered input 2·s·h.
