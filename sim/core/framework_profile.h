@@ -68,11 +68,16 @@ struct FrameworkProfile {
   // process groups for the two, as FSDP2 has since pytorch/pytorch PR #176949, 2026).
   bool dp_one_stream = true;
   // FSDP backward_prefetch: BACKWARD_PRE (default) issues the next unit's
-  // all-gather before the current unit's gradient computation; BACKWARD_POST after
-  // it, ahead of the current unit's reduce-scatter (torch/distributed/fsdp/
-  // _runtime_utils.py: _post_backward_hook calls _post_backward_reshard, which
-  // prefetches, before _reduce_grad); none when the next unit's backward needs it,
-  // after that reduce-scatter. Neither of the last two overlaps compute.
+  // all-gather from the current unit's pre-backward hook, BACKWARD_POST from its
+  // post-backward hook (torch/distributed/fsdp/_runtime_utils.py: _post_backward_hook
+  // calls _post_backward_reshard, which prefetches, before _reduce_grad), none from the
+  // next unit's own pre-backward hook. The hooks run on the host, which runs ahead of
+  // the GPU; what holds it back is the rate limiter (limit_all_gathers: _unshard waits
+  // for the free event of an earlier unit, _free_event_queue keeps two). So under PRE
+  // and POST alike the gather reaches the one NCCL stream behind the previous unit's
+  // reduce-scatter as the current unit's gradients begin, and overlaps them
+  // (ProgramBuilder::plan_fetch); under none it queues behind the current unit's
+  // reduce-scatter, which waits for those gradients: nothing overlaps it.
   BackwardPrefetch backward_prefetch = BackwardPrefetch::pre;
   // FSDP MixedPrecision reduce_dtype (training.fsdp.reduce_dtype) as bytes per
   // gradient element: 4 for fp32, 2 for bf16 / fp16; 0 = PyTorch's default

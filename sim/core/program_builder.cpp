@@ -547,17 +547,12 @@ class Builder {
   // They run on FSDP's post-backward stream, but beside the next unit's backward they cost
   // no less than in line (measured: 16.8 against 16.1 ms per MPT-13B layer), so they are
   // in line here. Under no_sync (ZeRO 0/1 accumulating) the hook returns before the cast.
-  // The cat is autograd's, before the hook: ahead of a BACKWARD_POST prefetch
-  // (fsdp_flat_grad); the cast and divisions after it (fsdp_reduce_prep).
-  void fsdp_flat_grad(std::vector<Instr>& out, double params) {
+  void fsdp_unit_grads(std::vector<Instr>& out, double params) {
     if (fw_.framework != Framework::fsdp || params <= 0) return;
     hw::KernelDesc cat;
     cat.cls = hw::KernelClass::memory;
     cat.bytes = 2 * act_bytes_ * params;
     push_compute(out, "fsdp flat grad (split backward)", to_ticks(compute_->seconds(cat)));
-  }
-  void fsdp_reduce_prep(std::vector<Instr>& out, double params) {
-    if (fw_.framework != Framework::fsdp || params <= 0) return;
     const int world = group_size(Dim::dp);
     const int pre = fsdp_predivide_factor(world);
     hw::KernelDesc k;
@@ -572,7 +567,7 @@ class Builder {
   // A block's gradients are complete: the framework's work on them, then into the DP bucket.
   void block_grads_ready(std::vector<Instr>& out, int block) {
     const double params = trainable_block_params(block);
-    fsdp_reduce_prep(out, params);
+    fsdp_unit_grads(out, params);
     accumulate_grads(out, params);
     dp_launch(out, params, fw_.grad_reduce_per_unit);
   }
@@ -624,10 +619,12 @@ class Builder {
   }
 
   // The gather units of one chunk's pass over `order` (its blocks in execution order).
+  // Backward prefetches one unit ahead under FSDP's BACKWARD_PRE and BACKWARD_POST alike
+  // (framework_profile.h: the host runs ahead of the GPU), not under none.
   Fetch plan_fetch(const ChunkBlocks& blocks, const std::vector<int>& order, bool backward) const {
     Fetch f;
     if (!zero3() || (backward && !fw_.reshard_after_forward)) return f;
-    f.prefetch = s_.plan.overlap_param_gather && (!backward || fw_.backward_prefetch == BackwardPrefetch::pre) &&
+    f.prefetch = s_.plan.overlap_param_gather && (!backward || fw_.backward_prefetch != BackwardPrefetch::none) &&
                  !fw_.gather_blocks_host;
     for (int l : order) {
       if (l < 0 || fw_.gather_unit == sim::GatherUnit::layer) {
@@ -887,11 +884,7 @@ class Builder {
         layer_backward(b, blocks.ops(m, l), blocks.fwd(m, l), blocks.bwd(m, l), fetch, l);
         if (ws > 0) b.push_back(mem(InstrKind::release, MemCat::activations, ws, "recompute working set"));
       }
-      if (!split()) fsdp_flat_grad(b, trainable_block_params(l));
       zero3_after(b, fetch, blocks, l, true);
-      // FSDP's BACKWARD_POST: the next unit's gather goes out before this one's reduce-scatter.
-      if (fw_.backward_prefetch == BackwardPrefetch::post && fetch.launched < fetch.units.size())
-        launch_unit(b, fetch.units[fetch.launched++], true);
       if (!split()) {
         block_grads_ready(b, l);
       }
@@ -931,7 +924,6 @@ class Builder {
                                                     : blocks.ops(m, l);
       for (auto op = ops.rbegin(); op != ops.rend(); ++op)
         push_compute(w, joined({op->name, " wgrad"}), gemm_half(*op, true));  // none for a frozen weight
-      fsdp_flat_grad(w, trainable_block_params(l));
       block_grads_ready(w, l);
     }
     if (chunk == 0) dp_launch(w, 0, true);

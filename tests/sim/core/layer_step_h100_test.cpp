@@ -4,7 +4,7 @@
 //  - a layer's compute (forward, recomputed forward, backward) on the datasheet roofline
 //    against the measured PyTorch step (`plain`: cuBLAS GEMMs, SDPA's FlashAttention-2,
 //    eager LayerNorm and GELU);
-//  - FSDP's gradient kernels (ProgramBuilder::fsdp_flat_grad, fsdp_reduce_prep) against the
+//  - FSDP's gradient kernels (ProgramBuilder::fsdp_unit_grads) against the
 //    profiled cat, cast and divisions;
 //  - the post-backward stream saving nothing against the same kernels in line, which is
 //    why the program puts them on the compute stream.

@@ -258,8 +258,8 @@ TEST(ProgramBuilderFramework, FsdpReshardAndPerUnitReduceScatter) {
   EXPECT_EQ(max_gather_wait(phase(b.p.stages[0], false)), 1);
 }
 
-// FSDP's work on each unit's unsharded gradient (ProgramBuilder::fsdp_flat_grad,
-// fsdp_reduce_prep): the split backward's cat in bf16 (2 + 2 bytes per parameter), then
+// FSDP's work on each unit's unsharded gradient (ProgramBuilder::fsdp_unit_grads): the
+// split backward's cat in bf16 (2 + 2 bytes per parameter), then
 // the cast to reduce_dtype (2 + 4), the pre-divide (4 + 4; by 2 at 4 ranks) and the
 // post-divide of the reduced shard (2 × 4 / 4; by 4 / 2). Every micro-batch under
 // ZeRO-3; none in Megatron's programs.
@@ -321,17 +321,19 @@ std::string dp_launch_order(const std::string& prefetch) {
 
 TEST(ProgramBuilderFramework, FsdpBackwardPrefetchOrdersTheGatherAndTheReduceScatter) {
   // Gathered units in backward: layer 1, layer 0, the embedding (with the tied head).
-  // BACKWARD_PRE issues the next unit's gather before this one's gradients;
-  // BACKWARD_POST after them but before this unit's reduce-scatter
-  // (_post_backward_reshard, then _reduce_grad): the same order, and PRE's gather
-  // overlaps the gradients (ProgramBuilderFramework.FsdpReshardAndPerUnitReduceScatter);
-  // none when the next unit's backward starts, after the reduce-scatter.
+  // With the host ahead of the GPU and FSDP's rate limiter, BACKWARD_PRE and
+  // BACKWARD_POST both put the next unit's gather on the NCCL stream behind the previous
+  // unit's reduce-scatter, as this unit's gradients begin (ProgramBuilder::plan_fetch):
+  // it overlaps them. none issues it when the next unit's backward starts, behind this
+  // unit's reduce-scatter, so nothing overlaps it.
   EXPECT_EQ(dp_launch_order("BACKWARD_PRE"), "GGRGRR");
   EXPECT_EQ(dp_launch_order("BACKWARD_POST"), "GGRGRR");
   EXPECT_EQ(dp_launch_order("none"), "GRGRGR");
-  const Built post = build(
-      one_stage_yaml(2, 4, 4, "  zero_stage: 3", "  framework: fsdp\n  fsdp: {backward_prefetch: BACKWARD_POST}"));
-  EXPECT_EQ(max_gather_wait(phase(post.p.stages[0], true)), 0);
+  for (const char* prefetch : {"BACKWARD_PRE", "BACKWARD_POST"}) {
+    const Built b = build(one_stage_yaml(
+        2, 4, 4, "  zero_stage: 3", std::string("  framework: fsdp\n  fsdp: {backward_prefetch: ") + prefetch + "}"));
+    EXPECT_EQ(max_gather_wait(phase(b.p.stages[0], true)), 1) << prefetch;
+  }
 }
 
 TEST(ProgramBuilderFramework, DpOneStreamComesFromTheProfileOrTheKey) {
