@@ -24,7 +24,7 @@ from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.distributed.fsdp import MixedPrecision
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from layer_step import block, profiled_kernels  # the same MPT block and profile as layer_step.py
+from layer_step import block, profiled_kernels, timed  # the same MPT block and profile as layer_step.py
 
 D, HEADS, FFN, MBS, SEQ, LAYERS = 5120, 40, 20480, 2, 2048, 4
 WARMUP, REPS = 3, 8
@@ -57,17 +57,8 @@ def run(use_orig_params):
         model.zero_grad(set_to_none=True)
         model(x).backward(gout)
 
-    times = []
     with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
-        for rep in range(WARMUP + REPS):
-            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda.synchronize()
-            start.record()
-            step()
-            stop.record()
-            stop.synchronize()
-            if rep >= WARMUP:
-                times.append(start.elapsed_time(stop) / 1e3)
+        times = [timed(step) for _ in range(WARMUP + REPS)][WARMUP:]
         rows = profiled_kernels(step)
     del model, blocks
     torch.cuda.empty_cache()

@@ -70,6 +70,17 @@ def block(x, w, heads):
     return x + F.linear(F.gelu(F.linear(F.layer_norm(x, (d,), w["ln2"]), w["up"])), w["down"])
 
 
+def timed(step):
+    """Seconds of one call of `step` on the GPU (events around it, the device idle before)."""
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    start.record()
+    step()
+    stop.record()
+    stop.synchronize()
+    return start.elapsed_time(stop) / 1e3
+
+
 def profiled_kernels(step):
     """Every kernel of one call of `step`: name, launches and device microseconds, longest first."""
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
@@ -162,14 +173,9 @@ def run_case(c):
             for v in VARIANTS:
                 st.mode = v
                 x.grad = None
-                start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                torch.cuda.synchronize()
-                start.record()
-                st.step(x, gout)
-                stop.record()
-                stop.synchronize()
+                t = timed(lambda: st.step(x, gout))
                 if rep >= WARMUP:
-                    times[v].append(start.elapsed_time(stop) / 1e3)
+                    times[v].append(t)
         kernels = {}
         for v in ("plain", "fsdp"):
             st.mode = v

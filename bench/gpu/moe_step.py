@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from layer_step import profiled_kernels
+from layer_step import profiled_kernels, timed
 
 H, HEADS, GROUPS, FFN, SEQ, TOPK, EXPERTS, EP = 4096, 32, 8, 14336, 4096, 2, 8, 8
 LAYERS, WARMUP, REPS = 4, 3, 8
@@ -104,16 +104,7 @@ def main():
             y = layer(y, w, backend)
         y.backward(gout)
 
-    times = []
-    for rep in range(WARMUP + REPS):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        start.record()
-        step()
-        stop.record()
-        stop.synchronize()
-        if rep >= WARMUP:
-            times.append(start.elapsed_time(stop) / 1e3)
+    times = [timed(step) for _ in range(WARMUP + REPS)][WARMUP:]
     rows = profiled_kernels(step)
     per_layer = statistics.median(times) / LAYERS
     doc = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "attention": str(backend),
