@@ -113,6 +113,15 @@ Seconds ComputeCostModel::attention_seconds(const KernelDesc& k) const {
   // attention in full (model-FLOPs convention), so halve it here. Ring attention
   // (seq_kv = cp·seq_q) runs one kernel per K/V chunk of seq_q keys.
   double flops = k.causal ? 0.5 * k.flops : k.flops;
+  // FlashAttention runs the kernel compiled for the head dimension rounded up to a
+  // multiple of 32 (Dao-AILab/flash-attention csrc/flash_attn/flash_api.cpp, mha_fwd and
+  // mha_bwd: head_size_rounded = round_multiple(head_size, 32), the kernel dispatched on
+  // it; FA3 and the Triton kernels pad alike): MPT-30B's 112 computes as 128. cuDNN's
+  // fused attention takes any multiple of 8.
+  if (k.head_dim > 0 && attention_kernel_ != "cudnn") {
+    const std::int64_t padded = (k.head_dim + 31) / 32 * 32;
+    flops *= static_cast<double>(padded) / static_cast<double>(k.head_dim);
+  }
   double launches = 1;
   if (k.seq_q > 0 && k.seq_kv > 0) {
     eff *= attention_length_factor(gpu_, std::min(k.seq_q, k.seq_kv));

@@ -118,6 +118,14 @@ TEST(ComputeCost, AttentionByKernelKindAndLength) {
   EXPECT_GT(cudnn, fa3);
   EXPECT_LT(cudnn, fa2);
   EXPECT_THROW(h100.set_attention_kernel("fa4"), std::invalid_argument);
+  // A head dimension of 112 runs FlashAttention's 128 kernel: the time of 128 dimensions,
+  // as measured (bench/gpu/layer_step.py: MPT-30B's 112 at 0.82 of the rate of 128 per
+  // useful FLOP). cuDNN's kernel takes it as it is.
+  auto h = model("h100-sxm");
+  h.set_attention_kernel("fa2");
+  EXPECT_NEAR(h.seconds(attention(4096, 32, 112)), h.seconds(attention(4096, 32, 128)), 1e-9);
+  h.set_attention_kernel("cudnn");
+  EXPECT_LT(h.seconds(attention(4096, 32, 112)), h.seconds(attention(4096, 32, 128)));
 }
 
 TEST(ComputeCost, SmsHeldByACollectiveSlowComputeNotMemoryKernels) {
