@@ -124,6 +124,10 @@ TEST(ComputeCost, AttentionByKernelKindAndLength) {
   auto h = model("h100-sxm");
   h.set_attention_kernel("fa2");
   EXPECT_NEAR(h.seconds(attention(4096, 32, 112)), h.seconds(attention(4096, 32, 128)), 1e-9);
+  EXPECT_NEAR(h.seconds(attention(4096, 32, 160)) / h.seconds(attention(4096, 32, 128)), 160.0 / 128, 5e-3);
+  h.set_attention_kernel("fa3");  // 64, 96, 128, 192, 256: 160 runs the 192 kernel
+  EXPECT_NEAR(h.seconds(attention(4096, 32, 112)), h.seconds(attention(4096, 32, 128)), 1e-9);
+  EXPECT_NEAR(h.seconds(attention(4096, 32, 160)) / h.seconds(attention(4096, 32, 128)), 192.0 / 128, 5e-3);
   h.set_attention_kernel("cudnn");
   EXPECT_LT(h.seconds(attention(4096, 32, 112)), h.seconds(attention(4096, 32, 128)));
 }
