@@ -9,6 +9,21 @@
 
 namespace ptsim::hw {
 
+namespace {
+
+// The head dimension FlashAttention's kernel computes for a model's `d`: FA2 rounds it up
+// to a multiple of 32 (Dao-AILab/flash-attention csrc/flash_attn/flash_api.cpp, mha_fwd /
+// mha_bwd: head_size_rounded = round_multiple(head_size, 32), the kernel dispatched on
+// it), FA3 to 64, 96, 128, 192 or 256 (hopper/flash_api.cpp round_up_headdim).
+std::int64_t flash_kernel_head_dim(const std::string& kind, std::int64_t d) {
+  if (kind != "fa3") return (d + 31) / 32 * 32;
+  for (const std::int64_t compiled : {64, 96, 128, 192, 256})
+    if (d <= compiled) return compiled;
+  return d;
+}
+
+}  // namespace
+
 ComputeCostModel::ComputeCostModel(GpuSpec gpu)
     : gpu_(std::move(gpu)), eff_(gpu_.efficiency), attention_kernel_(gpu_.attention_kernel) {}
 
@@ -113,18 +128,12 @@ Seconds ComputeCostModel::attention_seconds(const KernelDesc& k) const {
   // attention in full (model-FLOPs convention), so halve it here. Ring attention
   // (seq_kv = cp·seq_q) runs one kernel per K/V chunk of seq_q keys.
   double flops = k.causal ? 0.5 * k.flops : k.flops;
-  // FlashAttention runs the kernel compiled for a head dimension at least the model's:
-  // FA2 rounds it up to a multiple of 32 (Dao-AILab/flash-attention csrc/flash_attn/
-  // flash_api.cpp, mha_fwd / mha_bwd: head_size_rounded = round_multiple(head_size, 32),
-  // the kernel dispatched on it), FA3 to 64, 96, 128, 192 or 256 (hopper/flash_api.cpp
-  // round_up_headdim). MPT-30B's 112 computes as 128 under both. cuDNN's fused attention
-  // takes any multiple of 8.
-  if (k.head_dim > 0 && attention_kernel_ != "cudnn") {
-    const std::int64_t d = k.head_dim;
-    std::int64_t padded = (d + 31) / 32 * 32;
-    if (attention_kernel_ == "fa3") padded = d <= 64 ? 64 : d <= 96 ? 96 : d <= 128 ? 128 : d <= 192 ? 192 : 256;
-    flops *= static_cast<double>(std::max(padded, d)) / static_cast<double>(d);
-  }
+  // FlashAttention computes the head dimension its kernel was compiled for
+  // (flash_kernel_head_dim): MPT-30B's 112 as 128. cuDNN's fused attention takes any
+  // multiple of 8.
+  if (k.head_dim > 0 && attention_kernel_ != "cudnn")
+    flops *=
+        static_cast<double>(flash_kernel_head_dim(attention_kernel_, k.head_dim)) / static_cast<double>(k.head_dim);
   double launches = 1;
   if (k.seq_q > 0 && k.seq_kv > 0) {
     eff *= attention_length_factor(gpu_, std::min(k.seq_q, k.seq_kv));

@@ -26,6 +26,8 @@ inline constexpr std::int64_t kMaxHeads = 65'536;           // attention heads, 
 inline constexpr std::int64_t kMaxHiddenSize = 1 << 20;     // 1,048,576
 inline constexpr std::int64_t kMaxFfnHiddenSize = 1 << 24;  // 16,777,216
 inline constexpr std::int64_t kMaxVocabSize = 1 << 24;
+inline constexpr std::int64_t kMaxSeqLength = 1 << 24;  // tokens
+inline constexpr std::int64_t kMaxExperts = 65'536;
 
 // Megatron-LM's padded vocabulary (megatron/training/tokenizer/tokenizer.py
 // _vocab_size_with_padding): the next multiple of make_vocab_size_divisible_by × tp.
@@ -33,8 +35,6 @@ inline std::int64_t megatron_padded_vocab(std::int64_t vocab, std::int64_t divis
   const std::int64_t multiple = divisible * tp;
   return (vocab + multiple - 1) / multiple * multiple;
 }
-inline constexpr std::int64_t kMaxSeqLength = 1 << 24;  // tokens
-inline constexpr std::int64_t kMaxExperts = 65'536;
 
 struct ModelSpec {
   std::string name;

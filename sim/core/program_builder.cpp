@@ -885,9 +885,7 @@ class Builder {
         if (ws > 0) b.push_back(mem(InstrKind::release, MemCat::activations, ws, "recompute working set"));
       }
       zero3_after(b, fetch, blocks, l, true);
-      if (!split()) {
-        block_grads_ready(b, l);
-      }
+      if (!split()) block_grads_ready(b, l);
       tag_layer(b, first_instr, l);
     }
     if (fw_.bf16_optimizer) {
