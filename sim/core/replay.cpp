@@ -292,6 +292,28 @@ void Replay::on_resume(void* ctx, std::uint64_t arg) {
 }
 
 void Replay::advance(RankState& r) {
+  run_rank(r);
+  run_ready();
+}
+
+// The ranks queued to run on (ready_), in their order; those they queue in turn run
+// behind them. Once, from the outermost caller: a queued rank's collective can end inline
+// again while others of its group are still queued.
+void Replay::run_ready() {
+  if (draining_ || ready_.empty()) return;
+  draining_ = true;
+  for (std::size_t i = 0; i < ready_.size(); ++i) {
+    RankState& r = ranks_[static_cast<std::size_t>(ready_[i].slot)];
+    if (ready_[i].after_block)
+      continue_after_block(r);
+    else
+      advance(r);
+  }
+  ready_.clear();
+  draining_ = false;
+}
+
+void Replay::run_rank(RankState& r) {
   auto& st = tally_[static_cast<std::size_t>(r.slot)];
   r.block = Block::none;
   for (;;) {
@@ -471,11 +493,10 @@ void Replay::continue_after_block(RankState& r) {
   mark_finished(r);
 }
 
-bool Replay::start_session(GroupState& g, Dim d) {
+bool Replay::start_session(GroupState& g, Dim d, Tick now) {
   const auto& members = g.resuming;
   const RankState& lead = ranks_[static_cast<std::size_t>(members[0])];
   const Tally& lt = tally_[static_cast<std::size_t>(lead.slot)];
-  const Tick now = engine_.now();
   const auto held = [this](const RankState& r) {
     return paired_steps_ && !mail_[static_cast<std::size_t>(r.slot)].held_sends.empty();
   };
@@ -518,7 +539,7 @@ void Replay::end_session(RankState& lead, bool finished) {
     if (finished)
       mark_finished(r);
     else
-      released_.push_back(slot);
+      ready_.push_back({slot, false});  // at the instruction that ended the session
   }
   g.followers.clear();
   lead.leading = false;
@@ -538,6 +559,17 @@ void Replay::arrive(RankState& r, Dim d, int channel, const Instr& in, Tick at) 
   g.waiters.push_back(r.slot);
   if (g.arrived < g.expected) return;
   const GroupShape& shape = shape_of(g, d, gid);
+  // A tensor-parallel collective the transport can time at once (Transport::run_inline)
+  // ends without an event: its members go on from its end (ReplayOptions::inline_groups).
+  if (channel < 0 && d == Dim::tp && opt_.inline_collectives && opt_.inline_groups) {
+    const Tick start = std::max(g.start, engine_.now());
+    const Tick dur = transport_.run_inline(engine_, start, g.coll, d, gid, shape, g.bytes);
+    if (dur >= 0) {  // what on_group_done does at its end, without the event
+      take_members(g, d, gid);
+      finish_blocking(g, d, start, start + dur);  // run on once the rank now running blocks (advance)
+      return;
+    }
+  }
   const std::uint64_t arg = static_cast<std::uint64_t>(d) | (static_cast<std::uint64_t>(channel + 1) << 8) |
                             (static_cast<std::uint64_t>(gid) << 16);
   // The last member may arrive ahead of the engine's clock (it ran ahead through
@@ -571,6 +603,56 @@ void Replay::start_async(RankState& r, int channel, Tick at) {
   arrive(r, op.instr->dim, channel, *op.instr, std::max(at, op.at));
 }
 
+// The group's collective ended: its waiters become the members resuming from it.
+void Replay::take_members(GroupState& g, Dim d, int gid) {
+  g.wire += transport_.wire_bytes(g.coll, d, shape_of(g, d, gid), g.bytes);
+  std::swap(g.waiters, g.resuming);
+  g.waiters.clear();
+  g.arrived = 0;
+  g.start = 0;
+}
+
+// The members of a blocking collective that ran from `start` to `now`: their waiting
+// time, or the compute beside it (kBesideNext); each is at `now` (or its compute's end).
+void Replay::settle_members(GroupState& g, Dim d, Tick start, Tick now) {
+  const int di = static_cast<int>(d);
+  const std::size_t n = g.resuming.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    prefetch_member(g, i + kPrefetchAhead);
+    const std::int32_t slot = g.resuming[i];
+    RankState& r = ranks_[static_cast<std::size_t>(slot)];
+    auto& st = tally_[static_cast<std::size_t>(slot)];
+    if (current_list(r)[r.pc].flags & kBesideNext) {
+      run_beside(r, st, start, now);
+      continue;
+    }
+    // Waiting for slower peers of the model-parallel sync is pipeline imbalance when
+    // there is a pipeline; with one stage it is waiting on communication (peers held
+    // up by their own collectives), not a bubble.
+    if (d == Dim::mp && program_.stages.size() > 1) {
+      st.bubble += start - r.wait_start;
+      st.exposed[di] += now - start;
+    } else {
+      st.exposed[di] += now - r.wait_start;
+    }
+    if (traced_stream_dim(d) && opt_.trace) record(span_of(r, 0, current_list(r)[r.pc], start, now));
+    r.t = now;
+  }
+}
+
+// A blocking collective (its members taken, take_members) ran from `start` to `end`: its
+// members' waits settled, then they (or, in a lockstep session, running or begun now, its
+// leader alone) queue to run on (run_ready).
+void Replay::finish_blocking(GroupState& g, Dim d, Tick start, Tick end) {
+  for (std::size_t i = 0; i < kPrefetchAhead; ++i) prefetch_member(g, i);
+  settle_members(g, d, start, end);
+  if (!g.followers.empty() || (g.resuming.size() > 1 && sessions_ && start_session(g, d, end))) {
+    ready_.push_back({g.resuming[0], true});
+    return;
+  }
+  for (std::int32_t slot : g.resuming) ready_.push_back({slot, true});
+}
+
 void Replay::on_group_done(void* ctx, std::uint64_t arg) {
   auto* self = static_cast<Replay*>(ctx);
   const Dim d = static_cast<Dim>(arg & 0xff);
@@ -580,67 +662,19 @@ void Replay::on_group_done(void* ctx, std::uint64_t arg) {
   GroupState& g = self->group(d, channel, gid);
   const Tick now = self->engine_.now();
   const Tick start = g.start;
-  g.wire += self->transport_.wire_bytes(g.coll, d, self->shape_of(g, d, gid), g.bytes);
-  std::swap(g.waiters, g.resuming);
-  g.waiters.clear();
-  g.arrived = 0;
-  g.start = 0;
-  const int di = static_cast<int>(d);
-  // The members' states are scattered over 16k-65k ranks: fetch them kAhead members ahead
-  // while earlier ones run on (their cache misses were a fifth of a 16k every-rank run;
-  // 4 ahead measured a little better than 1 on 16k at 512 sequences). Inlined by
-  // force: GCC 12 takes an out-of-line lambda that only prefetches for a function without
-  // effects and deletes its calls, so before this no prefetch was issued here at all.
+  self->take_members(g, d, gid);
   const std::size_t n = g.resuming.size();
-  auto prefetch = [self, &g, n](std::size_t i) __attribute__((always_inline)) {
-    if (i >= n) return;
-    const auto slot = static_cast<std::size_t>(g.resuming[i]);
-    __builtin_prefetch(&self->ranks_[slot]);
-    __builtin_prefetch(reinterpret_cast<const char*>(&self->ranks_[slot]) + 64);
-    __builtin_prefetch(&self->tally_[slot]);
-  };
-  constexpr std::size_t kAhead = 4;
-  for (std::size_t i = 0; i < kAhead; ++i) prefetch(i);
   if (!async) {
-    for (std::size_t i = 0; i < n; ++i) {
-      prefetch(i + kAhead);
-      const std::int32_t slot = g.resuming[i];
-      RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
-      auto& st = self->tally_[static_cast<std::size_t>(slot)];
-      if (self->current_list(r)[r.pc].flags & kBesideNext) {
-        self->run_beside(r, st, start, now);
-        continue;
-      }
-      // Waiting for slower peers of the model-parallel sync is pipeline imbalance when
-      // there is a pipeline; with one stage it is waiting on communication (peers held
-      // up by their own collectives), not a bubble.
-      if (d == Dim::mp && self->program_.stages.size() > 1) {
-        st.bubble += start - r.wait_start;
-        st.exposed[di] += now - start;
-      } else {
-        st.exposed[di] += now - r.wait_start;
-      }
-      if (traced_stream_dim(d) && self->opt_.trace)
-        self->record(self->span_of(r, 0, self->current_list(r)[r.pc], start, now));
-      r.t = now;
-    }
-    // In a lockstep session (running, or begun now) only the leader runs on.
-    if (!g.followers.empty() || (n > 1 && self->sessions_ && self->start_session(g, d))) {
-      self->continue_after_block(self->ranks_[static_cast<std::size_t>(g.resuming[0])]);
-      // The frozen members the leader gave back run on after it, in their order.
-      for (std::size_t i = 0; i < self->released_.size(); ++i)
-        self->advance(self->ranks_[static_cast<std::size_t>(self->released_[i])]);
-      self->released_.clear();
-      return;
-    }
-    for (std::int32_t slot : g.resuming) self->continue_after_block(self->ranks_[static_cast<std::size_t>(slot)]);
+    self->finish_blocking(g, d, start, now);
+    self->run_ready();
     return;
   }
   // Async stream: finish the op on every member, start its next queued op, then
   // wake ranks whose compute stream waits on the op's channel.
+  for (std::size_t i = 0; i < kPrefetchAhead; ++i) self->prefetch_member(g, i);
   int done_channel = channel;
   for (std::size_t i = 0; i < n; ++i) {
-    prefetch(i + kAhead);
+    self->prefetch_member(g, i + kPrefetchAhead);
     const std::int32_t slot = g.resuming[i];
     RankState& r = self->ranks_[static_cast<std::size_t>(slot)];
     auto& own = self->channels_[static_cast<std::size_t>(slot)];

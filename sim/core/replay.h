@@ -123,6 +123,13 @@ struct ReplayOptions {
   // (Transport::run_inline) is run through like compute, without an event: the same results
   // with fewer events; off only to test that, and where a transport throws InlineConflict.
   bool inline_collectives = true;
+  // With inline_collectives: a tensor-parallel collective outside a session that the
+  // transport can time when its last member arrives (Transport::run_inline) ends without an
+  // event too; its members run on from its end (Replay::finish_blocking). The same results
+  // with fewer events (the members of a ZeRO-3 run's groups seldom resume in one state: each
+  // rank's async gathers end when its own network allows); off only to test that, and
+  // after an InlineConflict (more ranks run ahead of the clock this way).
+  bool inline_groups = true;
 };
 
 // Sets Instr::duration of every data- and expert-parallel launch of `p` to that
@@ -249,8 +256,10 @@ class Replay {
   bool skipped_in_step(const RankState& r, const Instr& in) const;
   void release_held_sends(RankState& r);
   void start_send(std::uint32_t idx, Tick at);
-  // Runs the rank from its current instruction until it blocks or finishes.
+  // Runs the rank from its current instruction until it blocks or finishes, then (unless
+  // already doing so further up) the ranks queued in ready_ meanwhile.
   void advance(RankState& r);
+  void run_rank(RankState& r);
   // An instruction that meets other ranks or the clock; false when the rank blocks.
   bool interact(RankState& r, const Instr& in, Tally& st);
   bool collective_on_compute_stream(RankState& r, const Instr& in, Tally& st);
@@ -275,11 +284,11 @@ class Replay {
   // and its arrivals count for the group, while the others stay frozen. At the first
   // other instruction (a send, receive, launch, wait, another group's collective) or the
   // end, end_session gives each frozen member the leader's state and the leader's sums
-  // since the start; on_group_done then runs them on, after the leader, in the order the
+  // since the start; they run on after the leader (ready_), in the order the
   // members resumed. Nothing is reordered (test: every JSON identical with and without
   // sessions), and a tensor-parallel group's resume costs one member instead of eight.
   // Off when tracing (each traced rank records its own spans) and when folded.
-  bool start_session(GroupState& g, Dim d);
+  bool start_session(GroupState& g, Dim d, Tick now);
   void end_session(RankState& leader, bool finished);
   void mark_finished(RankState& r);
   bool next_instr(RankState& r) {
@@ -294,6 +303,23 @@ class Replay {
   // framework runs the DP group's collectives on one stream (Program::dp_one_stream).
   int stream_of(int c) const { return c == kGatherChannel && program_.dp_one_stream ? static_cast<int>(Dim::dp) : c; }
   void start_async(RankState& r, int channel, Tick at);
+  void take_members(GroupState& g, Dim d, int gid);
+  void settle_members(GroupState& g, Dim d, Tick start, Tick now);
+  void finish_blocking(GroupState& g, Dim d, Tick start, Tick end);
+  void run_ready();
+  // The members' states are scattered over 16k-65k ranks: the loops over a finished group's
+  // members fetch them kPrefetchAhead members ahead while earlier ones run on (their cache
+  // misses were a fifth of a 16k every-rank run; 4 ahead measured a little better than 1 on
+  // 16k at 512 sequences). Inlined by force: GCC 12 took an out-of-line lambda that only
+  // prefetches for a function without effects and deleted its calls.
+  static constexpr std::size_t kPrefetchAhead = 4;
+  __attribute__((always_inline)) void prefetch_member(const GroupState& g, std::size_t i) const {
+    if (i >= g.resuming.size()) return;
+    const auto slot = static_cast<std::size_t>(g.resuming[i]);
+    __builtin_prefetch(&ranks_[slot]);
+    __builtin_prefetch(reinterpret_cast<const char*>(&ranks_[slot]) + 64);
+    __builtin_prefetch(&tally_[slot]);
+  }
   bool wait_satisfied(const RankState& r, const Instr& in) const;
   void send(RankState& r, const Instr& in);
   void resume_after_wait(RankState& r);
@@ -351,7 +377,14 @@ class Replay {
   bool sessions_ = false;  // lockstep sessions on (not tracing, not folded)
   std::uint64_t sessions_started_ = 0;
   bool paired_steps_ = false;           // a schedule with F&B pairs (held sends)
-  std::vector<std::int32_t> released_;  // frozen members end_session gave back, to run on
+  // Ranks to run on once the one running blocks (advance): members of a collective run
+  // inline (arrive, finish_blocking), frozen members a session's end gave back (end_session).
+  struct Ready {
+    std::int32_t slot;
+    bool after_block;  // on from its next instruction (continue_after_block), else from its current one
+  };
+  std::vector<Ready> ready_;
+  bool draining_ = false;
 };
 
 }  // namespace ptsim::sim

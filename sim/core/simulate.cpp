@@ -200,8 +200,8 @@ void add_verdicts(Result& r, const Scenario& s) {
 
 // Runs `attempt`, which builds a fresh transport and replay from `ro` and runs it; when the
 // transport finds traffic that could have met a collective the replay ran inline
-// (InlineConflict, Transport::run_inline), runs it again with inlining off. Returns how many
-// times it had to (0 or 1).
+// (InlineConflict, Transport::run_inline), runs it again with less inlining. Returns how many
+// times it had to (0 to 2).
 template <class Attempt>
 int run_with_inline_fallback(ReplayOptions& ro, Attempt attempt) {
   for (int conflicts = 0;; ++conflicts) {
@@ -210,7 +210,12 @@ int run_with_inline_fallback(ReplayOptions& ro, Attempt attempt) {
       return conflicts;
     } catch (const InlineConflict&) {
       if (!ro.inline_collectives) throw;
-      ro.inline_collectives = false;
+      // First without the groups' inlining (more ranks ahead of the clock, more chances to
+      // conflict), then without the sessions' too.
+      if (ro.inline_groups)
+        ro.inline_groups = false;
+      else
+        ro.inline_collectives = false;
     }
   }
 }
@@ -379,6 +384,7 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt_in) {
   ro.lockstep_sessions = opt.lockstep_sessions;
   ro.deferred_starts = opt.deferred_starts;
   ro.inline_collectives = opt.inline_collectives && !opt.transport;  // a given transport cannot start over
+  ro.inline_groups = opt.inline_groups;
   if (slow) ro.compute_scale = s.cluster.slow_factor;
   AnalyticTransport analytic(*coll);
   std::unique_ptr<NetworkTransport> shared_net;

@@ -29,6 +29,7 @@ struct SimulateOptions {
   bool lockstep_sessions = true;   // ReplayOptions::lockstep_sessions (off only to test it)
   bool deferred_starts = true;     // ReplayOptions::deferred_starts (off only to test it)
   bool inline_collectives = true;  // ReplayOptions::inline_collectives (off only to test it)
+  bool inline_groups = true;       // ReplayOptions::inline_groups (off only to test it)
 };
 
 struct Simulation {
@@ -36,8 +37,9 @@ struct Simulation {
   Program program;  // kept for the trace writer (labels)
   std::vector<Span> spans;
   std::uint64_t lockstep_sessions = 0;  // Replay::sessions(): how often the replay ran a group as one member
-  // 1 when the link-sharing network found traffic that could have met a collective the replay
-  // had run inline (InlineConflict), so the iteration was replayed without inlining; else 0.
+  // How often the link-sharing network found traffic that could have met a collective the
+  // replay had run inline (InlineConflict), so the iteration was replayed with less inlining:
+  // 1 without the groups' (ReplayOptions::inline_groups), 2 without any; else 0.
   int inline_conflicts = 0;
 };
 

@@ -119,6 +119,7 @@ TEST(ReplayLockstep, DeferredStartsGiveTheSameJsonWithFewerEvents) {
     auto result = [&](bool deferred) {
       SimulateOptions o;
       o.deferred_starts = deferred;
+      o.inline_collectives = false;  // an inline collective needs no start at all
       Result r = simulate(c.s, o).result;
       r.sim_wall_time_s = 0;
       return r;
@@ -141,6 +142,7 @@ TEST(ReplayLockstep, InlineCollectivesGiveTheSameJsonWithFewerEvents) {
     auto result = [&](bool inlined, int* conflicts) {
       SimulateOptions o;
       o.inline_collectives = inlined;
+      o.inline_groups = false;  // the sessions' alone (the groups': their own test below)
       Simulation sim = simulate(c.s, o);
       if (conflicts) *conflicts = sim.inline_conflicts;
       sim.result.sim_wall_time_s = 0;
@@ -159,12 +161,41 @@ TEST(ReplayLockstep, InlineCollectivesGiveTheSameJsonWithFewerEvents) {
   EXPECT_EQ(fewer, static_cast<int>(plan_kinds().size()) - 2);
 }
 
+// A tensor-parallel collective outside a session that the transport can time when its
+// last member arrives runs inline too (ReplayOptions::inline_groups): its members run on
+// from its end without an event. The same JSON as without, with fewer events on every plan
+// with tensor parallelism (its members need not resume in one state), as many on the
+// others; where it conflicts, the replay goes on with the sessions' inlining alone.
+TEST(ReplayLockstep, InlineGroupsGiveTheSameJsonWithFewerEvents) {
+  for (const auto& c : plan_kinds()) {
+    auto result = [&](bool groups, int* conflicts) {
+      SimulateOptions o;
+      o.inline_groups = groups;
+      Simulation sim = simulate(c.s, o);
+      if (conflicts) *conflicts = sim.inline_conflicts;
+      sim.result.sim_wall_time_s = 0;
+      return sim.result;
+    };
+    int conflicts = -1;
+    Result with = result(true, &conflicts), without = result(false, nullptr);
+    EXPECT_EQ(conflicts, 0) << c.what;
+    if (c.s.plan.par.tp > 1)
+      EXPECT_LT(with.events, without.events) << c.what;
+    else
+      EXPECT_EQ(with.events, without.events) << c.what;
+    with.events = without.events = 0;
+    EXPECT_EQ(first_difference(to_json_text(with), to_json_text(without)), "") << c.what;
+  }
+}
+
 // A conflict: tp 2 x dp 4 in one node, ZeRO-0, rank 0's tensor-parallel group 1.5x slow.
 // The fast groups launch their first gradient bucket and run on, inline, into the last
 // backward; the bucket's ring starts only when the slow group launches it, and its first
 // template takes NVSwitch ports of groups whose inline collectives have not ended. The
-// iteration is replayed without inlining: the same JSON as never inlining. With tp 4 the
-// ring meets no open inline collective: no conflict, fewer events, the same JSON.
+// iteration is replayed with the sessions' inlining alone, which conflicts again, then
+// without inlining: the same JSON as never inlining. With tp 4 the ring meets an open
+// inline collective of the slow group (no session: its members differ in speed) only when
+// groups inline: one replay with the sessions' alone, fewer events, the same JSON.
 TEST(ReplayLockstep, InlineConflictReplaysWithoutInlining) {
   for (const int tp : {2, 4}) {
     const Scenario s =
@@ -175,7 +206,7 @@ TEST(ReplayLockstep, InlineConflictReplaysWithoutInlining) {
     SimulateOptions off;
     off.inline_collectives = false;
     Simulation a = simulate(s), b = simulate(s, off);
-    EXPECT_EQ(a.inline_conflicts, tp == 2 ? 1 : 0) << tp;
+    EXPECT_EQ(a.inline_conflicts, tp == 2 ? 2 : 1) << tp;
     EXPECT_EQ(b.inline_conflicts, 0) << tp;
     if (tp == 2)
       EXPECT_EQ(a.result.events, b.result.events);
