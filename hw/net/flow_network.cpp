@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "hw/errors.h"
@@ -11,6 +12,49 @@ namespace ptsim::hw::net {
 
 FlowNetwork::FlowNetwork(const Topology& topo) : topo_(topo), link_(topo.num_links()) {
   for (LinkId l = 0; l < topo.num_links(); ++l) link_[l].capacity = topo.link(l).bandwidth;
+}
+
+void FlowNetwork::contract_series_links() {
+  const std::size_t nl = topo_.num_links();
+  // Out- and in-links by vertex, for the vertices a chain passes (not GPUs: flows end there).
+  std::vector<std::uint32_t> out_n(topo_.num_vertices(), 0);
+  std::vector<std::array<LinkId, 2>> out(topo_.num_vertices()), in(topo_.num_vertices());
+  std::vector<std::uint32_t> in_n(topo_.num_vertices(), 0);
+  for (LinkId l = 0; l < nl; ++l) {
+    const Link& k = topo_.link(l);
+    if (out_n[k.src] < 2) out[k.src][out_n[k.src]] = l;
+    ++out_n[k.src];
+    if (in_n[k.dst] < 2) in[k.dst][in_n[k.dst]] = l;
+    ++in_n[k.dst];
+  }
+  std::vector<LinkId> parent(nl);
+  for (LinkId l = 0; l < nl; ++l) parent[l] = l;
+  auto find = [&](LinkId l) {
+    while (parent[l] != l) l = parent[l] = parent[parent[l]];
+    return l;
+  };
+  for (VertexId v = 0; v < topo_.num_vertices(); ++v) {
+    const VertexKind kind = topo_.kind(v);
+    if ((kind != VertexKind::nic && kind != VertexKind::pcie_switch) || out_n[v] != 2 || in_n[v] != 2) continue;
+    const VertexId a = topo_.link(out[v][0]).dst, b = topo_.link(out[v][1]).dst;
+    if (a == b) continue;
+    for (LinkId i : in[v]) {  // a -> v goes on v -> b, b -> v on v -> a
+      const LinkId o = topo_.link(i).src == a ? out[v][1] : out[v][0];
+      parent[find(i)] = find(o);
+    }
+  }
+  // The kept link of each chain: the narrowest, the lowest id on a tie.
+  std::vector<LinkId> best(nl, ~LinkId{0});
+  for (LinkId l = 0; l < nl; ++l) {
+    LinkId& k = best[find(l)];
+    if (k == ~LinkId{0} || topo_.link(l).bandwidth < topo_.link(k).bandwidth) k = l;
+  }
+  series_rep_.resize(nl);
+  series_len_.assign(nl, 0);
+  for (LinkId l = 0; l < nl; ++l) {
+    series_rep_[l] = best[find(l)];
+    ++series_len_[series_rep_[l]];
+  }
 }
 
 namespace {
@@ -40,6 +84,29 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> path, Bytes bytes, Seconds 
   PTSIM_CHECK(mult.empty() || mult.size() == path.size(), "FlowNetwork: {} multiplicities for a path of {} links",
               mult.size(), path.size());
   for (std::uint16_t m : mult) PTSIM_CHECK(m >= 1, "FlowNetwork: a path multiplicity must be >= 1, got {}", m);
+  Seconds latency = 0;
+  if (pay_latency)
+    for (LinkId l : path) latency += topo_.link(l).latency;
+  if (!series_rep_.empty()) {  // one link of each chain (contract_series_links)
+    path_scratch_.clear();
+    mult_scratch_.clear();
+    // Chains crossed whole: as many of the path's links lie in chains as the chains it
+    // keeps a link of are long.
+    std::uint32_t in_chains = 0, kept_chains = 0;
+    for (std::size_t k = 0; k < path.size(); ++k) {
+      const LinkId rep = series_rep_[path[k]];
+      const std::uint32_t len = series_len_[rep];
+      if (len > 1) ++in_chains;
+      if (rep != path[k]) continue;
+      if (len > 1) kept_chains += len;
+      path_scratch_.push_back(path[k]);
+      if (!mult.empty()) mult_scratch_.push_back(mult[k]);
+    }
+    PTSIM_CHECK(in_chains == kept_chains, "FlowNetwork: a path crosses part of a chain of series links ({} of {})",
+                in_chains, kept_chains);
+    path = path_scratch_;
+    mult = mult_scratch_;
+  }
   const FlowId id = take_slot(free_ids_, flows_);
   if (stamps_.size() < flows_.size()) stamps_.resize(flows_.size());
   if (due_pos_.size() < flows_.size()) due_pos_.resize(flows_.size(), kNotQueued);
@@ -47,9 +114,6 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> path, Bytes bytes, Seconds 
   Flow& f = flows_[id];
   f.set_path(path, mult);
   f.total = f.remaining = bytes;
-  Seconds latency = 0;
-  if (pay_latency)
-    for (LinkId l : path) latency += topo_.link(l).latency;
   f.activate_at = std::max(start, now_) + latency;
   f.updated = f.activate_at;
   f.finish_at = kNever;
@@ -263,12 +327,12 @@ Bytes FlowNetwork::remaining(FlowId id) const {
 }
 
 Bytes FlowNetwork::link_bytes(LinkId l) const {
-  const LinkState& ls = link_[l];
+  const LinkState& ls = link_[series_rep_.empty() ? l : series_rep_[l]];
   return ls.bytes + ls.load * std::max(0.0, now_ - ls.updated);
 }
 
 Seconds FlowNetwork::link_busy_time(LinkId l) const {
-  const LinkState& ls = link_[l];
+  const LinkState& ls = link_[series_rep_.empty() ? l : series_rep_[l]];
   return ls.busy + (ls.load > 0 ? std::max(0.0, now_ - ls.updated) : 0.0);
 }
 

@@ -144,6 +144,17 @@ class FlowNetwork {
   // bytes counted under `tag` see q (q × k × bytes in all); rates are per queue pair.
   FlowId add_flow(std::span<const LinkId> path, Bytes bytes, Seconds start, int tag = 0, bool pay_latency = true,
                   std::uint32_t weight = 1, std::uint32_t copies = 1, std::span<const std::uint16_t> mult = {});
+  // Series links: a NIC or PCIe switch with exactly two neighbours passes every flow that
+  // enters from one on to the other (no route turns back), so the links of such a chain
+  // (GPU -> PCIe switch -> NIC -> leaf, and back) carry the same flows: only the narrowest
+  // can bind, and the others add nothing to a max-min solve but work. After this call a
+  // flow's path keeps one link of each chain it crosses (the narrowest; the first on a tie)
+  // and drops the rest; their statistics are the kept link's (the same flows). Every path
+  // must then cross a chain whole or not at all (a routed path between GPUs does; checked).
+  // Rates, times and bytes are the per-link solve's (tests/hw/net: the randomized reference
+  // tests with and without). An inter-node flow of a DGX-style node crosses 4 links
+  // instead of 8.
+  void contract_series_links();
   // Drops an unfinished flow; its delivered bytes stay counted.
   void cancel(FlowId id);
 
@@ -347,6 +358,12 @@ class FlowNetwork {
   void due_remove(FlowId id);
 
   const Topology& topo_;
+  // contract_series_links: by link, the link of its chain that flows keep (itself when it
+  // is in no chain or kept), and by kept link, its chain's length (1: none); empty = off.
+  std::vector<LinkId> series_rep_;
+  std::vector<std::uint32_t> series_len_;
+  std::vector<LinkId> path_scratch_;
+  std::vector<std::uint16_t> mult_scratch_;
   std::vector<Flow> flows_;
   std::vector<FlowStamps> stamps_;  // by FlowId, sized with flows_
   std::vector<FlowId> free_ids_;

@@ -27,6 +27,7 @@ std::string percent(double x) { return fmt::format("{:.0f}%", 100 * x); }
 
 NetworkTransport::NetworkTransport(NetworkModel& model, const CollectiveCost& cost)
     : model_(model), cost_(cost), net_(model.topology()) {
+  net_.contract_series_links();  // its paths are routes between GPUs
   const std::size_t links = model.topology().num_links();
   use_.assign(links, LinkUse{kNone, 0, 0.0});
   fast_comp_.assign(links, 0);
