@@ -57,6 +57,27 @@ void FlowNetwork::contract_series_links() {
   }
 }
 
+void FlowNetwork::contract_path(std::vector<LinkId>& path, std::vector<std::uint16_t>& mult) const {
+  if (series_rep_.empty()) return;
+  // Chains crossed whole: as many of the path's links lie in chains as the chains it keeps
+  // a link of are long.
+  std::uint32_t in_chains = 0, kept_chains = 0;
+  std::size_t n = 0;
+  for (std::size_t k = 0; k < path.size(); ++k) {
+    const LinkId rep = series_rep_[path[k]];
+    const std::uint32_t len = series_len_[rep];
+    if (len > 1) ++in_chains;
+    if (rep != path[k]) continue;
+    if (len > 1) kept_chains += len;
+    if (!mult.empty()) mult[n] = mult[k];
+    path[n++] = path[k];
+  }
+  PTSIM_CHECK(in_chains == kept_chains, "FlowNetwork: a path crosses part of a chain of series links ({} of {})",
+              in_chains, kept_chains);
+  path.resize(n);
+  if (!mult.empty()) mult.resize(n);
+}
+
 namespace {
 
 // Min-heap order on HeapEntry::key, then id (std heap functions build max-heaps).
@@ -87,26 +108,12 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> path, Bytes bytes, Seconds 
   Seconds latency = 0;
   if (pay_latency)
     for (LinkId l : path) latency += topo_.link(l).latency;
-  if (!series_rep_.empty()) {  // one link of each chain (contract_series_links)
-    path_scratch_.clear();
-    mult_scratch_.clear();
-    // Chains crossed whole: as many of the path's links lie in chains as the chains it
-    // keeps a link of are long.
-    std::uint32_t in_chains = 0, kept_chains = 0;
-    for (std::size_t k = 0; k < path.size(); ++k) {
-      const LinkId rep = series_rep_[path[k]];
-      const std::uint32_t len = series_len_[rep];
-      if (len > 1) ++in_chains;
-      if (rep != path[k]) continue;
-      if (len > 1) kept_chains += len;
-      path_scratch_.push_back(path[k]);
-      if (!mult.empty()) mult_scratch_.push_back(mult[k]);
-    }
-    PTSIM_CHECK(in_chains == kept_chains, "FlowNetwork: a path crosses part of a chain of series links ({} of {})",
-                in_chains, kept_chains);
-    path = path_scratch_;
-    mult = mult_scratch_;
-  }
+  PTSIM_CHECK(series_rep_.empty() || !pay_latency,
+              "FlowNetwork: with series links contracted a path's latency is the caller's (pay_latency = false)");
+  if (!series_rep_.empty())
+    for (LinkId l : path)
+      PTSIM_CHECK(series_rep_[l] == l, "FlowNetwork: link {} of a path was contracted away (contract_path)",
+                  topo_.link_name(l));
   const FlowId id = take_slot(free_ids_, flows_);
   if (stamps_.size() < flows_.size()) stamps_.resize(flows_.size());
   if (due_pos_.size() < flows_.size()) due_pos_.resize(flows_.size(), kNotQueued);

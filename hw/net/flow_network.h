@@ -149,12 +149,18 @@ class FlowNetwork {
   // (GPU -> PCIe switch -> NIC -> leaf, and back) carry the same flows: only the narrowest
   // can bind, and the others add nothing to a max-min solve but work. After this call a
   // flow's path keeps one link of each chain it crosses (the narrowest; the first on a tie)
-  // and drops the rest; their statistics are the kept link's (the same flows). Every path
-  // must then cross a chain whole or not at all (a routed path between GPUs does; checked).
-  // Rates, times and bytes are the per-link solve's (tests/hw/net: the randomized reference
-  // tests with and without). An inter-node flow of a DGX-style node crosses 4 links
-  // instead of 8.
+  // and drops the rest (contract_path; add_flow then takes only kept links, and the path's
+  // latency from the caller: pay_latency = false); their statistics are the kept link's
+  // (the same flows). Rates, times and bytes are the per-link solve's (test
+  // FlowNetworkSeries). An inter-node flow crosses 6 links instead of 8 on a DGX-style node
+  // with two GPUs and NICs per PCIe switch, 4 with a switch per GPU.
   void contract_series_links();
+  // Drops from `path` the links of each chain it crosses but the kept one (and their
+  // entries of `mult`, when not empty). The path must cross a chain whole or not at all (a
+  // routed path between GPUs does; checked). Nothing without contract_series_links.
+  void contract_path(std::vector<LinkId>& path, std::vector<std::uint16_t>& mult) const;
+  // The link whose statistics stand for `l` (itself, unless contracted away).
+  LinkId series_rep(LinkId l) const { return series_rep_.empty() ? l : series_rep_[l]; }
   // Drops an unfinished flow; its delivered bytes stay counted.
   void cancel(FlowId id);
 
@@ -362,8 +368,6 @@ class FlowNetwork {
   // is in no chain or kept), and by kept link, its chain's length (1: none); empty = off.
   std::vector<LinkId> series_rep_;
   std::vector<std::uint32_t> series_len_;
-  std::vector<LinkId> path_scratch_;
-  std::vector<std::uint16_t> mult_scratch_;
   std::vector<Flow> flows_;
   std::vector<FlowStamps> stamps_;  // by FlowId, sized with flows_
   std::vector<FlowId> free_ids_;

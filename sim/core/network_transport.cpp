@@ -27,7 +27,7 @@ std::string percent(double x) { return fmt::format("{:.0f}%", 100 * x); }
 
 NetworkTransport::NetworkTransport(NetworkModel& model, const CollectiveCost& cost)
     : model_(model), cost_(cost), net_(model.topology()) {
-  net_.contract_series_links();  // its paths are routes between GPUs
+  net_.contract_series_links();  // its paths are routes between GPUs, contracted in get_template
   const std::size_t links = model.topology().num_links();
   use_.assign(links, LinkUse{kNone, 0, 0.0});
   fast_comp_.assign(links, 0);
@@ -117,6 +117,7 @@ const NetworkTransport::Template& NetworkTransport::get_template(CollectiveKind 
         f.qps = static_cast<std::uint32_t>(e.qps);
         i += static_cast<std::size_t>(e.qps) - 1;
       }
+      net_.contract_path(f.path, f.mult);  // one link per chain of series links (latency taken above)
       f.bytes = src.bytes;
       p.alpha = std::max(p.alpha, f.latency);
       for (std::size_t k = 0; k < f.path.size(); ++k) {
@@ -733,7 +734,8 @@ void NetworkTransport::on_net_event(void* ctx, std::uint64_t) {
 
 Bytes NetworkTransport::link_bytes(hw::net::LinkId l) const {
   settle_private();
-  return use_[l].bytes + (private_bytes_.empty() ? 0.0 : private_bytes_[l]) + net_.link_bytes(l);
+  const hw::net::LinkId r = net_.series_rep(l);  // a chain's links carry the same bytes (contract_series_links)
+  return use_[r].bytes + (private_bytes_.empty() ? 0.0 : private_bytes_[r]) + net_.link_bytes(l);
 }
 
 Bytes NetworkTransport::dim_bytes(Dim d) const {

@@ -39,10 +39,13 @@ void run_both(const Topology& t, unsigned seed) {
       int dst = static_cast<int>(rng() % gpus);
       if (dst == src) dst = (dst + 1) % gpus;
       const std::vector<LinkId> p = router.route(t.gpu(src), t.gpu(dst), rng());
+      std::vector<LinkId> q = p;
+      std::vector<std::uint16_t> no_mult;
+      contracted.contract_path(q, no_mult);
       const Bytes bytes = (1 + rng() % 200) * 1e6;
       const std::uint32_t w = 1 + rng() % 3;
-      live.push_back({plain.add_flow(p, bytes, plain.now(), 0, true, w),
-                      contracted.add_flow(p, bytes, contracted.now(), 0, true, w)});
+      live.push_back({plain.add_flow(p, bytes, plain.now(), 0, false, w),
+                      contracted.add_flow(q, bytes, contracted.now(), 0, false, w)});
     }
     if (!live.empty() && rng() % 5 == 0) {
       const std::size_t k = rng() % live.size();
@@ -105,7 +108,8 @@ TEST(FlowNetworkSeries, ChainsKeepTheirNarrowestLinkAndGiveThePerLinkSolve) {
 }
 
 // A path that enters a chain and leaves it part-way (GPU -> PCIe switch only) cannot be
-// told apart from one that crosses it whole once its other links are dropped: refused.
+// told apart from one that crosses it whole once its other links are dropped: refused, as
+// is a path given to add_flow uncontracted.
 TEST(FlowNetworkSeries, APathThroughPartOfAChainIsRefused) {
   NodeParams node;
   node.gpus_per_node = 2;
@@ -116,9 +120,15 @@ TEST(FlowNetworkSeries, APathThroughPartOfAChainIsRefused) {
   const std::vector<LinkId> whole = router.route(t.gpu(0), t.gpu(2));
   FlowNetwork net(t);
   net.contract_series_links();
-  EXPECT_NO_THROW(net.add_flow(whole, 1e6, 0));
-  const std::vector<LinkId> part = {whole[0]};  // GPU -> its PCIe switch
-  EXPECT_THROW(net.add_flow(part, 1e6, 0), InternalError);
+  std::vector<std::uint16_t> no_mult;
+  std::vector<LinkId> q = whole;
+  net.contract_path(q, no_mult);
+  EXPECT_EQ(q.size(), whole.size() - 4);  // a chain of three links at either end keeps one
+  EXPECT_NO_THROW(net.add_flow(q, 1e6, 0, 0, /*pay_latency=*/false));
+  EXPECT_THROW(net.add_flow(whole, 1e6, 0, 0, false), InternalError);
+  EXPECT_THROW(net.add_flow(q, 1e6, 0), InternalError);  // its latency would miss the dropped links'
+  std::vector<LinkId> part = {whole[0]};                 // GPU -> its PCIe switch
+  EXPECT_THROW(net.contract_path(part, no_mult), InternalError);
 }
 
 }  // namespace
