@@ -132,6 +132,17 @@ TEST(ReplayLockstep, DeferredStartsGiveTheSameJsonWithFewerEvents) {
   }
 }
 
+// A run with the sessions' and the groups' inlining on or off (the wall time zeroed: the only
+// field that is not a function of the input).
+Simulation inlined(const Scenario& s, bool sessions, bool groups) {
+  SimulateOptions o;
+  o.inline_collectives = sessions;
+  o.inline_groups = groups;
+  Simulation sim = simulate(s, o);
+  sim.result.sim_wall_time_s = 0;
+  return sim;
+}
+
 // A session's tensor-parallel collective that the transport can time at once runs inline
 // (Transport::run_inline): the leader goes through it as through compute. The same JSON
 // as its event path but the event count, which must drop where a session has one; a
@@ -139,19 +150,11 @@ TEST(ReplayLockstep, DeferredStartsGiveTheSameJsonWithFewerEvents) {
 TEST(ReplayLockstep, InlineCollectivesGiveTheSameJsonWithFewerEvents) {
   int fewer = 0;
   for (const auto& c : plan_kinds()) {
-    auto result = [&](bool inlined, int* conflicts) {
-      SimulateOptions o;
-      o.inline_collectives = inlined;
-      o.inline_groups = false;  // the sessions' alone (the groups': their own test below)
-      Simulation sim = simulate(c.s, o);
-      if (conflicts) *conflicts = sim.inline_conflicts;
-      sim.result.sim_wall_time_s = 0;
-      return sim.result;
-    };
-    int conflicts = -1;
-    Result with = result(true, &conflicts), without = result(false, nullptr);
+    // The sessions' inlining alone (the groups': their own test below).
+    const Simulation on = inlined(c.s, true, false), off = inlined(c.s, false, false);
+    Result with = on.result, without = off.result;
     EXPECT_LE(with.events, without.events) << c.what;
-    EXPECT_EQ(conflicts, 0) << c.what;
+    EXPECT_EQ(on.inline_conflicts, 0) << c.what;
     fewer += with.events < without.events;
     with.events = without.events = 0;
     EXPECT_EQ(first_difference(to_json_text(with), to_json_text(without)), "") << c.what;
@@ -168,17 +171,9 @@ TEST(ReplayLockstep, InlineCollectivesGiveTheSameJsonWithFewerEvents) {
 // others; where it conflicts, the replay goes on with the sessions' inlining alone.
 TEST(ReplayLockstep, InlineGroupsGiveTheSameJsonWithFewerEvents) {
   for (const auto& c : plan_kinds()) {
-    auto result = [&](bool groups, int* conflicts) {
-      SimulateOptions o;
-      o.inline_groups = groups;
-      Simulation sim = simulate(c.s, o);
-      if (conflicts) *conflicts = sim.inline_conflicts;
-      sim.result.sim_wall_time_s = 0;
-      return sim.result;
-    };
-    int conflicts = -1;
-    Result with = result(true, &conflicts), without = result(false, nullptr);
-    EXPECT_EQ(conflicts, 0) << c.what;
+    const Simulation on = inlined(c.s, true, true), off = inlined(c.s, true, false);
+    Result with = on.result, without = off.result;
+    EXPECT_EQ(on.inline_conflicts, 0) << c.what;
     if (c.s.plan.par.tp > 1)
       EXPECT_LT(with.events, without.events) << c.what;
     else
