@@ -2,8 +2,8 @@
 # hot path crosses its libraries at every event (the replay in ptsim_sim_core calls the flow
 # network in ptsim_hw), which the compiler can only inline across at link time. Measured at
 # stop 40 (GCC 12, 2 cores): GPT-3 175B ZeRO-3 on 1,024 A100s runs 11 % fewer instructions
-# and 15 % less time, the same results; the build takes 8.1 min instead of 5.6 min, so it
-# is off by default (CI builds from scratch). README "Performance".
+# and takes 13-17 % less time, with the same results; a full build takes 8.1 min instead
+# of 5.6 min, so it is off by default (CI builds from scratch). README "Performance".
 if(PTSIM_LTO)
   include(CheckIPOSupported)
   check_ipo_supported(RESULT ptsim_ipo_ok OUTPUT ptsim_ipo_why LANGUAGES CXX)

@@ -285,8 +285,8 @@ void expect_published_rankings_that_hold(const ValidationReport& rep) {
       EXPECT_NEAR(k.published_ratio, 153.0 / 141.0, 1e-9);
 }
 
-// Both checks on one validation of the whole reference set (53 runs: the longest test
-// under the sanitizers, scripts/sanitize.sh, where each run took a minute).
+// Both checks on one validation of the whole reference set (53 runs), which under the
+// sanitizers (scripts/sanitize.sh) takes about a minute: once for both, not once each.
 TEST(Validate, CommittedBandsAndPublishedRankingsOnTheWholeSet) {
   const auto rep = run_validation(reference_dir());
   {
