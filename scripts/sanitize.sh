@@ -22,9 +22,11 @@ export CUDA_VISIBLE_DEVICES=""
 # cases that differ from cli.search_small only in an output option (17-28 s each here, 290 s of
 # CPU in all, measured at stop 22; their error-path siblings, which stop before searching,
 # still run here), while cli.search_small and cli.deterministic_search_threads run the search
-# itself, threads included.
+# itself, threads included. And cli.validate_broad_set (66 s here): the whole reference set
+# is validated here by Validate.CommittedBandsAndPublishedRankingsOnTheWholeSet, and the
+# command's own path (options, the text table) by cli.validate on one source.
 ctest --test-dir build-asan --output-on-failure -j"$(nproc)" \
-  -E '^(cli\.(search_mpi_equals_single|search_default_width|report_browser|bad\..*)|Search\.(BestPlanPerClusterSize|SortByCostRanksByCostAcrossSizesAndNeedsAPrice)|cli\.search_(json|json_dash_no_progress|progress_when_asked|min_headroom|per_size|explain|emit_beyond_table|emit_round_trip|report|time_to_train|warns|warnings_in_json|sort_goodput))$'
+  -E '^(cli\.(search_mpi_equals_single|search_default_width|report_browser|validate_broad_set|bad\..*)|Search\.(BestPlanPerClusterSize|SortByCostRanksByCostAcrossSizesAndNeedsAPrice)|cli\.search_(json|json_dash_no_progress|progress_when_asked|min_headroom|per_size|explain|emit_beyond_table|emit_round_trip|report|time_to_train|warns|warnings_in_json|sort_goodput))$'
 tested=$(date +%s)
 
 for s in scenarios/*.yaml; do
