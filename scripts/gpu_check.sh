@@ -6,6 +6,8 @@
 # (bench/gpu/moe_step.py), writing logs and tables to OUTDIR.
 # usage: scripts/gpu_check.sh OUTDIR [BIN_DIR]
 #   BIN_DIR holds ptsim, libptsim_cuda.so and tests/ptsim_kernels_tests (default: build).
+#   PTSIM_GPU_STEPS="kernel-tests calibrate-full ..." runs only the steps it names (a short
+#   lease); PTSIM_CALIBRATE_FLAGS adds flags to the full calibration (e.g. "--repeats 3").
 # Each step has its own time limit and runs even when an earlier one failed; the last lines
 # printed are a summary of every step's exit status and wall time.
 set -u
@@ -18,6 +20,9 @@ summary=()
 step() {  # step NAME LIMIT_S LOG CMD...
   local what=$1 limit=$2 log=$3
   shift 3
+  if [[ -n "${PTSIM_GPU_STEPS:-}" && " $PTSIM_GPU_STEPS " != *" $what "* ]]; then
+    return
+  fi
   local t0=$SECONDS
   timeout "$limit" "$@" >"$log" 2>&1
   local rc=$?
@@ -43,5 +48,5 @@ step layer-step 240 "$out/layer_step.log" python3 "$here/bench/gpu/layer_step.py
 step fsdp-step 180 "$out/fsdp_step.log" python3 "$here/bench/gpu/fsdp_step.py" "$out/fsdp_step.json"
 step moe-step 120 "$out/moe_step.log" python3 "$here/bench/gpu/moe_step.py" "$out/moe_step.json"
 step calibrate-full "${PTSIM_FULL_LIMIT:-330}" "$out/calibrate.log" "$bin/ptsim" calibrate --name "$name" \
-  --out "$out/$name.yaml"
+  --out "$out/$name.yaml" ${PTSIM_CALIBRATE_FLAGS:-}
 printf '%s\n' "${summary[@]}"
