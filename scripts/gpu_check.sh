@@ -15,6 +15,27 @@ out=${1:?usage: scripts/gpu_check.sh OUTDIR [BIN_DIR]}
 bin=${2:-build}
 name=${PTSIM_TABLE_NAME:-gpu}
 here=$(cd "$(dirname "$0")/.." && pwd)
+steps="kernel-tests calibrate-quick sm-contention list-gather layer-step fsdp-step moe-step calibrate-full"
+for s in ${PTSIM_GPU_STEPS:-}; do
+  if [[ " $steps " != *" $s "* ]]; then
+    echo "gpu_check.sh: PTSIM_GPU_STEPS names '$s', not a step (steps: $steps)" >&2
+    exit 2
+  fi
+done
+# A bare GPU image may lack the Debian libraries ptsim links (yaml-cpp, fmt): say so before
+# the lease is spent on steps that cannot start.
+for f in "$bin/ptsim" "$bin/libptsim_cuda.so" "$bin/tests/ptsim_kernels_tests"; do
+  if [ ! -e "$f" ]; then
+    echo "gpu_check.sh: $f is missing (build first, or name the BIN_DIR that holds it)" >&2
+    exit 2
+  fi
+  missing=$(ldd "$f" 2>/dev/null | awk '/not found/ {print $1}' | tr '\n' ' ')
+  if [ -n "$missing" ]; then
+    echo "gpu_check.sh: $f needs shared libraries this machine lacks: $missing" >&2
+    echo "  copy them from the build machine (ldd $f) into a folder and add it to LD_LIBRARY_PATH" >&2
+    exit 2
+  fi
+done
 mkdir -p "$out"
 summary=()
 step() {  # step NAME LIMIT_S LOG CMD...
