@@ -6,7 +6,7 @@
 //    device-copy fit;
 //  - the SM-holding model (KernelDesc::reserved_sms): bench/gpu/sm_contention.py timed every
 //    bf16 shape of the calibration sweep alone and beside 16 held SMs (a DGX's 8 NICs x 2
-//    NCCL channels), committed in calibration/logs/h100-sxm/sm_contention.json.
+//    NCCL channels), committed in calibration/logs/<gpu>/sm_contention.json.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -31,10 +31,10 @@ struct Slowdown {
 
 // Time-weighted (by the measured time alone) slowdown of the shapes whose measured time
 // alone is under `max_alone_s`: a training step's GEMMs add up, so their sum is what counts.
-Slowdown held_slowdown(double max_alone_s) {
-  std::ifstream in(test::repo_path("calibration/logs/h100-sxm/sm_contention.json"));
+Slowdown held_slowdown(double max_alone_s, const std::string& gpu = "h100-sxm") {
+  std::ifstream in(test::repo_path("calibration/logs/" + gpu + "/sm_contention.json"));
   const auto j = nlohmann::json::parse(in);
-  const ComputeCostModel model(*find_gpu("h100-sxm"));
+  const ComputeCostModel model(*find_gpu(gpu));
   double alone = 0, measured = 0, modelled = 0;
   for (const auto& r : j.at("sweep_held16")) {
     const double t = r.at("alone_s");
@@ -121,6 +121,18 @@ TEST(HeldSmsOnH100, SubMillisecondGemmsWithinTenPoints) {
   const Slowdown s = held_slowdown(1e-3);
   EXPECT_GT(s.measured, 1.2);
   EXPECT_NEAR(s.model, s.measured, 0.10);
+}
+
+TEST(HeldSmsOnH200, SweepSlowdownsWithinSevenAndTwelvePoints) {
+  // The same probe on an H200 (the H100's die): the whole sweep measures 1.080 (H100 1.102),
+  // the GEMMs under 1 ms 1.376 (1.358); the model, the same for both GPUs, says 1.141 and
+  // 1.270. So the H100's 5 and 10 point bounds are missed here by 1 point each: the held-SM
+  // model is good to ~6 points on the whole sweep and ~11 on the short GEMMs.
+  const Slowdown whole = held_slowdown(1.0, "h200"), short_gemms = held_slowdown(1e-3, "h200");
+  EXPECT_GT(whole.measured, 1.05);
+  EXPECT_NEAR(whole.model, whole.measured, 0.07);
+  EXPECT_GT(short_gemms.measured, 1.2);
+  EXPECT_NEAR(short_gemms.model, short_gemms.measured, 0.12);
 }
 
 }  // namespace
