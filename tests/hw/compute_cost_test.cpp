@@ -5,19 +5,14 @@
 #include <memory>
 #include <stdexcept>
 
+#include "tests/hw/kernel_fixtures.h"
+
 namespace ptsim::hw {
 namespace {
 
 ComputeCostModel model(const char* gpu = "a100-sxm-80gb") { return ComputeCostModel(*find_gpu(gpu)); }
 
-KernelDesc gemm(std::int64_t m, std::int64_t n, std::int64_t k) {
-  KernelDesc d;
-  d.cls = KernelClass::gemm;
-  d.m = m, d.n = n, d.k = k;
-  d.flops = 2.0 * m * n * k;
-  d.bytes = 2.0 * (m * k + k * n + m * n);
-  return d;
-}
+using testing::gemm;
 
 double achieved(const ComputeCostModel& c, const KernelDesc& d) { return d.flops / c.seconds(d); }
 

@@ -20,6 +20,7 @@
 #include "hw/compute_cost.h"
 #include "hw/cost_table.h"
 #include "hw/gpu_catalog.h"
+#include "tests/hw/kernel_fixtures.h"
 #include "tests/test_paths.h"
 
 namespace ptsim::hw {
@@ -39,11 +40,7 @@ Slowdown held_slowdown(double max_alone_s, const std::string& gpu = "h100-sxm") 
   for (const auto& r : j.at("sweep_held16")) {
     const double t = r.at("alone_s");
     if (t >= max_alone_s) continue;
-    KernelDesc k;
-    k.cls = KernelClass::gemm;
-    k.m = r.at("m"), k.n = r.at("n"), k.k = r.at("k");
-    k.flops = 2.0 * double(k.m) * double(k.n) * double(k.k);
-    k.bytes = 2.0 * double(k.m * k.k + k.k * k.n + k.m * k.n);
+    KernelDesc k = testing::gemm(r.at("m"), r.at("n"), r.at("k"));
     const double free = model.seconds(k);
     k.reserved_sms = 16;
     alone += t;
@@ -60,12 +57,7 @@ std::vector<double> gemm_ratios(const std::string& table_file, const std::string
   std::vector<double> ratio;
   for (const auto& p : table.gemm) {
     if (p.dtype != "bf16") continue;
-    KernelDesc k;
-    k.cls = KernelClass::gemm;
-    k.m = p.m, k.n = p.n, k.k = p.k;
-    k.flops = 2.0 * double(k.m) * double(k.n) * double(k.k);
-    k.bytes = 2.0 * double(k.m * k.k + k.k * k.n + k.m * k.n);
-    ratio.push_back(model.seconds(k) / p.seconds);
+    ratio.push_back(model.seconds(testing::gemm(p.m, p.n, p.k)) / p.seconds);
   }
   std::sort(ratio.begin(), ratio.end());
   return ratio;
