@@ -235,10 +235,9 @@ TEST(Validate, PerSourceStatsAndHeldOutBound) {
 
 // Plan-ranking checks (issue 9 item 4): the published A/B comparisons of published.yaml
 // `rankings`, each reproduced in direction and within 10 % in ratio. The ones listed
-// here hold (Llama 3 dp 64 vs 128 since Megatron's bf16 gradients travel in fp32); the
-// others (ZeRO-3 against PTD-P, ZeRO-3 strong scaling, H100 vs A100 under FSDP) do not
-// yet, README "Plan-ranking checks" gives their figures, and a mechanism fix that makes
-// one hold should add it here.
+// here hold; the others (ZeRO-3 against PTD-P, ZeRO-3 strong scaling, Llama 3's data-parallel
+// scaling) do not yet, README "Plan-ranking checks" gives their figures, and a mechanism fix
+// that makes one hold should add it here.
 void expect_published_rankings_that_hold(const ValidationReport& rep) {
   const auto checks = load_rankings(reference_dir());
   ASSERT_GE(checks.size(), 18u);
@@ -247,6 +246,8 @@ void expect_published_rankings_that_hold(const ValidationReport& rep) {
       "PTD-P 175B: 384 vs 1,536 GPUs (fixed batch)", "PTD-P 530B: 560 vs 2,240 GPUs (fixed batch)",
       "MT-NLG 530B: 2,240 vs 3,360 GPUs (dp 8 vs 12)", "MPT-70B FSDP: 64 vs 32 A100 (micro-batch 8 vs 2)",
       "FSDP on 128 A100-40GB: MPT-7B vs MPT-70B (tokens)",
+      // +8.9 % since stop 38's host-ahead BACKWARD_POST gathers (+10.1 % before).
+      "MPT-70B FSDP on 64 GPUs: H100 vs A100",
       // Korthikanti et al. 2022 Table 5 and Sec. 6.3: selective recompute + SP against full
       // recompute, and 530B's data-parallel scaling.
       "22B: selective recompute + SP vs full recompute", "175B: selective recompute + SP vs full recompute",
