@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+#include <tuple>
 #include <vector>
 
 namespace ptsim::sim {
@@ -147,6 +150,115 @@ TEST(Engine, TwoEnginesAreIndependent) {
   EXPECT_EQ(b.now(), 0);
   b.run();
   EXPECT_EQ(b.now(), 9);
+}
+
+// A random workload against a reference queue (a std::set ordered by time, then
+// insertion): events schedule 0-3 others at delays from 0 to 2^45 ticks (ties, short
+// and long), cancel recent ones (some already run), and the run stops early now and then
+// and schedules events before the earliest pending time (the rebase). Both must run the
+// same events at the same times in the same order.
+struct RandomLoad {
+  std::uint64_t x;
+  std::vector<std::pair<Tick, std::uint64_t>> seen;
+  std::uint64_t next_id = 0;
+  std::uint64_t draw() { return x = x * 6364136223846793005ULL + 1442695040888963407ULL, x >> 17; }
+  Tick delay() {
+    switch (draw() % 5) {
+      case 0:
+        return 0;
+      case 1:
+        return static_cast<Tick>(draw() % 16);
+      case 2:
+        return static_cast<Tick>(draw() % 4096);
+      case 3:
+        return static_cast<Tick>(draw() % (1u << 20));
+      default:
+        return static_cast<Tick>(draw() % (std::uint64_t{1} << 45));
+    }
+  }
+};
+
+struct EngineLoad : RandomLoad {
+  Engine* engine;
+  std::vector<Engine::Handle> recent;
+  static void on_event(void* ctx, std::uint64_t id) {
+    auto* l = static_cast<EngineLoad*>(ctx);
+    l->seen.emplace_back(l->engine->now(), id);
+    l->react(l->engine->now());
+  }
+  void add(Tick at) { recent.push_back(engine->schedule(at, on_event, this, next_id++)); }
+  void react(Tick now) {
+    if (next_id >= 20000) return;
+    for (std::uint64_t k = draw() % 4; k > 0; --k) add(now + delay());
+    if (draw() % 4 == 0 && !recent.empty())
+      engine->cancel(recent[recent.size() - 1 - draw() % std::min<std::size_t>(recent.size(), 8)]);
+  }
+};
+
+struct ReferenceLoad : RandomLoad {
+  std::set<std::tuple<Tick, std::uint64_t>> queue;  // (time, id): ids grow with insertion
+  std::map<std::uint64_t, Tick> pending;
+  std::vector<std::uint64_t> recent;
+  Tick now = 0;
+  void add(Tick at) {
+    queue.emplace(at, next_id);
+    pending[next_id] = at;
+    recent.push_back(next_id++);
+  }
+  void react(Tick t) {
+    if (next_id >= 20000) return;
+    for (std::uint64_t k = draw() % 4; k > 0; --k) add(t + delay());
+    if (draw() % 4 == 0 && !recent.empty()) {
+      const std::uint64_t id = recent[recent.size() - 1 - draw() % std::min<std::size_t>(recent.size(), 8)];
+      if (auto it = pending.find(id); it != pending.end()) queue.erase({it->second, id}), pending.erase(it);
+    }
+  }
+  void run(Tick until) {
+    while (!queue.empty() && std::get<0>(*queue.begin()) <= until) {
+      const auto [at, id] = *queue.begin();
+      queue.erase(queue.begin());
+      pending.erase(id);
+      now = at;
+      seen.emplace_back(at, id);
+      react(at);
+    }
+  }
+};
+
+TEST(Engine, MatchesAReferenceQueueOnRandomWorkloads) {
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    SCOPED_TRACE(seed);
+    Engine e;
+    EngineLoad a;
+    a.x = seed;
+    a.engine = &e;
+    ReferenceLoad b;
+    b.x = seed;
+    for (int i = 0; i < 64; ++i) {
+      const Tick at = a.delay();
+      a.add(at);
+      b.add(b.delay());
+    }
+    // Stop early five times; after each stop schedule a few events from now on (some
+    // before the earliest pending time, which was peeked past the stop).
+    for (int stop = 1; stop <= 5; ++stop) {
+      const Tick until = static_cast<Tick>(stop) * (Tick{1} << 43);
+      e.run(until);
+      b.run(until);
+      ASSERT_EQ(e.now(), b.now);
+      for (int k = 0; k < 4; ++k) {
+        const Tick d = static_cast<Tick>(a.draw() % 64);
+        b.draw();
+        a.add(e.now() + d);
+        b.add(b.now + d);
+      }
+    }
+    e.run();
+    b.run(INT64_MAX);
+    ASSERT_EQ(a.seen.size(), b.seen.size());
+    EXPECT_GT(a.seen.size(), 1000u);
+    EXPECT_EQ(a.seen, b.seen);
+  }
 }
 
 }  // namespace
