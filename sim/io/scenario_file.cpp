@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -630,15 +631,16 @@ void validate_layout(const hw::StrictReader& r, const Scenario& s) {
     r.fail("cluster.num_gpus",
            fmt::format("{} is not a multiple of cluster.gpus_per_node ({})", c.num_gpus, c.gpus_per_node),
            "a cluster is made of whole nodes; for a single partial node set gpus_per_node to num_gpus");
-  // Each size <= kMaxGpus (2^20): tp·pp·cp fits int64; the product with dp is only formed when it cannot overflow.
+  // Each size <= kMaxGpus (2^20): tp·pp·cp fits int64; the product with dp is only formed when it cannot overflow
+  // (it is printed whenever it fits, so a user sees what the sizes multiply to).
   const std::int64_t model_parallel = std::int64_t{par.tp} * par.pp * par.cp;
-  const bool fits = model_parallel <= c.num_gpus && par.dp <= c.num_gpus;
+  const bool fits = par.dp > 0 && model_parallel <= std::numeric_limits<std::int64_t>::max() / par.dp;
   if (!fits || model_parallel * par.dp != c.num_gpus)
     r.fail("parallel.data_parallel",
            fmt::format("data_parallel × tensor_parallel × pipeline_parallel × context_parallel = {}×{}×{}×{} = {} but "
                        "cluster.num_gpus = {}",
                        par.dp, par.tp, par.pp, par.cp,
-                       fits ? fmt::format("{}", model_parallel * par.dp) : std::string("more than that"), c.num_gpus),
+                       fits ? fmt::format("{}", model_parallel * par.dp) : std::string("more than 2^63"), c.num_gpus),
            "leave parallel.data_parallel out to derive it");
   if (m.num_attention_heads % par.tp != 0)
     r.fail("parallel.tensor_parallel",
