@@ -152,11 +152,10 @@ TEST(Engine, TwoEnginesAreIndependent) {
   EXPECT_EQ(b.now(), 9);
 }
 
-// A random workload against a reference queue (a std::set ordered by time, then
-// insertion): events schedule 0-3 others at delays from 0 to 2^45 ticks (ties, short
-// and long), cancel recent ones (some already run), and the run stops early now and then
-// and schedules events before the earliest pending time (the rebase). Both must run the
-// same events at the same times in the same order.
+// The workload's decisions, drawn from one generator in the order events run, so the two
+// queues see the same workload as long as they run events in the same order. Ids count up
+// with insertion; Load (CRTP) schedules an id with add(time) and drops it with cancel(id).
+template <class Load>
 struct RandomLoad {
   std::uint64_t x;
   std::vector<std::pair<Tick, std::uint64_t>> seen;
@@ -176,42 +175,38 @@ struct RandomLoad {
         return static_cast<Tick>(draw() % (std::uint64_t{1} << 45));
     }
   }
+  // An event at `now` schedules 0-3 others and, one time in four, cancels one of the last 8
+  // scheduled (perhaps already run: then nothing happens).
+  void react(Tick now) {
+    auto& load = static_cast<Load&>(*this);
+    if (next_id >= 20000) return;
+    for (std::uint64_t k = draw() % 4; k > 0; --k) load.add(now + delay());
+    if (draw() % 4 == 0 && next_id > 0) load.cancel(next_id - 1 - draw() % std::min<std::uint64_t>(next_id, 8));
+  }
 };
 
-struct EngineLoad : RandomLoad {
+struct EngineLoad : RandomLoad<EngineLoad> {
   Engine* engine;
-  std::vector<Engine::Handle> recent;
+  std::vector<Engine::Handle> handles;  // by id
   static void on_event(void* ctx, std::uint64_t id) {
     auto* l = static_cast<EngineLoad*>(ctx);
     l->seen.emplace_back(l->engine->now(), id);
     l->react(l->engine->now());
   }
-  void add(Tick at) { recent.push_back(engine->schedule(at, on_event, this, next_id++)); }
-  void react(Tick now) {
-    if (next_id >= 20000) return;
-    for (std::uint64_t k = draw() % 4; k > 0; --k) add(now + delay());
-    if (draw() % 4 == 0 && !recent.empty())
-      engine->cancel(recent[recent.size() - 1 - draw() % std::min<std::size_t>(recent.size(), 8)]);
-  }
+  void add(Tick at) { handles.push_back(engine->schedule(at, on_event, this, next_id++)); }
+  void cancel(std::uint64_t id) { engine->cancel(handles[id]); }
 };
 
-struct ReferenceLoad : RandomLoad {
+struct ReferenceLoad : RandomLoad<ReferenceLoad> {
   std::set<std::tuple<Tick, std::uint64_t>> queue;  // (time, id): ids grow with insertion
   std::map<std::uint64_t, Tick> pending;
-  std::vector<std::uint64_t> recent;
   Tick now = 0;
   void add(Tick at) {
     queue.emplace(at, next_id);
-    pending[next_id] = at;
-    recent.push_back(next_id++);
+    pending[next_id++] = at;
   }
-  void react(Tick t) {
-    if (next_id >= 20000) return;
-    for (std::uint64_t k = draw() % 4; k > 0; --k) add(t + delay());
-    if (draw() % 4 == 0 && !recent.empty()) {
-      const std::uint64_t id = recent[recent.size() - 1 - draw() % std::min<std::size_t>(recent.size(), 8)];
-      if (auto it = pending.find(id); it != pending.end()) queue.erase({it->second, id}), pending.erase(it);
-    }
+  void cancel(std::uint64_t id) {
+    if (auto it = pending.find(id); it != pending.end()) queue.erase({it->second, id}), pending.erase(it);
   }
   void run(Tick until) {
     while (!queue.empty() && std::get<0>(*queue.begin()) <= until) {
@@ -225,6 +220,11 @@ struct ReferenceLoad : RandomLoad {
   }
 };
 
+// A random workload against a reference queue (a std::set ordered by time, then
+// insertion): events schedule 0-3 others at delays from 0 to 2^45 ticks (ties, short
+// and long), cancel recent ones (some already run), and the run stops early now and then
+// and schedules events before the earliest pending time (the rebase). Both must run the
+// same events at the same times in the same order.
 TEST(Engine, MatchesAReferenceQueueOnRandomWorkloads) {
   for (std::uint64_t seed = 1; seed <= 6; ++seed) {
     SCOPED_TRACE(seed);
@@ -235,8 +235,7 @@ TEST(Engine, MatchesAReferenceQueueOnRandomWorkloads) {
     ReferenceLoad b;
     b.x = seed;
     for (int i = 0; i < 64; ++i) {
-      const Tick at = a.delay();
-      a.add(at);
+      a.add(a.delay());
       b.add(b.delay());
     }
     // Stop early five times; after each stop schedule a few events from now on (some
