@@ -6,8 +6,15 @@
 
 namespace ptsim::hw::net {
 
-Seconds collective_time(const Expansion& e, Router& router) {
+Seconds collective_time(const Expansion& e, Router& router, bool nonblocking_fabric) {
   const Topology& topo = router.topology();
+  auto fabric_switch = [&](VertexId v) {
+    const VertexKind k = topo.kind(v);
+    return k == VertexKind::leaf || k == VertexKind::spine || k == VertexKind::core;
+  };
+  auto limits = [&](LinkId l) {
+    return !nonblocking_fabric || !fabric_switch(topo.link(l).src) || !fabric_switch(topo.link(l).dst);
+  };
   std::vector<std::uint32_t>& load = router.link_scratch();  // all zero between uses
   std::vector<LinkId> links, path;                            // the step's paths, back to back
   std::vector<std::size_t> begin;
@@ -26,7 +33,8 @@ Seconds collective_time(const Expansion& e, Router& router) {
       const std::span<const LinkId> p(links.data() + begin[i], begin[i + 1] - begin[i]);
       alpha = std::max(alpha, router.path_latency(p));
       double rate = std::numeric_limits<double>::infinity();
-      for (LinkId l : p) rate = std::min(rate, topo.link(l).bandwidth / load[l]);
+      for (LinkId l : p)
+        if (limits(l)) rate = std::min(rate, topo.link(l).bandwidth / load[l]);
       if (s.flows[i].bytes > 0 && !p.empty()) transfer = std::max(transfer, s.flows[i].bytes / rate);
     }
     for (LinkId l : links) load[l] = 0;

@@ -25,7 +25,10 @@
 
 namespace ptsim::hw::net {
 
-Seconds collective_time(const Expansion& e, Router& router);
+// nonblocking_fabric: links between two fabric switches (leaf, spine, core) never
+// limit a rate, as on the full-bisection fabric NCCL's tuning model assumes; the GPU,
+// NVLink, PCIe and NIC links still do.
+Seconds collective_time(const Expansion& e, Router& router, bool nonblocking_fabric = false);
 Seconds idle_network_time(const Expansion& e, Router& router);
 
 // Drives one collective through a FlowNetwork shared with other traffic: launch a

@@ -194,7 +194,7 @@ hw::net::Algorithm NetworkModel::flow_algorithm(CollectiveKind kind, hw::net::Nc
 
 void NetworkModel::calibrate(hw::net::Expansion& e, const hw::net::NcclEstimate& est) {
   e.step_latency = 0;
-  const Seconds transfer = hw::net::collective_time(e, *router_);
+  const Seconds transfer = hw::net::collective_time(e, *router_, /*nonblocking_fabric=*/true);
   const auto steps = std::max<std::int64_t>(1, e.num_steps());
   e.step_latency = est.latency / static_cast<double>(steps);
   const Seconds want = est.time - est.latency;

@@ -64,8 +64,11 @@ class NetworkModel {
   // the collectives NCCL's tuner times (all-reduce, reduce-scatter, all-gather,
   // broadcast) the choice is NCCL's (hw/net/nccl_tuning.h: smallest predicted time over
   // algorithm × protocol) and the expansion is calibrated to NCCL's prediction: each
-  // step pays latency / steps, flows carry bytes scaled so that the group alone on the
-  // network takes NCCL's time; sharing the network with other groups slows it from there.
+  // step pays latency / steps, flows carry bytes scaled so that the group alone on a
+  // full-bisection fabric (what NCCL's tuning model assumes: it knows NVLink and NIC
+  // speeds, not the switches) takes NCCL's time. The real fabric slows it from there:
+  // its own flows that ECMP hashes onto one switch link, an oversubscribed leaf, and
+  // other groups' traffic — so a slower fabric never makes a collective faster.
   hw::net::Expansion expand(CollectiveKind c, std::span<const int> ranks, Bytes S);
   // What NCCL's tuner sees for this group (ranks, nodes, bandwidths of this cluster).
   hw::net::NcclComm nccl_comm(std::span<const int> ranks) const;
