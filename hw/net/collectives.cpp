@@ -143,7 +143,7 @@ void expand_nvls(Expansion& e, const std::vector<VertexId>& v, Bytes S, const To
   push_step(e, std::move(f));
 }
 
-void expand_hierarchical(Expansion& e, const std::vector<VertexId>& v, Bytes S, const Topology& topo) {
+void expand_hierarchical(Expansion& e, const std::vector<VertexId>& v, Bytes S, const Topology& topo, bool pipelined) {
   const auto nodes = by_node(v, topo);
   const int m = static_cast<int>(nodes.size()), g = static_cast<int>(nodes.front().size());
   auto intra = [&](Bytes b) {
@@ -159,6 +159,21 @@ void expand_hierarchical(Expansion& e, const std::vector<VertexId>& v, Bytes S, 
     return f;
   };
   const double n = static_cast<double>(v.size());
+  if (pipelined && g > 1 && m > 1) {
+    // Per flow, the sequential form's bytes over all its repeats, spread over one step
+    // repeated as often as the ring's: 2(g−1)·S/g and 2(m−1)·S/n for all-reduce, half
+    // of each for reduce-scatter and all-gather.
+    const std::int64_t phases = e.kind == CollectiveKind::all_reduce ? 2 : 1;
+    const std::int64_t repeat = phases * (static_cast<std::int64_t>(v.size()) - 1);
+    const double r = static_cast<double>(repeat);
+    // The inter-node flows first: a flow's place in its step is its ECMP index, so they
+    // hash onto the fabric as the sequential form's inter-node step does.
+    std::vector<Flow> f = inter(phases * (m - 1) * (S / n) / r);
+    auto inside = intra(phases * (g - 1) * (S / g) / r);
+    f.insert(f.end(), inside.begin(), inside.end());
+    push_step(e, std::move(f), repeat);
+    return;
+  }
   if (e.kind == CollectiveKind::all_reduce || e.kind == CollectiveKind::reduce_scatter) {
     if (g > 1) push_step(e, intra(S / g), g - 1);
     if (m > 1) push_step(e, inter(S / n), e.kind == CollectiveKind::all_reduce ? 2 * (m - 1) : m - 1);
@@ -398,7 +413,7 @@ Expansion expand(CollectiveKind kind, std::span<const int> ranks, Bytes bytes, A
       expand_nvls(e, v, bytes, topo);
       break;
     case Algorithm::hierarchical:
-      expand_hierarchical(e, v, bytes, topo);
+      expand_hierarchical(e, v, bytes, topo, opt.pipelined_hierarchical);
       break;
     case Algorithm::direct:
       expand_direct(e, v, bytes, topo, opt);

@@ -106,6 +106,13 @@ struct ExpandOptions {
   // equal bytes, each hashed onto its own equal-cost path (each queue pair is its own
   // ECMP flow on RoCE). Flows inside a node are not split.
   int qps = 1;
+  // Hierarchical as NCCL's rings run it when a communicator holds several GPUs of a node:
+  // one ring per channel through every member, each step moving its chunk over the
+  // NVLink hops and the NIC hop at once, so the phases overlap and the slower one sets
+  // the pace. One step of n−1 (all-reduce 2(n−1)) repeats carrying each flow's bytes of
+  // the sequential phases spread over them: the same bytes per link, in max(intra, inter)
+  // time instead of their sum. false: the phases one after another (a 2-D algorithm).
+  bool pipelined_hierarchical = false;
 };
 
 // Expands one collective over `ranks` (global GPU ranks, in ring order; send/recv:

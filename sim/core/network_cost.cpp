@@ -101,6 +101,9 @@ NetworkModel::NetworkModel(const ClusterConfig& cluster, const Layout& layout)
   nvlink_bw_ = spec.intra_bandwidth;
   expand_options_.pxn = cluster.pxn;
   expand_options_.qps = cluster.qps_per_connection;
+  // Every collective this model expands as hierarchical stands for NCCL's rings
+  // (flow_algorithm) or is calibrated to NCCL's estimate: its phases overlap as a ring's do.
+  expand_options_.pipelined_hierarchical = true;
   nic_bw_ = spec.nic_bandwidth;
   if (topo_.num_gpus() < layout_.world())
     throw std::invalid_argument(

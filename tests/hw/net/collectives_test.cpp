@@ -176,6 +176,28 @@ TEST(Collectives, HierarchicalAllReduce) {
               (ao + S / (8 * Bo)) + 3 * (ai + S / (4 * Bi)));
   // Uneven groups are refused.
   EXPECT_THROW(expand(CollectiveKind::all_reduce, iota(5), S, Algorithm::hierarchical, t), std::invalid_argument);
+
+  // Pipelined, as NCCL's rings run it: one step of 2(n−1) = 14 repeats whose NVLink and
+  // NIC flows move at once, each carrying the sequential form's bytes spread over the
+  // repeats (intra 2(g−1)·S/g, inter 2(m−1)·S/n per flow). Each repeat pays the NIC
+  // path's latency and the slower of the two: here the NIC, 0.25·S / B_o in all, so the
+  // NVLink phases vanish under it.
+  ExpandOptions pipelined;
+  pipelined.pipelined_hierarchical = true;
+  const Expansion p = expand(CollectiveKind::all_reduce, iota(8), S, Algorithm::hierarchical, t, pipelined);
+  ASSERT_EQ(p.steps.size(), 1u);
+  EXPECT_EQ(p.steps[0].repeat, 14);
+  expect_time(p, r, 14 * ao + 2 * 1 * S / 8 / Bo);
+  // All-gather: n−1 = 7 repeats of inter S/n and intra (g−1)·S/g spread over them.
+  expect_time(expand(CollectiveKind::all_gather, iota(8), S, Algorithm::hierarchical, t, pipelined), r,
+              7 * ao + S / 8 / Bo);
+  // The same bytes per link as the sequential form, whatever NVLink's speed.
+  double seq = 0, pip = 0;
+  for (const auto& st : e.steps)
+    for (const auto& f : st.flows) seq += static_cast<double>(st.repeat) * f.bytes;
+  for (const auto& st : p.steps)
+    for (const auto& f : st.flows) pip += static_cast<double>(st.repeat) * f.bytes;
+  EXPECT_NEAR(pip, seq, seq * 1e-12);
 }
 
 TEST(Collectives, AllToAllAndSendRecv) {

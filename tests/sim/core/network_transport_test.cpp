@@ -122,6 +122,29 @@ TEST(NetworkCost, AnOversubscribedFabricNeverSpeedsACollective) {
     }
 }
 
+TEST(NetworkCost, SlowerNvlinkNeverSpeedsACollective) {
+  // The same tp 2 × dp 32 groups. NCCL's estimate for their ring does not depend on NVLink
+  // here (the NICs bound it); the hierarchical expansion that stands for the ring used to
+  // run its NVLink and NIC phases one after the other under one byte scale, so slower
+  // NVLink gave the NIC flows fewer bytes and the sibling group's collisions cost less: the
+  // 113 MB reduce-scatter took 2.06 ms on 150 GB/s NVLink against 2.39 ms on 600 GB/s.
+  // Pipelined as NCCL's ring runs them, the slower phase sets the pace.
+  Layout layout(2, 1, 32, 1, 1, 8);
+  auto model = [&](double nvlink) {
+    ClusterConfig c = default_cluster("a100-sxm-80gb", 64);
+    c.intra_bandwidth = nvlink;
+    c.host_cpu = hw::net::CpuVendor::amd;
+    return std::make_shared<NetworkModel>(c, layout);
+  };
+  auto slow = model(150e9), fast = model(600e9);
+  const auto shape = layout.shape(Dim::dp, 0);
+  for (CollectiveKind c : {CollectiveKind::all_reduce, CollectiveKind::reduce_scatter, CollectiveKind::all_gather})
+    for (double S : {1e6, 113304576.0, 1e9}) {
+      SCOPED_TRACE(fmt::format("{} of {} bytes", static_cast<int>(c), S));
+      EXPECT_GE(slow->stage_seconds(c, Dim::dp, shape, S), fast->stage_seconds(c, Dim::dp, shape, S) * (1 - 1e-9));
+    }
+}
+
 // Two nodes of 8 GPUs (tp 8 × dp 2) and one transport on an idle engine.
 struct TwoNodeRig {
   Layout layout{8, 1, 2, 1, 1, 8};

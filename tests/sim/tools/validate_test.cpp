@@ -252,7 +252,10 @@ void expect_published_rankings_that_hold(const ValidationReport& rep) {
       // recompute, and 530B's data-parallel scaling.
       "22B: selective recompute + SP vs full recompute", "175B: selective recompute + SP vs full recompute",
       "530B: selective recompute + SP vs full recompute", "1T: selective recompute + SP vs full recompute",
-      "530B selective: 280 vs 2,240 GPUs (dp 1 vs 8)"};
+      "530B selective: 280 vs 2,240 GPUs (dp 1 vs 8)",
+      // Since stop 44's NCCL calibration (non-blocking fabric, pipelined hierarchical rings):
+      // -1.3 %, where it was -15.4 % and the wrong way.
+      "175B, 384 GPUs: PTD-P vs ZeRO-3"};
   // Issue 9: ZeRO-3 without model parallelism at 768 GPUs and more is slower than
   // PTD-P, as measured, since DeepSpeed's 2021 gathers block the host (0.3.14).
   const std::set<std::string> direction_holds = {
