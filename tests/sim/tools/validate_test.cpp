@@ -235,7 +235,7 @@ TEST(Validate, PerSourceStatsAndHeldOutBound) {
 
 // Plan-ranking checks (issue 9 item 4): the published A/B comparisons of published.yaml
 // `rankings`, each reproduced in direction and within 10 % in ratio. The ones listed
-// here hold; the others (ZeRO-3 against PTD-P, ZeRO-3 strong scaling, Llama 3's data-parallel
+// here hold; the others (ZeRO-3 against PTD-P from 768 GPUs, ZeRO-3 strong scaling, Llama 3's data-parallel
 // scaling) do not yet, README "Plan-ranking checks" gives their figures, and a mechanism fix
 // that makes one hold should add it here.
 void expect_published_rankings_that_hold(const ValidationReport& rep) {
