@@ -50,6 +50,14 @@ RELATIONS = [
      ["parallel.recompute=full"], ["parallel.recompute=none"], "peak", "<="),
     ("full recompute is not faster than none",
      ["parallel.recompute=full"], ["parallel.recompute=none"], "iteration_time_s", ">="),
+    ("twice the global batch does not take less time",
+     ["training.global_batch_size=1024"], ["training.global_batch_size=512"], "iteration_time_s", ">="),
+    ("micro-batch 2 does not lower the peak memory below micro-batch 1",
+     ["training.micro_batch_size=2"], ["training.micro_batch_size=1"], "peak", ">="),
+    ("sequence 4096 is not faster than 2048",
+     ["model.seq_length=4096"], ["model.seq_length=2048"], "iteration_time_s", ">="),
+    ("sequence 4096 does not lower the peak memory below 2048",
+     ["model.seq_length=4096"], ["model.seq_length=2048"], "peak", ">="),
 ]
 
 
