@@ -90,6 +90,14 @@ TEST(NetworkCost, OversubscriptionSlowsCrossLeafDataParallelEvenInClosedForm) {
   EXPECT_GE(t_full, kTwoNodeRingLatency + 2 * (S / 2) / kNic - 1e-12);
 }
 
+// 64 A100s as 8 DGX nodes (NVLink 300 GB/s, 8 x 200 Gb/s NICs, full-bisection fat tree)
+// with AMD hosts, which NCCL's tuning reads.
+ClusterConfig eight_dgx_a100_nodes() {
+  ClusterConfig c = default_cluster("a100-sxm-80gb", 64);
+  c.host_cpu = hw::net::CpuVendor::amd;
+  return c;
+}
+
 TEST(NetworkCost, AnOversubscribedFabricNeverSpeedsACollective) {
   // tp 2 × dp 32 on 8 DGX nodes: each DP group holds 4 GPUs of every node, so NCCL's ring
   // runs as the hierarchical expansion, and the stage's two DP groups run at once. NCCL's
@@ -99,9 +107,7 @@ TEST(NetworkCost, AnOversubscribedFabricNeverSpeedsACollective) {
   // the calibration scaled the oversubscription away, and more so where it hurt most.)
   Layout layout(2, 1, 32, 1, 1, 8);
   auto cluster = [](double oversubscription) {
-    ClusterConfig c = default_cluster("a100-sxm-80gb", 64);
-    c.intra_bandwidth = 300e9;
-    c.host_cpu = hw::net::CpuVendor::amd;
+    ClusterConfig c = eight_dgx_a100_nodes();
     c.oversubscription = oversubscription;
     return c;
   };
@@ -131,9 +137,8 @@ TEST(NetworkCost, SlowerNvlinkNeverSpeedsACollective) {
   // Pipelined as NCCL's ring runs them, the slower phase sets the pace.
   Layout layout(2, 1, 32, 1, 1, 8);
   auto model = [&](double nvlink) {
-    ClusterConfig c = default_cluster("a100-sxm-80gb", 64);
+    ClusterConfig c = eight_dgx_a100_nodes();
     c.intra_bandwidth = nvlink;
-    c.host_cpu = hw::net::CpuVendor::amd;
     return std::make_shared<NetworkModel>(c, layout);
   };
   auto slow = model(150e9), fast = model(600e9);
