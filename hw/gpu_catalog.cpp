@@ -64,6 +64,16 @@ std::vector<GpuSpec> parse_gpu_catalog(const std::string& yaml_text) {
       s.efficiency.attention = e["attention"].as<double>();
       s.efficiency.memory = e["memory"].as<double>();
     }
+    if (const auto kept = g["efficiency_not_fitted"]) {
+      for (const auto& k : kept.as<std::vector<std::string>>()) {
+        auto& nf = s.efficiency_not_fitted;
+        bool* flag = k == "gemm" ? &nf.gemm : k == "attention" ? &nf.attention : k == "memory" ? &nf.memory : nullptr;
+        if (!flag)
+          throw std::invalid_argument(
+              fmt::format("gpu '{}': efficiency_not_fitted lists '{}', expected gemm, attention or memory", s.name, k));
+        *flag = true;
+      }
+    }
     if (g["sources"]) s.sources = g["sources"].as<std::vector<std::string>>();
     out.push_back(std::move(s));
   }

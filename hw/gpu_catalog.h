@@ -41,6 +41,11 @@ struct GpuSpec {
   struct Efficiency {
     double gemm = 0.7, attention = 0.5, memory = 0.8;
   } efficiency;
+  // Which of them come from a measurement or a publication (catalog key
+  // efficiency_not_fitted): `ptsim validate --fit` keeps those and fits the others.
+  struct NotFitted {
+    bool gemm = false, attention = false, memory = false;
+  } efficiency_not_fitted;
   std::vector<std::string> sources;
 
   // Dense peak for a precision name ("fp32", "tf32", "fp16", "bf16", "fp8");

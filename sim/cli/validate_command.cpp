@@ -44,8 +44,7 @@ void parse_efficiency(const std::string& text, sim::ValidateOptions& opt) {
   if (in >> std::ws; !in.eof()) throw bad();  // "0.5,0.5,0.5,0.5": a fourth value would be ignored
   for (const double v : {e.gemm, e.attention, e.memory})
     if (!(v > 0 && v <= 1)) throw bad();
-  opt.efficiency = e;
-  opt.override_gpu = text.substr(0, eq);
+  opt.efficiency[text.substr(0, eq)] = e;
 }
 
 // The reference runs when --dir is not given, so that `ptsim validate` works from any folder:
@@ -109,16 +108,16 @@ Command validate_command() {
     if (!o->efficiency.empty()) parse_efficiency(o->efficiency, opt);
     const bool json_to_stdout = o->json == "-";
     if (o->fit) {
-      const auto fr = sim::fit_efficiency(o->dir, opt);
-      if (!json_to_stdout) {
-        fmt::print("fit on the runs marked 'fitted' ({} simulations of each):\n", fr.evaluations);
-        fmt::print("  start  {}: gemm {:.4f}, attention {:.4f}, memory {:.4f}  mean |error| {:.2f} %\n", fr.gpu,
-                   fr.start.gemm, fr.start.attention, fr.start.memory, fr.start_mae_pct);
-        fmt::print("  fitted {}: gemm {:.4f}, attention {:.4f}, memory {:.4f}  mean |error| {:.2f} %\n\n", fr.gpu,
-                   fr.best.gemm, fr.best.attention, fr.best.memory, fr.best_mae_pct);
+      for (const auto& fr : sim::fit_efficiency(o->dir, opt)) {
+        if (!json_to_stdout) {
+          fmt::print("fit on the {} runs marked 'fitted' ({} simulations of each):\n", fr.gpu, fr.evaluations);
+          fmt::print("  start  {}: gemm {:.4f}, attention {:.4f}, memory {:.4f}  mean |error| {:.2f} %\n", fr.gpu,
+                     fr.start.gemm, fr.start.attention, fr.start.memory, fr.start_mae_pct);
+          fmt::print("  fitted {}: gemm {:.4f}, attention {:.4f}, memory {:.4f}  mean |error| {:.2f} %\n\n", fr.gpu,
+                     fr.best.gemm, fr.best.attention, fr.best.memory, fr.best_mae_pct);
+        }
+        opt.efficiency[fr.gpu] = fr.best;
       }
-      opt.efficiency = fr.best;
-      opt.override_gpu = fr.gpu;
     }
     const auto rep = sim::run_validation(o->dir, opt);
     if (!json_to_stdout) std::cout << sim::validation_text(rep);

@@ -89,7 +89,7 @@ nlohmann::json bands_to_json(const std::vector<PredictionBand>& bands) {
           {"definition",
            "per regime (framework family, ZeRO-3 or not, <256 or >=256 GPUs, GPU generation): the smallest "
            "(low) and largest (high) deviation, in percent, of the published throughput from ptsim's "
-           "prediction over the validated runs of that regime (infeasible predictions left out)"},
+           "prediction over the validated runs of that regime (a time residual, out of memory in ptsim or not)"},
           {"regimes", list}};
 }
 

@@ -121,7 +121,8 @@ std::vector<Loaded> load_all(const std::string& dir, const std::string& source =
 
 ValidationRow evaluate(const Loaded& l, const ValidateOptions& opt) {
   Scenario s = l.scenario;
-  if (opt.efficiency && s.cluster.gpu.name == opt.override_gpu) s.cluster.gpu.efficiency = *opt.efficiency;
+  if (const auto e = opt.efficiency.find(s.cluster.gpu.name); e != opt.efficiency.end())
+    s.cluster.gpu.efficiency = e->second;
   SimulateOptions so;
   so.fold = opt.fold;
   so.build.fuse_compute = true;  // no trace: fused compute spans, same times
@@ -137,14 +138,16 @@ ValidationRow evaluate(const Loaded& l, const ValidateOptions& opt) {
   row.source = l.ref.source;
   row.source_id = l.ref.source_id;
   row.regime = regime_of(s);
-  row.feasible = res.feasible && res.iteration_time_s > 0;
-  if (!res.feasible || !(res.iteration_time_s > 0)) {
-    // An infeasible reference is a modelling error, not a number to compare: report
-    // it as a 100 % miss so the bound fails loudly.
+  row.feasible = res.feasible;
+  if (!(res.iteration_time_s > 0)) {
+    // No iteration to compare (nothing simulated): a 100 % miss, so the bound fails loudly.
+    row.feasible = false;
     row.predicted = 0;
     row.error_pct = -100.0;
     return row;
   }
+  // A published run ptsim finds out of memory is a memory-model error (the run fit): its
+  // time is still compared, the row is marked, and the bound fails while any is left.
   const double tokens = static_cast<double>(s.plan.global_batch_size) * static_cast<double>(s.model.seq_length);
   if (l.ref.metric == RefMetric::iteration_time_s) {
     row.predicted = res.iteration_time_s;
@@ -173,10 +176,7 @@ ValidationRow evaluate(const Loaded& l, const ValidateOptions& opt) {
 ValidationReport evaluate_all(const std::vector<Loaded>& all, const ValidateOptions& opt) {
   ValidationReport rep;
   rep.bound = opt.bound;
-  if (opt.efficiency) {
-    rep.efficiency_override = opt.efficiency;
-    rep.override_gpu = opt.override_gpu;
-  }
+  rep.efficiency_overrides = opt.efficiency;
   for (const auto& l : all) rep.rows.push_back(evaluate(l, opt));
   std::vector<ValidationRow> fitted, held;
   for (const auto& r : rep.rows) (r.fitted ? fitted : held).push_back(r);
@@ -193,8 +193,9 @@ ValidationReport evaluate_all(const std::vector<Loaded>& all, const ValidateOpti
     rep.per_source.push_back({id, error_stats(mine)});
   }
   const ErrorStats& judged = rep.held_out.count > 0 ? rep.held_out : rep.all;
+  const bool all_fit = std::all_of(rep.rows.begin(), rep.rows.end(), [](const auto& r) { return r.feasible; });
   rep.bound_holds =
-      judged.count > 0 && judged.mae_pct <= rep.bound.mae_pct && judged.worst_pct <= rep.bound.worst_pct;
+      all_fit && judged.count > 0 && judged.mae_pct <= rep.bound.mae_pct && judged.worst_pct <= rep.bound.worst_pct;
   return rep;
 }
 
@@ -323,7 +324,7 @@ ValidationReport run_validation(const std::string& dir, const ValidateOptions& o
       if (row.run == c.a) a = &row;
       if (row.run == c.b) b = &row;
     }
-    if (!a || !b || !a->feasible || !b->feasible) continue;  // filtered out by --source, or out of memory
+    if (!a || !b || !(a->predicted > 0) || !(b->predicted > 0)) continue;  // filtered out by --source, or no time
     RankingRow rr;
     rr.check = c;
     const double pub_a = a->tokens_per_gpu_s * (1 + a->deviation_pct / 100);
@@ -337,31 +338,18 @@ ValidationReport run_validation(const std::string& dir, const ValidateOptions& o
   return rep;
 }
 
-FitResult fit_efficiency(const std::string& dir, const ValidateOptions& base) {
-  std::vector<Loaded> fit_set;
-  for (auto& l : load_all(dir, base.source))
-    if (l.ref.fitted) fit_set.push_back(std::move(l));
-  if (fit_set.empty()) {
-    throw ScenarioError((std::filesystem::path(dir) / "published.yaml").string(), "runs",
-                        "no run is marked 'fitted: true'", "mark the runs to fit on");
-  }
+namespace {
+
+FitResult fit_one_gpu(const std::vector<Loaded>& fit_set, const ValidateOptions& base) {
   const hw::GpuSpec gpu = fit_set.front().scenario.cluster.gpu;
-  for (const auto& l : fit_set) {
-    if (l.scenario.cluster.gpu.name != gpu.name) {
-      throw std::invalid_argument(
-          fmt::format("fit: fitted runs use more than one GPU type ({} and {}); "
-                      "efficiencies are fitted per GPU type",
-                      gpu.name, l.scenario.cluster.gpu.name));
-    }
-  }
   FitResult fr;
   fr.gpu = gpu.name;
-  fr.start = base.efficiency.value_or(gpu.efficiency);
+  const auto given = base.efficiency.find(gpu.name);
+  fr.start = given != base.efficiency.end() ? given->second : gpu.efficiency;
 
   ValidateOptions opt = base;
-  opt.override_gpu = gpu.name;
   auto mae = [&](const hw::GpuSpec::Efficiency& e) {
-    opt.efficiency = e;
+    opt.efficiency[gpu.name] = e;
     ++fr.evaluations;
     return evaluate_all(fit_set, opt).all.mae_pct;
   };
@@ -374,7 +362,11 @@ FitResult fit_efficiency(const std::string& dir, const ValidateOptions& base) {
   coords[1] = &cur.attention;
   coords[2] = &cur.memory;
   const double lower = 0.05, upper[3] = {gemm_max, 1.0, 1.0};
-  for (int i = 0; i < 3; ++i) *coords[i] = std::clamp(*coords[i], lower, upper[i]);
+  // Measured or published constants (hw/gpus.yaml efficiency_not_fitted) stay as they are.
+  const bool kept[3] = {gpu.efficiency_not_fitted.gemm, gpu.efficiency_not_fitted.attention,
+                        gpu.efficiency_not_fitted.memory};
+  for (int i = 0; i < 3; ++i)
+    if (!kept[i]) *coords[i] = std::clamp(*coords[i], lower, upper[i]);
   double best = mae(cur);
   fr.start_mae_pct = best;
   // Coordinate descent with a halving step: iteration time is monotone in each
@@ -384,6 +376,7 @@ FitResult fit_efficiency(const std::string& dir, const ValidateOptions& base) {
     while (improved) {
       improved = false;
       for (int i = 0; i < 3; ++i) {
+        if (kept[i]) continue;
         for (const double dir_sign : {+1.0, -1.0}) {
           const double old = *coords[i];
           const double next = std::clamp(old + dir_sign * step, lower, upper[i]);
@@ -405,24 +398,48 @@ FitResult fit_efficiency(const std::string& dir, const ValidateOptions& base) {
   return fr;
 }
 
+}  // namespace
+
+std::vector<FitResult> fit_efficiency(const std::string& dir, const ValidateOptions& base) {
+  std::vector<Loaded> all_fitted;
+  for (auto& l : load_all(dir, base.source))
+    if (l.ref.fitted) all_fitted.push_back(std::move(l));
+  if (all_fitted.empty()) {
+    throw ScenarioError((std::filesystem::path(dir) / "published.yaml").string(), "runs",
+                        "no run is marked 'fitted: true'", "mark the runs to fit on");
+  }
+  std::vector<std::string> gpus;
+  for (const auto& l : all_fitted)
+    if (std::find(gpus.begin(), gpus.end(), l.scenario.cluster.gpu.name) == gpus.end())
+      gpus.push_back(l.scenario.cluster.gpu.name);
+  std::vector<FitResult> out;
+  for (const auto& name : gpus) {
+    std::vector<Loaded> fit_set;
+    for (const auto& l : all_fitted)
+      if (l.scenario.cluster.gpu.name == name) fit_set.push_back(l);
+    out.push_back(fit_one_gpu(fit_set, base));
+  }
+  return out;
+}
+
 std::vector<PredictionBand> prediction_bands(const ValidationReport& r) {
   std::vector<Residual> res;
   for (const auto& row : r.rows)
-    if (row.feasible) res.push_back({row.regime, row.deviation_pct});
+    if (row.predicted > 0) res.push_back({row.regime, row.deviation_pct});  // a time residual, out of memory or not
   return bands_from_residuals(res);
 }
 
 std::string validation_text(const ValidationReport& r) {
   std::string out;
-  if (r.efficiency_override) {
-    out += fmt::format("efficiency override for {}: gemm {:.4f}, attention {:.4f}, memory {:.4f}\n", r.override_gpu,
-                       r.efficiency_override->gemm, r.efficiency_override->attention, r.efficiency_override->memory);
-  }
+  for (const auto& [gpu, e] : r.efficiency_overrides)
+    out += fmt::format("efficiency override for {}: gemm {:.4f}, attention {:.4f}, memory {:.4f}\n", gpu, e.gemm,
+                       e.attention, e.memory);
   out += fmt::format("{:<36} {:<20} {:>10} {:>10} {:>8} {:>11}  {}\n", "run", "metric", "published", "predicted",
                      "error", "iteration", "fitted");
   for (const auto& row : r.rows) {
-    out += fmt::format("{:<36} {:<20} {:>10.2f} {:>10.2f} {:>+7.1f}% {:>10.2f}s  {}\n", row.run, row.metric,
-                       row.published, row.predicted, row.error_pct, row.iteration_time_s, row.fitted ? "yes" : "no");
+    out += fmt::format("{:<36} {:<20} {:>10.2f} {:>10.2f} {:>+7.1f}% {:>10.2f}s  {}{}\n", row.run, row.metric,
+                       row.published, row.predicted, row.error_pct, row.iteration_time_s, row.fitted ? "yes" : "no",
+                       row.feasible ? "" : "  OUT OF MEMORY in ptsim (the published run fit)");
   }
   out += fmt::format("{:<24} {:>4} {:>14} {:>9}  {}\n", "source", "runs", "mean |error|", "worst", "worst run");
   for (const auto& ps : r.per_source) {
@@ -445,8 +462,10 @@ std::string validation_text(const ValidationReport& r) {
   out += line("fitted", r.fitted);
   out += line("held-out", r.held_out);
   out += line("all", r.all);
-  out += fmt::format("bound     {} mean |error| <= {:.0f} %, worst <= {:.0f} %: {}\n",
+  const auto oom = std::count_if(r.rows.begin(), r.rows.end(), [](const auto& row) { return !row.feasible; });
+  out += fmt::format("bound     {} mean |error| <= {:.0f} %, worst <= {:.0f} %{}: {}\n",
                      r.held_out.count > 0 ? "held-out" : "all-runs", r.bound.mae_pct, r.bound.worst_pct,
+                     oom > 0 ? fmt::format(", every run fits ({} out of memory)", oom) : std::string(),
                      r.bound_holds ? "holds" : "MISSED");
   return out;
 }
@@ -497,11 +516,11 @@ nlohmann::json validation_json(const ValidationReport& r) {
                    {"rankings", rankings},
                    {"bound", {{"mae_pct", r.bound.mae_pct}, {"worst_pct", r.bound.worst_pct}}},
                    {"bound_holds", r.bound_holds}};
-  if (r.efficiency_override) {
-    j["efficiency_override"] = {{"gpu", r.override_gpu},
-                                {"gemm", r.efficiency_override->gemm},
-                                {"attention", r.efficiency_override->attention},
-                                {"memory", r.efficiency_override->memory}};
+  if (!r.efficiency_overrides.empty()) {
+    nlohmann::json o = nlohmann::json::array();
+    for (const auto& [gpu, e] : r.efficiency_overrides)
+      o.push_back({{"gpu", gpu}, {"gemm", e.gemm}, {"attention", e.attention}, {"memory", e.memory}});
+    j["efficiency_overrides"] = o;
   }
   return j;
 }

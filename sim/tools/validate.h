@@ -9,6 +9,7 @@
 // held-out runs test the model.
 #pragma once
 #include <cmath>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -94,7 +95,7 @@ struct ValidationRow {
   std::string source;
   std::string source_id;
   std::string regime;          // sim/core/prediction_band.h regime_of
-  bool feasible = true;        // false: the prediction is out of memory (error −100 %)
+  bool feasible = true;        // false: out of memory in ptsim (time still compared; the bound fails)
   double deviation_pct = 0;    // published throughput vs predicted, % (the band's residual)
   double tokens_per_gpu_s = 0;  // predicted tokens per second per GPU
 };
@@ -120,16 +121,14 @@ struct ValidationReport {
   // Over the held-out runs (issue 9: only they test the model); over all runs when
   // none is held out.
   bool bound_holds = false;
-  // Set when the run used efficiencies other than the catalog's (--fit / override).
-  std::optional<hw::GpuSpec::Efficiency> efficiency_override;
-  std::string override_gpu;
+  // The efficiencies used instead of the catalog's, by GPU name (--fit / --efficiency).
+  std::map<std::string, hw::GpuSpec::Efficiency> efficiency_overrides;
 };
 
 struct ValidateOptions {
   bool fold = true;  // one representative rank per stage (exact for symmetric plans, fast)
-  // Replaces the catalog efficiencies of GPU `override_gpu` (all runs on that GPU).
-  std::optional<hw::GpuSpec::Efficiency> efficiency;
-  std::string override_gpu;
+  // Replaces the catalog efficiencies of each GPU named (all runs on that GPU).
+  std::map<std::string, hw::GpuSpec::Efficiency> efficiency;
   AccuracyBound bound;
   // Only the runs of this source_id (empty = all); an unknown id is a ScenarioError.
   std::string source;
@@ -140,17 +139,19 @@ ValidationReport run_validation(const std::string& dir, const ValidateOptions& o
 
 ErrorStats error_stats(const std::vector<ValidationRow>& rows);
 
-// Fits the efficiencies {gemm, attention, memory} of one GPU type on the runs marked
-// `fitted` (all of which must use that GPU): minimises their mean absolute error by
-// coordinate descent with a halving step, each coordinate kept in [lower, upper]
-// (gemm at most the GPU's best measured matmul fraction, matmul_best).
+// Fits the efficiencies {gemm, attention, memory} of each GPU type on its runs marked
+// `fitted` (constants are per GPU type, and a run depends on its own GPU's only, so
+// each type is fitted apart): minimises their mean absolute error by coordinate
+// descent with a halving step, each coordinate kept in [lower, upper] (gemm at most
+// the GPU's best measured matmul fraction, matmul_best). One result per GPU type, in
+// the order its first fitted run is listed.
 struct FitResult {
   std::string gpu;
   hw::GpuSpec::Efficiency start, best;
   double start_mae_pct = 0, best_mae_pct = 0;
   int evaluations = 0;
 };
-FitResult fit_efficiency(const std::string& dir, const ValidateOptions& base = {});
+std::vector<FitResult> fit_efficiency(const std::string& dir, const ValidateOptions& base = {});
 
 // The prediction bands of the report's feasible runs (sim/core/prediction_band.h).
 std::vector<PredictionBand> prediction_bands(const ValidationReport& r);

@@ -94,5 +94,29 @@ TEST(GpuCatalog, TdpOfEveryGpu) {
   EXPECT_EQ(find_gpu("h100")->tdp, 700);
 }
 
+// efficiency_not_fitted marks the measured or published constants `validate --fit` keeps;
+// a misspelt entry names the GPU and the accepted words.
+TEST(GpuCatalog, EfficiencyNotFitted) {
+  EXPECT_TRUE(find_gpu("a100")->efficiency_not_fitted.attention);
+  EXPECT_FALSE(find_gpu("a100")->efficiency_not_fitted.gemm);
+  const auto h100 = *find_gpu("h100");
+  EXPECT_TRUE(h100.efficiency_not_fitted.gemm && h100.efficiency_not_fitted.attention &&
+              h100.efficiency_not_fitted.memory);
+  const std::string gpu =
+      "gpus:\n  - name: x\n    peak: { fp16: \"1 TFLOP/s\" }\n    hbm: \"1 GiB\"\n"
+      "    hbm_bandwidth: \"1 GB/s\"\n    nvlink_bandwidth: \"1 GB/s\"\n    pcie_bandwidth: \"1 GB/s\"\n"
+      "    tdp: \"1 W\"\n    host_adam_rate: \"1 Gparam/s\"\n    matmul_best: 0.8\n    sm_count: 1\n"
+      "    launch_overhead: \"1 us\"\n    gemm_tile_k: 64\n    gemm_stages: 3\n    attention_kernel: fa2\n"
+      "    attention_seq_half: 1\n";
+  EXPECT_TRUE(parse_gpu_catalog(gpu + "    efficiency_not_fitted: [memory]\n").at(0).efficiency_not_fitted.memory);
+  try {
+    parse_gpu_catalog(gpu + "    efficiency_not_fitted: [gemm, memroy]\n");
+    ADD_FAILURE() << "a misspelt entry was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("gpu 'x': efficiency_not_fitted lists 'memroy'"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace ptsim::hw
