@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <unistd.h>
 #include <cmath>
@@ -411,7 +412,15 @@ TEST(Validate, FitRecoversKnownEfficiencies) {
   d.write_published(one_run(137));
   ValidateOptions truth;
   truth.efficiency["a100-sxm-80gb"] = hw::GpuSpec::Efficiency{0.60, 0.50, 0.70};
-  const double target = run_validation(d.dir(), truth).rows[0].predicted;
+  const auto truth_report = run_validation(d.dir(), truth);
+  const double target = truth_report.rows[0].predicted;
+  // The report says which constants it ran with, in the text and the JSON.
+  EXPECT_NE(validation_text(truth_report).find("efficiency override for a100-sxm-80gb: gemm 0.6000"),
+            std::string::npos);
+  const auto overrides = validation_json(truth_report).at("efficiency_overrides");
+  ASSERT_EQ(overrides.size(), 1u);
+  EXPECT_EQ(overrides[0].at("gpu"), "a100-sxm-80gb");
+  EXPECT_DOUBLE_EQ(overrides[0].at("memory").get<double>(), 0.70);
   d.write_published(one_run(target));
   const auto fits = fit_efficiency(d.dir());
   ASSERT_EQ(fits.size(), 1u);
