@@ -10,7 +10,6 @@
 #pragma once
 #include <cmath>
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -153,7 +152,7 @@ struct FitResult {
 };
 std::vector<FitResult> fit_efficiency(const std::string& dir, const ValidateOptions& base = {});
 
-// The prediction bands of the report's feasible runs (sim/core/prediction_band.h).
+// The prediction bands of the report's runs, each with its time residual (sim/core/prediction_band.h).
 std::vector<PredictionBand> prediction_bands(const ValidationReport& r);
 
 std::string validation_text(const ValidationReport& r);
