@@ -373,6 +373,15 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c, Scena
     if (cc.topology == "user" && cc.graph_file.empty())
       r.fail("cluster.inter_node.graph_file", "missing: topology 'user' reads its graph from this YAML file");
   }
+  // How the switches pick among equal-cost uplinks decides whether rings collide there (README
+  // "Network model"): hashed per flow (Ethernet / RoCE) or by destination (InfiniBand), so the
+  // default stands in for a fact about the user's fabric.
+  if (const auto ex = c["inter_node"];
+      cc.num_gpus > cc.gpus_per_node && !(ex && ex.IsMap() && ex["routing"]) &&
+      (cc.topology == "fat-tree" || cc.topology == "fat-tree-3" || cc.topology == "rail-optimized"))
+    s.warn("cluster.inter_node.routing",
+           "not given: ecmp, a hash per flow as Ethernet / RoCE switches route; an InfiniBand fabric routes by "
+           "destination: set d-mod-k");
   if (c["link_sharing"]) cc.link_sharing = r.boolean(c["link_sharing"], "cluster.link_sharing");
   if (c["pxn"]) cc.pxn = r.boolean(c["pxn"], "cluster.pxn");
   if (c["host_cpu"]) cc.host_cpu = r.choice(c["host_cpu"], "cluster.host_cpu", kHostCpuNames);

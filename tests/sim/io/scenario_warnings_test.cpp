@@ -39,7 +39,7 @@ bool has_warning(const Scenario& s, const std::string& fragment) {
 
 TEST(NicDefault, FollowsTheGpuGenerationAndWarnsOnSeveralNodes) {
   // DGX H100: 8 × 400 Gb/s NDR ConnectX-7; DGX A100: 8 × 200 Gb/s HDR ConnectX-6.
-  const Scenario h100 = parse_scenario(cluster_yaml("h100-sxm", 32), "h.yaml");
+  const Scenario h100 = parse_scenario(cluster_yaml("h100-sxm", 32, "  inter_node: { routing: d-mod-k }"), "h.yaml");
   EXPECT_DOUBLE_EQ(h100.cluster.nic_bandwidth, 400e9 / 8);
   ASSERT_EQ(h100.warnings.size(), 1u);
   EXPECT_EQ(h100.warnings[0].rfind("h.yaml: cluster.inter_node.nic_bandwidth: not given: 400 Gb/s", 0), 0u)
@@ -51,11 +51,33 @@ TEST(NicDefault, FollowsTheGpuGenerationAndWarnsOnSeveralNodes) {
 }
 
 TEST(NicDefault, NoWarningWhenGivenOrOnOneNode) {
-  const Scenario given =
-      parse_scenario(cluster_yaml("h100-sxm", 32, "  inter_node: { nic_bandwidth: \"200 Gb/s\" }"), "g.yaml");
+  const Scenario given = parse_scenario(
+      cluster_yaml("h100-sxm", 32, "  inter_node: { nic_bandwidth: \"200 Gb/s\", routing: ecmp }"), "g.yaml");
   EXPECT_DOUBLE_EQ(given.cluster.nic_bandwidth, 200e9 / 8);
   EXPECT_TRUE(given.warnings.empty());
   EXPECT_TRUE(parse_scenario(cluster_yaml("h100-sxm", 8), "one.yaml").warnings.empty());
+}
+
+TEST(RoutingDefault, WarnsOnAMultiNodeFatTreeOnly) {
+  // Hashed (Ethernet / RoCE) or by destination (InfiniBand): the default names itself.
+  const std::string nic = "nic_bandwidth: \"400 Gb/s\"";
+  const Scenario s = parse_scenario(cluster_yaml("h100-sxm", 32, "  inter_node: { " + nic + " }"), "r.yaml");
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_EQ(s.warnings[0].rfind("r.yaml: cluster.inter_node.routing: not given: ecmp, a hash per flow", 0), 0u)
+      << s.warnings[0];
+  EXPECT_NE(s.warnings[0].find("set d-mod-k"), std::string::npos);
+  for (const char* topology : {"fat-tree-3", "rail-optimized"})
+    EXPECT_TRUE(has_warning(
+        parse_scenario(cluster_yaml("h100-sxm", 64, fmt::format("  inter_node: {{ {}, topology: {} }}", nic, topology)),
+                       "t.yaml"),
+        "cluster.inter_node.routing: not given"))
+        << topology;
+  // Given, on one node, or on a torus (one shortest path per hop): no warning.
+  for (const std::string inter :
+       {"  inter_node: { " + nic + ", routing: ecmp }", "  inter_node: { " + nic + ", routing: d-mod-k }",
+        "  inter_node: { " + nic + ", topology: torus-2d, torus_dims: [2, 2] }"})
+    EXPECT_FALSE(has_warning(parse_scenario(cluster_yaml("h100-sxm", 32, inter), "n.yaml"), "routing")) << inter;
+  EXPECT_FALSE(has_warning(parse_scenario(cluster_yaml("h100-sxm", 8), "one.yaml"), "routing"));
 }
 
 TEST(NicDefault, EveryCatalogGpuHasAReferenceNic) {
