@@ -33,15 +33,27 @@ class ScratchDir {
     path_ = fs::temp_directory_path() / fs::path("ptsim_validate_test_" + tag + "_" + std::to_string(::getpid()));
     fs::remove_all(path_);
     fs::create_directories(path_);
-    fs::copy_file(fs::path(reference_dir()) / "gpt3-1.7b.yaml", path_ / "gpt3-1.7b.yaml");
+    add_reference("gpt3-1.7b.yaml", "gpt3-1.7b.yaml");
   }
   ~ScratchDir() { fs::remove_all(path_); }
   void write_published(const std::string& text) const { std::ofstream(path_ / "published.yaml") << text; }
+  // A copy of reference scenario `file` under the name `as`.
+  void add_reference(const std::string& file, const std::string& as) const {
+    fs::copy_file(fs::path(reference_dir()) / file, path_ / as);
+  }
   std::string dir() const { return path_.string(); }
 
  private:
   fs::path path_;
 };
+
+// A fitted entry of published.yaml for `scenario`, whose published figure is `value` tokens/s.
+std::string tokens_run(const std::string& scenario, double value) {
+  return fmt::format(
+      "  - scenario: {}\n    metric: tokens_per_s\n    value: {}\n    flops_formula: model\n"
+      "    fitted: true\n    source: test\n",
+      scenario, value);
+}
 
 std::string one_run(double value, const std::string& extra = "", const std::string& metric = "tflops_per_gpu") {
   return "runs:\n  - scenario: gpt3-1.7b.yaml\n    metric: " + metric + "\n    value: " + std::to_string(value) +
@@ -231,7 +243,7 @@ TEST(Validate, PerSourceStatsAndHeldOutBound) {
   // One fitted run far off and the same run held out on target: the bound judges the
   // held-out runs only, and the per-source table splits by source_id.
   ScratchDir d("persource");
-  fs::copy_file(fs::path(reference_dir()) / "gpt3-3.6b.yaml", fs::path(d.dir()) / "gpt3-3.6b.yaml");
+  d.add_reference("gpt3-3.6b.yaml", "gpt3-3.6b.yaml");
   d.write_published(one_run(2 * 137, "    source_id: a\n") +
                     "  - scenario: gpt3-3.6b.yaml\n    metric: tflops_per_gpu\n    value: 138\n"
                     "    flops_formula: megatron-eq3\n    fitted: false\n    source_id: b\n"
@@ -436,17 +448,14 @@ TEST(Validate, FitsEachGpuTypeOnItsOwnRuns) {
   // with efficiencies of its own: one fit per GPU type, in listed order, each back near zero
   // error, and the 80GB constants the same as a fit of its run alone.
   ScratchDir d("fit2");
-  fs::copy_file(fs::path(reference_dir()) / "mpt-7b-128xa100-40gb.yaml", fs::path(d.dir()) / "mpt-7b.yaml");
-  const std::string run40 =
-      "  - scenario: mpt-7b.yaml\n    metric: tokens_per_s\n    value: {}\n"
-      "    flops_formula: model\n    fitted: true\n    source: test\n";
-  d.write_published(one_run(137) + fmt::format(fmt::runtime(run40), 1e5));
+  d.add_reference("mpt-7b-128xa100-40gb.yaml", "mpt-7b.yaml");
+  d.write_published(one_run(137) + tokens_run("mpt-7b.yaml", 1e5));
   ValidateOptions truth;
   truth.efficiency["a100-sxm-80gb"] = hw::GpuSpec::Efficiency{0.60, 0.73, 0.70};
   truth.efficiency["a100-sxm-40gb"] = hw::GpuSpec::Efficiency{0.62, 0.60, 0.75};
   const auto rows = run_validation(d.dir(), truth).rows;
   ASSERT_EQ(rows.size(), 2u);
-  d.write_published(one_run(rows[0].predicted) + fmt::format(fmt::runtime(run40), rows[1].predicted));
+  d.write_published(one_run(rows[0].predicted) + tokens_run("mpt-7b.yaml", rows[1].predicted));
   const auto fits = fit_efficiency(d.dir());
   ASSERT_EQ(fits.size(), 2u);
   EXPECT_EQ(fits[0].gpu, "a100-sxm-80gb");
@@ -467,10 +476,8 @@ TEST(Validate, FitKeepsMeasuredConstants) {
   const auto a100 = fit_efficiency(d.dir()).at(0);
   EXPECT_DOUBLE_EQ(a100.best.attention, 0.73);
   EXPECT_NE(a100.best.gemm, a100.start.gemm);
-  fs::copy_file(fs::path(reference_dir()) / "mpt-13b-64xh100.yaml", fs::path(d.dir()) / "mpt-13b.yaml");
-  d.write_published(
-      "runs:\n  - scenario: mpt-13b.yaml\n    metric: tokens_per_s\n    value: 1e5\n"
-      "    flops_formula: model\n    fitted: true\n    source: test\n");
+  d.add_reference("mpt-13b-64xh100.yaml", "mpt-13b.yaml");
+  d.write_published("runs:\n" + tokens_run("mpt-13b.yaml", 1e5));
   const auto h100 = fit_efficiency(d.dir()).at(0);
   EXPECT_EQ(h100.gpu, "h100-sxm");
   EXPECT_DOUBLE_EQ(h100.best.gemm, h100.start.gemm);
