@@ -28,6 +28,9 @@ struct GpuSpec {
   // Kernel-level constants of the shape-aware cost model (hw/gemm_model.h, README 'Cost model').
   int sm_count = 0;               // streaming multiprocessors: the GEMM wave width
   Seconds launch_overhead = 0;    // per kernel, back-to-back on one stream
+  // PyTorch's default cuBLAS workspace on this GPU, one per (cuBLAS handle, stream), taken
+  // from the caching allocator (models/memory.cpp buffer_bytes).
+  Bytes blas_workspace = 0;
   int gemm_tile_k = 64;           // k-slice of one main-loop iteration (CUTLASS ThreadblockShape k)
   int gemm_stages = 3;            // software-pipeline stages: prologue + epilogue cost this many k-slices
   std::string attention_kernel;   // default flash kernel of the generation: fa2 | fa3 | cudnn

@@ -533,6 +533,13 @@ double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage) {
   // Megatron-core reduce-scatters and all-gathers in place in its contiguous grad
   // and param buffers (dist_optimizer.md: "contiguous buffers for parameters and
   // main gradients"): no staging copy. FSDP: see the ZeRO-3 block below.
+  // PyTorch's cuBLAS workspaces: every cuBLAS call gets its (handle, stream)'s workspace,
+  // taken from the caching allocator the first time and held (CublasHandlePool.cpp
+  // setWorkspaceForHandle / getNewWorkspace; pytorch issue #95668: one Linear forward leaves
+  // 8,519,680 B allocated). A thread reserves its own handle (DeviceThreadHandlePool), and
+  // the forward runs on the Python thread, the backward on autograd's thread for the device
+  // (torch/csrc/autograd/engine.cpp): two workspaces on the compute stream.
+  bytes += 2.0 * p.blas_workspace;
   // Pipeline p2p: one received activation (forward) and one received gradient
   // (backward) of shape s/cp × b × h (/tp with SP: Megatron's scatter-gather).
   if (p.pp > 1) bytes += 2.0 * e * tokens * h * rep;

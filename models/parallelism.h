@@ -60,6 +60,9 @@ struct Parallelism {
   // PyTorch FSDP's MixedPrecision reduce_dtype in bytes per element (training.fsdp.reduce_dtype;
   // 0 = the parameter dtype): another dtype is a second, cast copy of a unit's gradient.
   double fsdp_reduce_bytes = 0;
+  // PyTorch's cuBLAS workspace, bytes per (handle, stream) (training.memory.
+  // cublas_workspace_config, default the GPU's, hw/gpus.yaml blas_workspace); 0 = none.
+  double blas_workspace = 0.0;
   // PyTorch caching-allocator gap: reserved = allocated × (1 + allocator_overhead)
   // at the peak (fragmentation, rounding to blocks). 0 reports max allocated.
   double allocator_overhead = 0.0;

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <regex>
 #include <sstream>
 
 #include "hw/input_file.h"
@@ -493,6 +494,30 @@ void read_moe_plan(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
   }
 }
 
+// PyTorch's cuBLAS workspace per (handle, stream): training.memory.cublas_workspace_config
+// in the syntax of the CUBLAS_WORKSPACE_CONFIG variable it stands for, ":SIZE:COUNT" pairs
+// of SIZE KiB buffers (PyTorch sums them: CublasHandlePool.cpp parseChosenWorkspaceSize);
+// else the GPU's default (hw/gpus.yaml), the largest of a mixed cluster's types.
+double blas_workspace(const hw::StrictReader& r, const YAML::Node& mem, const ClusterConfig& c) {
+  if (!(mem && mem["cublas_workspace_config"])) {
+    double most = c.gpu.blas_workspace;
+    for (const GpuGroup& g : c.gpu_groups) most = std::max(most, g.gpu.blas_workspace);
+    return most;
+  }
+  const char* key = "training.memory.cublas_workspace_config";
+  const std::string text = r.string(mem["cublas_workspace_config"], key);
+  const char* hint = "CUBLAS_WORKSPACE_CONFIG's form, \":SIZE:COUNT\" pairs of SIZE KiB, e.g. \":4096:8\"";
+  static const std::regex pair(":([0-9]{1,9}):([0-9]{1,9})");
+  if (text.empty() || !std::regex_match(text, std::regex("(:[0-9]{1,9}:[0-9]{1,9})+")))
+    r.fail(key, fmt::format("'{}' is not a list of :SIZE:COUNT pairs", text), hint);
+  double bytes = 0;
+  for (std::sregex_iterator it(text.begin(), text.end(), pair), end; it != end; ++it)
+    bytes += std::stod((*it)[1].str()) * 1024.0 * std::stod((*it)[2].str());
+  if (bytes > 64.0 * (1ull << 30))
+    r.fail(key, fmt::format("'{}' is {:g} GiB, out of range", text, bytes / (1ull << 30)), "at most 64 GiB");
+  return bytes;
+}
+
 void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& s) {
   auto& par = s.plan.par;
   const YAML::Node t = root["training"] ? root["training"] : YAML::Node(YAML::NodeType::Map);
@@ -517,6 +542,7 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
       par.allocator_overhead = v;
     }
   }
+  par.blas_workspace = blas_workspace(r, t["memory"], s.cluster);
   read_framework(r, t, root["parallel"], s);
   // The framework decides how model states are laid out, unless the scenario says otherwise.
   const YAML::Node mem = t["memory"];

@@ -144,6 +144,10 @@ const std::vector<ScenarioKey>& key_table() {
       {"training.memory.state_layout", "", "the framework's", "megatron | deepspeed | fsdp", "", ""},
       {"training.memory.allocator_overhead", "", "0", "reserved-minus-allocated gap, fraction of allocated, 0 to 4", "",
        ""},
+      {"training.memory.cublas_workspace_config", "", "PyTorch's for the GPU",
+       "PyTorch's cuBLAS workspace as the CUBLAS_WORKSPACE_CONFIG variable sets it, \":SIZE:COUNT\" pairs of SIZE "
+       "KiB; two are held (forward and backward threads)",
+       "", ""},
       {"training.framework", "", "megatron-core", "megatron-core | megatron-lm | deepspeed | fsdp", "", ""},
       {"training.dp_one_stream", "", "true",
        "DP parameter gathers queue with gradient reductions (one process group, one NCCL stream)", "", ""},

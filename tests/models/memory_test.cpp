@@ -363,6 +363,9 @@ TEST(Buffers, Components) {
   p.zero_stage = 0;
   p.sequence_parallel = true;
   EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0 / 8 + 50'331'648.0);
+  // PyTorch's cuBLAS workspace is held twice: the forward's thread and autograd's.
+  p.blas_workspace = 33'554'432.0;
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0 / 8 + 50'331'648.0 + 67'108'864.0);
 }
 
 TEST(Analytical, OneFOneBMatchesTheAllocationRule) {

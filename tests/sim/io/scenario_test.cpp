@@ -80,6 +80,21 @@ TEST(Scenario, TrainingMemoryKeys) {
   expect_error(kBase, {"training.memory.overhead=0.1"}, {"training.memory", "allocator_overhead"});
 }
 
+// PyTorch's cuBLAS workspace per (handle, stream): the GPU's default, or the
+// CUBLAS_WORKSPACE_CONFIG string (":SIZE:COUNT" pairs of SIZE KiB, summed).
+TEST(Scenario, CublasWorkspaceConfig) {
+  EXPECT_DOUBLE_EQ(parse_scenario(kBase, "s.yaml").plan.par.blas_workspace, 8519680.0);  // A100: :4096:2:16:8
+  EXPECT_DOUBLE_EQ(parse_scenario(kBase, "s.yaml", {"cluster.gpu=h100"}).plan.par.blas_workspace, 33554432.0);
+  const std::string key = "training.memory.cublas_workspace_config";
+  EXPECT_DOUBLE_EQ(parse_scenario(kBase, "s.yaml", {key + "=\":4096:8\""}).plan.par.blas_workspace, 33554432.0);
+  EXPECT_DOUBLE_EQ(parse_scenario(kBase, "s.yaml", {key + "=\":4096:2:16:8\""}).plan.par.blas_workspace, 8519680.0);
+  EXPECT_DOUBLE_EQ(parse_scenario(kBase, "s.yaml", {key + "=\":0:0\""}).plan.par.blas_workspace, 0.0);
+  for (const char* bad : {"4096:8", ":4096", "\":4096:8:\"", "4 MiB"})
+    expect_error(kBase, {key + "=" + bad}, {key, ":SIZE:COUNT"});
+  expect_error(kBase, {key + "=\"\""}, {key});
+  expect_error(kBase, {key + "=\":999999999:999\""}, {key, "out of range"});
+}
+
 TEST(Scenario, EveryConstraintNamesItsKeys) {
   expect_error(kBase, {"parallel.tensor_parallel=5", "cluster.num_gpus=40"},
                {"parallel.tensor_parallel", "model.num_attention_heads"});
