@@ -154,7 +154,8 @@ class Mapper {
 ImportedKeys import_megatron_args(const std::string& text, const std::string& source,
                                   std::optional<std::int64_t> num_gpus) {
   const auto ws = words(text);
-  const auto flags = flags_of(ws, variables(ws));
+  const auto vars = variables(ws);
+  const auto flags = flags_of(ws, vars);
   ImportedKeys out;
   Mapper m(source, out.warnings);
   std::map<std::string, const Flag*> last;  // the last occurrence wins, as in argparse
@@ -323,7 +324,28 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
     if (m.value(*f)) train["precision"] = "fp8";
   if (const Flag* f = use("--optimizer"))
     if (const auto v = m.one_of(*f, {"adam", "sgd"})) train["optimizer"] = *v;
+  // The attention kernel. Megatron-core's --attention-backend (AttnBackend: flash | fused |
+  // unfused | local | auto; auto, the default, lets Transformer Engine pick a flash or fused
+  // kernel): unfused (TE's UnfusedDotProductAttention) and local materialise the s × s scores,
+  // as the local transformer's DotProductAttention (--transformer-impl local,
+  // gpt_layer_specs.py get_gpt_layer_local_spec) does: naive in ptsim.
+  const Flag* impl = use("--transformer-impl");
+  const bool local_impl = impl && m.value(*impl) && *m.value(*impl) == "local";
   if (use("--use-flash-attn")) train["attention"] = "flash";
+  if (const Flag* f = use("--attention-backend")) {
+    if (const auto v = m.one_of(*f, {"flash", "fused", "unfused", "local", "auto"})) {
+      if (*v == "unfused" || *v == "local") train["attention"] = "naive";
+      if (*v == "flash") train["attention"] = "flash";
+      if (*v == "fused") train["attention"] = "cudnn";
+      if (*v == "auto" && local_impl) train["attention"] = "naive";
+    }
+  } else if (local_impl && !has("--use-flash-attn")) {
+    train["attention"] = "naive";
+  }
+  // A launch script that sets PyTorch's cuBLAS workspace (deterministic runs do):
+  // `export CUBLAS_WORKSPACE_CONFIG=:4096:8` (README "Memory model").
+  if (const auto it = vars.find("CUBLAS_WORKSPACE_CONFIG"); it != vars.end())
+    train["memory"]["cublas_workspace_config"] = it->second;
   set_whole(train, "train_iters", "--train-iters");
   if (has("--train-iters") && has("--train-samples"))
     throw InputError(source, "--train-samples", "given with --train-iters; Megatron-LM takes one of them");

@@ -55,7 +55,8 @@ TEST(ImportMegatron, Gpt3_175bExampleScript) {
             std::string::npos);
   EXPECT_TRUE(missing_warnings(k, with).empty());  // the scenario gives it: no warning
   const std::string w = joined(k.warnings);
-  for (const char* ignored : {"--lr,", "--weight-decay", "--rampup-batch-size", "--attention-backend", "--split"})
+  EXPECT_FALSE(t["attention"]);  // --attention-backend auto: Transformer Engine picks a flash kernel
+  for (const char* ignored : {"--lr,", "--weight-decay", "--rampup-batch-size", "--split"})
     EXPECT_NE(w.find(ignored), std::string::npos) << ignored << " not named in:\n" << w;
   EXPECT_EQ(w.find("--num-layers,"), std::string::npos) << "a mapped flag named as ignored:\n" << w;
 }
@@ -85,6 +86,33 @@ TEST(ImportMegatron, LlamaStyleFlagsMapEveryKey) {
   const std::string w = joined(k.warnings);
   EXPECT_NE(w.find("--max-position-embeddings: 131072 is not modelled"), std::string::npos) << w;
   EXPECT_NE(w.find("ignored (no effect on the simulated iteration, or not modelled): --lr\n"), std::string::npos) << w;
+}
+
+// The attention kernel: --attention-backend (unfused and local keep the s x s scores:
+// naive), the local transformer's own attention (naive), --use-flash-attn.
+TEST(ImportMegatron, AttentionBackendAndTransformerImpl) {
+  const auto attention = [](const std::string& args) {
+    const auto k = import_megatron_args(args, "a", 8);
+    const auto t = k.keys["training"]["attention"];
+    return t ? t.as<std::string>() : std::string("default");
+  };
+  EXPECT_EQ(attention("--attention-backend unfused"), "naive");
+  EXPECT_EQ(attention("--attention-backend local --transformer-impl local"), "naive");
+  EXPECT_EQ(attention("--attention-backend flash"), "flash");
+  EXPECT_EQ(attention("--attention-backend fused"), "cudnn");
+  EXPECT_EQ(attention("--attention-backend auto"), "default");
+  EXPECT_EQ(attention("--transformer-impl transformer_engine"), "default");
+  EXPECT_EQ(attention("--transformer-impl local"), "naive");
+  EXPECT_EQ(attention("--transformer-impl local --use-flash-attn"), "flash");
+  EXPECT_THROW(import_megatron_args("--attention-backend triton", "a", 8), InputError);
+}
+
+// A launch script's CUBLAS_WORKSPACE_CONFIG sets PyTorch's cuBLAS workspace.
+TEST(ImportMegatron, CublasWorkspaceConfigFromTheScript) {
+  const auto k =
+      import_megatron_args("export CUBLAS_WORKSPACE_CONFIG=:4096:8\npython pretrain_gpt.py --bf16\n", "a", 8);
+  EXPECT_EQ(k.keys["training"]["memory"]["cublas_workspace_config"].as<std::string>(), ":4096:8");
+  EXPECT_FALSE(import_megatron_args("--bf16", "a", 8).keys["training"]["memory"]);
 }
 
 TEST(ImportMegatron, UnevenPipelineSplitFlags) {
