@@ -50,6 +50,7 @@ std::vector<GpuSpec> parse_gpu_catalog(const std::string& yaml_text) {
     s.sm_count = g["sm_count"].as<int>();
     s.launch_overhead = parse_seconds(g["launch_overhead"].as<std::string>());
     s.blas_workspace = parse_bytes(g["blas_workspace"].as<std::string>());
+    s.te_workspace = parse_bytes(g["te_workspace"].as<std::string>());
     s.gemm_tile_k = g["gemm_tile_k"].as<int>();
     s.gemm_stages = g["gemm_stages"].as<int>();
     s.attention_kernel = g["attention_kernel"].as<std::string>();

@@ -31,6 +31,8 @@ struct GpuSpec {
   // PyTorch's default cuBLAS workspace on this GPU, one per (cuBLAS handle, stream), taken
   // from the caching allocator (models/memory.cpp buffer_bytes).
   Bytes blas_workspace = 0;
+  // Transformer Engine's own cuBLAS workspace (one tensor, get_workspace) on this GPU.
+  Bytes te_workspace = 0;
   int gemm_tile_k = 64;           // k-slice of one main-loop iteration (CUTLASS ThreadblockShape k)
   int gemm_stages = 3;            // software-pipeline stages: prologue + epilogue cost this many k-slices
   std::string attention_kernel;   // default flash kernel of the generation: fa2 | fa3 | cudnn

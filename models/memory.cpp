@@ -540,6 +540,16 @@ double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage) {
   // the forward runs on the Python thread, the backward on autograd's thread for the device
   // (torch/csrc/autograd/engine.cpp): two workspaces on the compute stream.
   bytes += 2.0 * p.blas_workspace;
+  // Transformer Engine's layers run their GEMMs on its own workspace (get_workspace, one
+  // tensor), beside PyTorch's.
+  bytes += p.te_workspace;
+  // Megatron-core's local attention computes QK^T into a buffer of Megatron's
+  // GlobalMemoryBuffer (megatron/core/transformer/dot_product_attention.py:
+  // get_global_memory_buffer().get_tensor((b·np, sq, sk), dtype, "mpu")), kept from step to
+  // step; Transformer Engine's unfused attention allocates its scores per call.
+  if (p.score_buffer && p.attention == AttentionImpl::naive)
+    bytes += e * p.micro_batch_size * static_cast<double>(m.num_attention_heads / p.tp) *
+             (static_cast<double>(m.seq_length) / p.cp) * static_cast<double>(m.seq_length);
   // Pipeline p2p: one received activation (forward) and one received gradient
   // (backward) of shape s/cp × b × h (/tp with SP: Megatron's scatter-gather).
   if (p.pp > 1) bytes += 2.0 * e * tokens * h * rep;
@@ -575,23 +585,26 @@ double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage) {
         max_layers(layers, [&](bool moe) { return linear_weights_per_gpu(m, p.tp, p.ep, moe).total(); });
     bytes += activation_element_bytes(p.precision) * static_cast<double>(largest);
   }
-  // Largest transient gradient a layer's backward materialises: the MLP
-  // up-projection output gradient, the naive-attention score gradient, or the
-  // fp32 dQ accumulator of FlashAttention-2's backward.
-  double transient = 0;
+  return bytes;
+}
+
+// The largest transient gradient the layer's backward materialises: the MLP
+// up-projection output gradient, the naive-attention score gradient, or the fp32 dQ
+// accumulator of FlashAttention-2's backward.
+double backward_transient_bytes(const ModelSpec& m, const Parallelism& p, bool moe_layer) {
+  const double e = activation_element_bytes(p.precision);
+  const double tokens = p.micro_batch_size * static_cast<double>(m.seq_length) / p.cp;
   const double heads = static_cast<double>(m.num_attention_heads / p.tp);
-  if (p.attention == AttentionImpl::naive) {
-    transient = e * p.micro_batch_size * heads * tokens / p.micro_batch_size * static_cast<double>(m.seq_length);
-  } else {
-    transient = 4.0 * tokens * heads * static_cast<double>(m.head_dim());
-  }
+  double transient = p.attention == AttentionImpl::naive ? e * heads * tokens * static_cast<double>(m.seq_length)
+                                                         : 4.0 * tokens * heads * static_cast<double>(m.head_dim());
   const double up = m.mlp == Mlp::swiglu ? 2.0 : 1.0;
-  transient = std::max(transient, max_layers(layers, [&](bool moe) {
-                         if (!moe) return e * tokens * up * static_cast<double>(m.ffn_hidden_size) / p.tp;
-                         const double routed = moe_tokens_per_expert(m, p) * (m.moe->num_experts / p.ep);
-                         return e * routed * up * static_cast<double>(m.moe->ffn_hidden_size) / p.tp;
-                       }));
-  return bytes + transient;
+  if (!moe_layer) return std::max(transient, e * tokens * up * static_cast<double>(m.ffn_hidden_size) / p.tp);
+  const double routed = moe_tokens_per_expert(m, p) * (m.moe->num_experts / p.ep);
+  return std::max(transient, e * routed * up * static_cast<double>(m.moe->ffn_hidden_size) / p.tp);
+}
+
+double backward_working_set_bytes(const ModelSpec& m, const Parallelism& p, bool moe_layer) {
+  return recompute_working_set_bytes(m, p, moe_layer) + backward_transient_bytes(m, p, moe_layer);
 }
 
 // ---------------------------------------------------------------- summary ---
@@ -608,7 +621,7 @@ double reserved_bytes(const Parallelism& p, double allocated) {
 // activations (+ the embedding activation for chunk 0 of stage 0, + the head
 // activation for the last chunk of the last stage, freed right after the head's
 // backward), freed at its backward; during each layer's backward its recompute
-// working set; the buffers held throughout. A stage's peak is reached with the most forwards in
+// working set and largest transient; the buffers held throughout. A stage's peak is reached with the most forwards in
 // flight, in_flight_microbatch_chunks, which are the first ones of the schedule
 // (their chunks given by forward_chunk), plus the recompute working set of the
 // backward that follows them; the allocator gap scales the sum.
@@ -640,11 +653,11 @@ std::vector<StageMemory> analytical_memory(const ModelSpec& m, const Parallelism
       if (stage == p.pp - 1 && c == p.vpp - 1) sm.activations += head;
     }
     // The first backward after the in-flight forwards re-creates one layer's
-    // recompute working set on top of them. On the last stage the head's backward
-    // comes first and its activation is freed before the layers' backward: the
-    // working set then adds only what exceeds one head.
+    // recompute working set on top of them, beside its largest transient gradient. On
+    // the last stage the head's backward comes first and its activation is freed before
+    // the layers' backward: the working set then adds only what exceeds one head.
     const double working_set =
-        max_layers(stage_layer_kinds(m, p, stage), [&](bool moe) { return recompute_working_set_bytes(m, p, moe); });
+        max_layers(stage_layer_kinds(m, p, stage), [&](bool moe) { return backward_working_set_bytes(m, p, moe); });
     // (With the backward split, the peak comes before a W, after the B that freed
     // its working set: a B's working set sits on top of what the steps before it hold,
     // which the per-stage figure then already counts.)

@@ -101,6 +101,14 @@ double head_activation_bytes(const ModelSpec& m, const Parallelism& p);
 // whole layer but its input; selective: the attention core's s×s tensors). 0
 // without recompute. Allocated before the layer's backward, freed after it.
 double recompute_working_set_bytes(const ModelSpec& m, const Parallelism& p, bool moe_layer);
+// The largest transient tensor one layer's backward creates and frees (the MLP
+// up-projection output gradient, the naive-attention score gradient, FlashAttention-2's
+// fp32 dQ accumulator).
+double backward_transient_bytes(const ModelSpec& m, const Parallelism& p, bool moe_layer);
+// What a layer's backward holds on top of the saved activations: its recompute working set
+// and its largest transient. On the last stage the head's backward comes first and frees
+// the head's tensors, so there it adds only what exceeds them.
+double backward_working_set_bytes(const ModelSpec& m, const Parallelism& p, bool moe_layer);
 
 // Micro-batches whose activations a stage holds at its peak: GPipe m; 1F1B
 // min(m, p − stage); interleaved per Megatron (stage 0: (1 + (p−1)/(p·v))·p worth).
@@ -114,7 +122,7 @@ double dp_bucket_params(int dp);
 // docs, zero_optimization.reduce_bucket_size).
 inline constexpr double kDeepSpeedReduceBucket = 5e8;
 
-// Transient buffers (bytes): the largest op workspace during backward, DP gradient
+// Buffers held throughout (bytes): PyTorch's cuBLAS workspaces, DP gradient
 // buckets in the layout's own form (DeepSpeed's reduce bucket; FSDP's unsharded
 // unit gradient; Megatron reduces in place in its grad buffer), ZeRO-3 gathered
 // layers, pipeline send/recv buffers.

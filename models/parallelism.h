@@ -63,6 +63,12 @@ struct Parallelism {
   // PyTorch's cuBLAS workspace, bytes per (handle, stream) (training.memory.
   // cublas_workspace_config, default the GPU's, hw/gpus.yaml blas_workspace); 0 = none.
   double blas_workspace = 0.0;
+  // Transformer Engine's cuBLAS workspace, bytes (training.megatron.transformer_impl
+  // transformer_engine; hw/gpus.yaml te_workspace); 0 = no Transformer Engine layers.
+  double te_workspace = 0.0;
+  // Megatron-core's local DotProductAttention keeps its s × s scores in the
+  // GlobalMemoryBuffer (naive attention only; training.megatron.transformer_impl local).
+  bool score_buffer = false;
   // PyTorch caching-allocator gap: reserved = allocated × (1 + allocator_overhead)
   // at the peak (fragmentation, rounding to blocks). 0 reports max allocated.
   double allocator_overhead = 0.0;

@@ -80,6 +80,10 @@ FrameworkProfile default_profile(Framework f) {
       // (megatron/model/distributed.py _make_param_hook, "main_grad.add_(param.grad.data)",
       // commit b4bc51b1 "Bfloat with fp32 grad acc", 2021-03-08).
       p.fused_grad_accumulation = true;
+      // --transformer-impl: "transformer_engine" by default in megatron-core's training
+      // (megatron/training/arguments.py); Megatron-LM's own layers before Transformer Engine
+      // (2023), which the megatron-lm profile's runs used.
+      p.transformer_engine = f == Framework::megatron_core;
       return p;
     case Framework::deepspeed:
       // DeepSpeed runtime/zero/config.py (DeepSpeedZeroConfig, v0.12–0.14):

@@ -117,6 +117,11 @@ struct FrameworkProfile {
   // into the one already held, a memory-bound kernel after the GEMM:
   // ProgramBuilder::accumulate_grads.
   bool fused_grad_accumulation = false;
+  // Megatron's --transformer-impl (training.megatron.transformer_impl): Transformer Engine's
+  // layers (megatron-core's default) hold TE's own cuBLAS workspace; the local layers'
+  // DotProductAttention computes its s × s scores into Megatron's GlobalMemoryBuffer, a
+  // tensor kept from step to step (models/memory.cpp buffer_bytes).
+  bool transformer_engine = false;
   // Pipeline engine: DeepSpeed's PipelineEngine reduces gradients after the whole
   // schedule (no overlap with backward) and has no interleaved schedule.
   bool pipeline_reduces_after_schedule = false;

@@ -876,13 +876,14 @@ class Builder {
         for (const Op& op : models::embedding_ops(m, par_)) push_compute(b, op.name, time_of(op, true));
       } else {
         // The recompute pass re-creates the layer's saved tensors (full) or the
-        // attention core's (selective); they live until the layer's backward ends.
-        const Bytes ws = models::recompute_working_set_bytes(m, par_, m.is_moe_layer(l));
-        if (ws > 0) b.push_back(mem(InstrKind::alloc, MemCat::activations, ws, "recompute working set"));
+        // attention core's (selective); they live until the layer's backward ends, beside
+        // the backward's largest transient gradient.
+        const Bytes ws = models::backward_working_set_bytes(m, par_, m.is_moe_layer(l));
+        if (ws > 0) b.push_back(mem(InstrKind::alloc, MemCat::activations, ws, "backward working set"));
         if (par_.recompute == models::Recompute::full)
           layer_forward(b, blocks.ops(m, l), blocks.fwd(m, l), kRecompute, &fetch, l, true);
         layer_backward(b, blocks.ops(m, l), blocks.fwd(m, l), blocks.bwd(m, l), fetch, l);
-        if (ws > 0) b.push_back(mem(InstrKind::release, MemCat::activations, ws, "recompute working set"));
+        if (ws > 0) b.push_back(mem(InstrKind::release, MemCat::activations, ws, "backward working set"));
       }
       zero3_after(b, fetch, blocks, l, true);
       if (!split()) block_grads_ready(b, l);

@@ -17,7 +17,7 @@ std::vector<double> schedule_activation_peaks(const models::ModelSpec& m, const 
       const auto r = models::chunk_layers(m, p, stage, c);
       for (int l = r.first; l < r.first + r.count; ++l) {
         bytes[c] += models::activation_bytes_per_layer(m, p, m.is_moe_layer(l));
-        working[c] = std::max(working[c], models::recompute_working_set_bytes(m, p, m.is_moe_layer(l)));
+        working[c] = std::max(working[c], models::backward_working_set_bytes(m, p, m.is_moe_layer(l)));
       }
       if (models::holds_embedding(p, stage, c)) bytes[c] += emb;
       if (models::holds_head(p, stage, c)) heads[c] = head;
@@ -31,7 +31,7 @@ std::vector<double> schedule_activation_peaks(const models::ModelSpec& m, const 
         peak = std::max(peak, now);
       } else if (s.phase == Phase::backward) {
         // The head's backward runs first and frees its tensors; each layer's
-        // backward then re-creates its recompute working set.
+        // backward then re-creates its recompute working set beside its transient.
         peak = std::max(peak, now - heads[c] + working[c]);
         now -= split ? heads[c] : bytes[c];
       } else {

@@ -145,6 +145,9 @@ void read_megatron(const hw::StrictReader& r, const YAML::Node& m, const YAML::N
   if (m["gradient_accumulation_fusion"])
     fp.fused_grad_accumulation =
         r.boolean(m["gradient_accumulation_fusion"], "training.megatron.gradient_accumulation_fusion");
+  if (m["transformer_impl"])
+    fp.transformer_engine = r.choice(m["transformer_impl"], "training.megatron.transformer_impl",
+                                     {"transformer_engine", "local"}) == "transformer_engine";
   fp.embedding_in_split = flag("account_for_embedding_in_pipeline_split");
   fp.loss_in_split = flag("account_for_loss_in_pipeline_split");
   // transformer_config.py: not with the explicit first / last stage counts.

@@ -329,8 +329,13 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
   // kernel): unfused (TE's UnfusedDotProductAttention) and local materialise the s × s scores,
   // as the local transformer's DotProductAttention (--transformer-impl local,
   // gpt_layer_specs.py get_gpt_layer_local_spec) does: naive in ptsim.
-  const Flag* impl = use("--transformer-impl");
-  const bool local_impl = impl && m.value(*impl) && *m.value(*impl) == "local";
+  bool local_impl = false;
+  if (const Flag* impl = use("--transformer-impl"))
+    if (const auto v = m.one_of(*impl, {"transformer_engine", "local", "inference_optimized"}))
+      if (*v != "inference_optimized") {
+        train["megatron"]["transformer_impl"] = *v;
+        local_impl = *v == "local";
+      }
   if (use("--use-flash-attn")) train["attention"] = "flash";
   if (const Flag* f = use("--attention-backend")) {
     if (const auto v = m.one_of(*f, {"flash", "fused", "unfused", "local", "auto"})) {

@@ -544,6 +544,12 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
   }
   par.blas_workspace = blas_workspace(r, t["memory"], s.cluster);
   read_framework(r, t, root["parallel"], s);
+  // Transformer Engine's workspace / Megatron-core's local attention buffer (models/memory.cpp).
+  if (s.framework.transformer_engine) {
+    par.te_workspace = s.cluster.gpu.te_workspace;
+    for (const GpuGroup& g : s.cluster.gpu_groups) par.te_workspace = std::max(par.te_workspace, g.gpu.te_workspace);
+  }
+  par.score_buffer = s.framework.framework == Framework::megatron_core && !s.framework.transformer_engine;
   // The framework decides how model states are laid out, unless the scenario says otherwise.
   const YAML::Node mem = t["memory"];
   if (!(mem && mem["state_layout"])) par.state_layout = state_layout_of(s.framework.framework);

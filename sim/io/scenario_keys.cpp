@@ -198,6 +198,10 @@ const std::vector<ScenarioKey>& key_table() {
        "without sequence parallelism, all-reduce a column-parallel linear's input gradient beside its weight-gradient "
        "GEMM (false: after it, blocking; Megatron-LM before 2021-09)",
        "--no-async-tensor-model-parallel-allreduce", ""},
+      {"training.megatron.transformer_impl", "", "TE; megatron-lm: local",
+       "transformer_engine | local: the layers' implementation (memory: TE's cuBLAS workspace; local attention's "
+       "score buffer)",
+       "--transformer-impl", ""},
       {"training.megatron.gradient_accumulation_fusion", "", "true",
        "the weight-gradient GEMM accumulates into the fp32 main gradient (false: each micro-batch's gradient is "
        "added into the held one after the GEMM, a memory-bound kernel; Megatron-LM before 2022-02)",

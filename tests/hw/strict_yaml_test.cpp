@@ -106,7 +106,8 @@ TEST(GpuCatalog, EfficiencyNotFitted) {
       "gpus:\n  - name: x\n    peak: { fp16: \"1 TFLOP/s\" }\n    hbm: \"1 GiB\"\n"
       "    hbm_bandwidth: \"1 GB/s\"\n    nvlink_bandwidth: \"1 GB/s\"\n    pcie_bandwidth: \"1 GB/s\"\n"
       "    tdp: \"1 W\"\n    host_adam_rate: \"1 Gparam/s\"\n    matmul_best: 0.8\n    sm_count: 1\n"
-      "    launch_overhead: \"1 us\"\n    blas_workspace: \"1 MiB\"\n    gemm_tile_k: 64\n    gemm_stages: 3\n"
+      "    launch_overhead: \"1 us\"\n    blas_workspace: \"1 MiB\"\n    te_workspace: \"1 MiB\"\n    gemm_tile_k: "
+      "64\n    gemm_stages: 3\n"
       "    attention_kernel: fa2\n    attention_seq_half: 1\n";
   EXPECT_TRUE(parse_gpu_catalog(gpu + "    efficiency_not_fitted: [memory]\n").at(0).efficiency_not_fitted.memory);
   try {
@@ -124,6 +125,9 @@ TEST(GpuCatalog, BlasWorkspaceIsPyTorchsDefault) {
   EXPECT_DOUBLE_EQ(find_gpu("a100")->blas_workspace, 8519680.0);
   EXPECT_DOUBLE_EQ(find_gpu("a100-sxm-40gb")->blas_workspace, 8519680.0);
   for (const char* g : {"h100", "h200", "b200"}) EXPECT_DOUBLE_EQ(find_gpu(g)->blas_workspace, 32.0 * 1024 * 1024) << g;
+  // Transformer Engine's: 4 MiB before Hopper, 32 MiB from compute capability 9 on.
+  EXPECT_DOUBLE_EQ(find_gpu("a100")->te_workspace, 4.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(find_gpu("h100")->te_workspace, 32.0 * 1024 * 1024);
 }
 
 }  // namespace

@@ -316,34 +316,35 @@ TEST(States, ZeroOverDataAndExpertDataParallel) {
 }
 
 TEST(Buffers, Components) {
-  // GPT-3 175B, t = 8, no SP, flash, ZeRO-0, pp = 1: only the largest backward
-  // transient: max(fp32 dQ 4·s·(a/t)·d = 12,582,912, MLP-up gradient
-  // 2·s·4h/t = 25,165,824) = 25,165,824.
+  // GPT-3 175B, t = 8, no SP, flash, ZeRO-0, pp = 1: nothing held throughout. The
+  // largest backward transient, max(fp32 dQ 4·s·(a/t)·d = 12,582,912, MLP-up gradient
+  // 2·s·4h/t = 25,165,824) = 25,165,824, lives only during a layer's backward.
   const ModelSpec m = preset("gpt3-175b");
   Parallelism p;
   p.tp = 8;
-  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0);
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 0.0);
+  EXPECT_DOUBLE_EQ(backward_transient_bytes(m, p, false), 25'165'824.0);
   // pp = 2 adds p2p receive buffers 2·2·s·h = 100,663,296. Megatron's ZeRO-1
   // (distributed optimizer) reduces in place in its grad buffer: nothing more.
   p.pp = 2;
   p.dp = 64;
   p.zero_stage = 1;
-  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0);
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 100'663'296.0);
   // DeepSpeed copies gradients into a reduce bucket of 5e8 bf16 elements (the
   // stage holds 48 × 226,576,896 + 78,643,200 > 5e8 parameters): 1e9 bytes.
   p.state_layout = StateLayout::deepspeed;
-  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0 + 1e9);
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 100'663'296.0 + 1e9);
   // ZeRO-3 adds two gathered layers: 2 × 226,576,896 × 2 bytes.
   p.zero_stage = 3;
-  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0 + 1e9 + 4.0 * 226'576'896);
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 100'663'296.0 + 1e9 + 4.0 * 226'576'896);
   // FSDP has no reduce bucket but keeps the unit's unsharded bf16 gradient.
   p.state_layout = StateLayout::fsdp;
-  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0 + 6.0 * 226'576'896);
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 100'663'296.0 + 6.0 * 226'576'896);
   // reduce_dtype fp32: the fp32 copy the reduce-scatter reads, beside the bf16 one.
   p.fsdp_reduce_bytes = 4;
-  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0 + 10.0 * 226'576'896);
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 100'663'296.0 + 10.0 * 226'576'896);
   p.fsdp_reduce_bytes = 2;  // bf16, the parameter dtype: no copy
-  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0 + 6.0 * 226'576'896);
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 100'663'296.0 + 6.0 * 226'576'896);
   // fp32 training reducing in bf16: the bf16 copy beside the fp32 gradient, and the
   // gathered layers in fp32 (4 × 2 + 4 + 2 bytes per parameter).
   p.precision = Precision::fp32;
@@ -362,10 +363,19 @@ TEST(Buffers, Components) {
   // SP (t = 8) divides the p2p buffers by t and adds one gathered input 2·s·h.
   p.zero_stage = 0;
   p.sequence_parallel = true;
-  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0 / 8 + 50'331'648.0);
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 100'663'296.0 / 8 + 50'331'648.0);
   // PyTorch's cuBLAS workspace is held twice: the forward's thread and autograd's.
   p.blas_workspace = 33'554'432.0;
-  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 25'165'824.0 + 100'663'296.0 / 8 + 50'331'648.0 + 67'108'864.0);
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 100'663'296.0 / 8 + 50'331'648.0 + 67'108'864.0);
+  // Transformer Engine's workspace, once.
+  p.te_workspace = 33'554'432.0;
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 100'663'296.0 / 8 + 50'331'648.0 + 67'108'864.0 + 33'554'432.0);
+  // Megatron-core's local attention keeps its scores (naive: b·(a/t)·s·s·2 = 100,663,296 B).
+  p.te_workspace = 0;
+  p.score_buffer = true;
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 100'663'296.0 / 8 + 50'331'648.0 + 67'108'864.0);  // flash: none
+  p.attention = AttentionImpl::naive;
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0), 100'663'296.0 / 8 + 50'331'648.0 + 67'108'864.0 + 2.0 * 12 * 2048.0 * 2048.0);
 }
 
 TEST(Analytical, OneFOneBMatchesTheAllocationRule) {
@@ -384,9 +394,12 @@ TEST(Analytical, OneFOneBMatchesTheAllocationRule) {
   const double sbh = 2048.0 * 12288;
   const auto mem = analytical_memory(m, p);
   ASSERT_EQ(mem.size(), 8u);
-  EXPECT_DOUBLE_EQ(mem[0].activations, 8 * 12 * 34 * sbh / 8 + 8 * sbh / 8);
+  // Every stage but the last adds the first backward's largest transient; the last
+  // frees its head (larger) before the layers' backward.
+  const double transient = backward_transient_bytes(m, p, false);
+  EXPECT_DOUBLE_EQ(mem[0].activations, 8 * 12 * 34 * sbh / 8 + 8 * sbh / 8 + transient);
   EXPECT_DOUBLE_EQ(mem[7].activations, 12 * 34 * sbh / 8 + head_activation_bytes(m, p));
-  EXPECT_DOUBLE_EQ(mem[4].activations, 4 * 12 * 34 * sbh / 8);
+  EXPECT_DOUBLE_EQ(mem[4].activations, 4 * 12 * 34 * sbh / 8 + transient);
   for (const auto& s : mem) {
     const ModelStates ms = model_states(m, p, s.stage);
     EXPECT_DOUBLE_EQ(s.params, ms.params);
@@ -412,7 +425,7 @@ TEST(Analytical, InterleavedStageZero) {
   p.num_microbatches = 16;
   const double sbh = 2048.0 * 2304;
   const auto mem = analytical_memory(m, p);
-  EXPECT_DOUBLE_EQ(mem[0].activations, 33 * 34 * sbh + 7 * sbh);
+  EXPECT_DOUBLE_EQ(mem[0].activations, 33 * 34 * sbh + 7 * sbh + backward_transient_bytes(m, p, false));
   // Last stage: 5 forwards in flight (chunks 0,0,0,0,1): 15 layers and one head.
   EXPECT_DOUBLE_EQ(mem[3].activations, 15 * 34 * sbh + head_activation_bytes(m, p));
 }
@@ -428,11 +441,12 @@ TEST(Analytical, FullRecomputeAddsOneLayerWorkingSet) {
   p.recompute = Recompute::full;
   const double sbh = 2048.0 * 2304;
   const auto mem = analytical_memory(m, p);
-  EXPECT_DOUBLE_EQ(mem[0].activations, 2 * (12 * 2 * sbh + sbh) + 32 * sbh);
-  // The last stage frees its head (4sbh + s·V·6 bytes, larger than 32sbh) before
-  // the layers' backward: the working set fits in what the head left.
+  const double transient = backward_transient_bytes(m, p, false);
+  EXPECT_DOUBLE_EQ(mem[0].activations, 2 * (12 * 2 * sbh + sbh) + 32 * sbh + transient);
+  // The last stage frees its head (4sbh + s·V·6 bytes, larger than 32sbh and the
+  // transient) before the layers' backward: the working set fits in what the head left.
   const double head = head_activation_bytes(m, p);
-  ASSERT_GT(head, 32 * sbh);
+  ASSERT_GT(head, 32 * sbh + transient);
   EXPECT_DOUBLE_EQ(mem[1].activations, 12 * 2 * sbh + head);
 }
 

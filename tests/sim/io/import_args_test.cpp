@@ -105,6 +105,11 @@ TEST(ImportMegatron, AttentionBackendAndTransformerImpl) {
   EXPECT_EQ(attention("--transformer-impl local"), "naive");
   EXPECT_EQ(attention("--transformer-impl local --use-flash-attn"), "flash");
   EXPECT_THROW(import_megatron_args("--attention-backend triton", "a", 8), InputError);
+  // The layers' implementation itself (memory: TE's workspace, the local attention's buffer).
+  EXPECT_EQ(import_megatron_args("--transformer-impl local", "a", 8)
+                .keys["training"]["megatron"]["transformer_impl"]
+                .as<std::string>(),
+            "local");
 }
 
 // A launch script's CUBLAS_WORKSPACE_CONFIG sets PyTorch's cuBLAS workspace.
