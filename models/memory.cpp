@@ -621,10 +621,10 @@ double reserved_bytes(const Parallelism& p, double allocated) {
 // activations (+ the embedding activation for chunk 0 of stage 0, + the head
 // activation for the last chunk of the last stage, freed right after the head's
 // backward), freed at its backward; during each layer's backward its recompute
-// working set and largest transient; the buffers held throughout. A stage's peak is reached with the most forwards in
-// flight, in_flight_microbatch_chunks, which are the first ones of the schedule
-// (their chunks given by forward_chunk), plus the recompute working set of the
-// backward that follows them; the allocator gap scales the sum.
+// working set and largest transient; the buffers held throughout. A stage's peak is
+// reached with the most forwards in flight, in_flight_microbatch_chunks, which are the
+// first ones of the schedule (their chunks given by forward_chunk), plus the backward
+// working set of the backward that follows them; the allocator gap scales the sum.
 std::vector<StageMemory> analytical_memory(const ModelSpec& m, const Parallelism& p,
                                            const std::vector<double>* activations_at_peak) {
   check_sharding(m, p);

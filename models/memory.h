@@ -122,10 +122,10 @@ double dp_bucket_params(int dp);
 // docs, zero_optimization.reduce_bucket_size).
 inline constexpr double kDeepSpeedReduceBucket = 5e8;
 
-// Buffers held throughout (bytes): PyTorch's cuBLAS workspaces, DP gradient
-// buckets in the layout's own form (DeepSpeed's reduce bucket; FSDP's unsharded
-// unit gradient; Megatron reduces in place in its grad buffer), ZeRO-3 gathered
-// layers, pipeline send/recv buffers.
+// Buffers held throughout (bytes): PyTorch's and Transformer Engine's cuBLAS workspaces,
+// Megatron-core's local attention score buffer, DP gradient buckets in the layout's own form (DeepSpeed's reduce
+// bucket; FSDP's unsharded unit gradient; Megatron reduces in place in its grad buffer), ZeRO-3 gathered layers,
+// pipeline send/recv buffers.
 double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage);
 
 // Reserved bytes for `allocated` bytes at the peak: allocated × (1 +

@@ -494,16 +494,19 @@ void read_moe_plan(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
   }
 }
 
+// A per-GPU catalog figure of the cluster: the largest of a mixed cluster's types.
+double largest(const ClusterConfig& c, Bytes hw::GpuSpec::*figure) {
+  double most = c.gpu.*figure;
+  for (const GpuGroup& g : c.gpu_groups) most = std::max(most, g.gpu.*figure);
+  return most;
+}
+
 // PyTorch's cuBLAS workspace per (handle, stream): training.memory.cublas_workspace_config
 // in the syntax of the CUBLAS_WORKSPACE_CONFIG variable it stands for, ":SIZE:COUNT" pairs
 // of SIZE KiB buffers (PyTorch sums them: CublasHandlePool.cpp parseChosenWorkspaceSize);
-// else the GPU's default (hw/gpus.yaml), the largest of a mixed cluster's types.
+// else the GPU's default (hw/gpus.yaml).
 double blas_workspace(const hw::StrictReader& r, const YAML::Node& mem, const ClusterConfig& c) {
-  if (!(mem && mem["cublas_workspace_config"])) {
-    double most = c.gpu.blas_workspace;
-    for (const GpuGroup& g : c.gpu_groups) most = std::max(most, g.gpu.blas_workspace);
-    return most;
-  }
+  if (!(mem && mem["cublas_workspace_config"])) return largest(c, &hw::GpuSpec::blas_workspace);
   const char* key = "training.memory.cublas_workspace_config";
   const std::string text = r.string(mem["cublas_workspace_config"], key);
   const char* hint = "CUBLAS_WORKSPACE_CONFIG's form, \":SIZE:COUNT\" pairs of SIZE KiB, e.g. \":4096:8\"";
@@ -545,10 +548,7 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
   par.blas_workspace = blas_workspace(r, t["memory"], s.cluster);
   read_framework(r, t, root["parallel"], s);
   // Transformer Engine's workspace / Megatron-core's local attention buffer (models/memory.cpp).
-  if (s.framework.transformer_engine) {
-    par.te_workspace = s.cluster.gpu.te_workspace;
-    for (const GpuGroup& g : s.cluster.gpu_groups) par.te_workspace = std::max(par.te_workspace, g.gpu.te_workspace);
-  }
+  par.te_workspace = s.framework.transformer_engine ? largest(s.cluster, &hw::GpuSpec::te_workspace) : 0.0;
   par.score_buffer = s.framework.framework == Framework::megatron_core && !s.framework.transformer_engine;
   // The framework decides how model states are laid out, unless the scenario says otherwise.
   const YAML::Node mem = t["memory"];
