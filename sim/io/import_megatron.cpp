@@ -301,7 +301,13 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
   if (use("--no-async-tensor-model-parallel-allreduce"))
     train["megatron"]["async_tensor_model_parallel_allreduce"] = false;
   if (use("--no-gradient-accumulation-fusion")) train["megatron"]["gradient_accumulation_fusion"] = false;
-  par["sequence_parallel"] = static_cast<bool>(use("--sequence-parallel"));
+  // Megatron turns sequence parallelism off without tensor parallelism ("Disabling sequence
+  // parallelism because tensor model parallelism is disabled", megatron/training/arguments.py).
+  const bool sp = static_cast<bool>(use("--sequence-parallel"));
+  par["sequence_parallel"] = sp && tp.value_or(1) > 1;
+  if (sp && tp.value_or(1) <= 1)
+    out.warnings.push_back(
+        fmt::format("{}: --sequence-parallel: off, as Megatron-LM turns it off without tensor parallelism", source));
   par["recompute"] = "none";
   if (use("--recompute-activations")) par["recompute"] = "selective";
   if (const Flag* f = use("--recompute-granularity"))

@@ -112,6 +112,16 @@ TEST(ImportMegatron, AttentionBackendAndTransformerImpl) {
             "local");
 }
 
+// Megatron turns sequence parallelism off without tensor parallelism; so does the import.
+TEST(ImportMegatron, SequenceParallelNeedsTensorParallel) {
+  const auto one = import_megatron_args("--sequence-parallel --pipeline-model-parallel-size 4", "a", 8);
+  EXPECT_FALSE(one.keys["parallel"]["sequence_parallel"].as<bool>());
+  EXPECT_NE(joined(one.warnings).find("--sequence-parallel: off, as Megatron-LM turns it off"), std::string::npos);
+  EXPECT_TRUE(import_megatron_args("--sequence-parallel --tensor-model-parallel-size 2", "a", 8)
+                  .keys["parallel"]["sequence_parallel"]
+                  .as<bool>());
+}
+
 // A launch script's CUBLAS_WORKSPACE_CONFIG sets PyTorch's cuBLAS workspace.
 TEST(ImportMegatron, CublasWorkspaceConfigFromTheScript) {
   const auto k =
