@@ -51,8 +51,9 @@ def main():
     ap.add_argument("megatron", type=Path)
     ap.add_argument("--ptsim", type=Path, default=Path(__file__).resolve().parent.parent / "build" / "ptsim")
     ap.add_argument("--rev", default="HEAD")
+    ap.add_argument("--family", default="gpt", help="test_cases folder: gpt (default), moe, ...")
     a = ap.parse_args()
-    root = "tests/functional_tests/test_cases/gpt/"
+    root = f"tests/functional_tests/test_cases/{a.family}/"
     files = git(a.megatron, "ls-tree", "-r", "--name-only", a.rev, root).split()
     goldens = [f for f in files if re.search(r"/golden_values_dev_dgx_(a100|h100)\.json$", f)]
     rows = []
