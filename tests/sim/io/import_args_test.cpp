@@ -122,6 +122,20 @@ TEST(ImportMegatron, SequenceParallelNeedsTensorParallel) {
                   .as<bool>());
 }
 
+// MoE parallel folding (an expert tensor-parallel size of its own) is refused by name;
+// the same size as the model's is the default.
+TEST(ImportMegatron, ExpertTensorParallelOtherThanTensorParallelIsRefused) {
+  try {
+    import_megatron_args("--tensor-model-parallel-size 2 --expert-tensor-parallel-size 1", "moe.sh", 8);
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("--expert-tensor-parallel-size"), std::string::npos) << w;
+    EXPECT_NE(w.find("MoE parallel folding"), std::string::npos) << w;
+  }
+  EXPECT_NO_THROW(import_megatron_args("--tensor-model-parallel-size 2 --expert-tensor-parallel-size 2", "a", 8));
+}
+
 // A launch script's CUBLAS_WORKSPACE_CONFIG sets PyTorch's cuBLAS workspace.
 TEST(ImportMegatron, CublasWorkspaceConfigFromTheScript) {
   const auto k =
