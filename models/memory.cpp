@@ -423,8 +423,11 @@ double activation_bytes_per_layer(const ModelSpec& m, const Parallelism& p, bool
   bytes += e * tokens * a * d / t;                  // projection input
   if (p.attention == AttentionImpl::naive && p.recompute == Recompute::none) {
     // softmax (e) + dropout mask (1) + dropout output (e) per score; softmax alone
-    // without attention dropout.
-    const double per_score = m.attention_dropout > 0 ? 2.0 * e + 1.0 : e;
+    // without attention dropout. Megatron's unfused softmax in fp32 (FusedScaleMaskSoftmax
+    // forward_torch_softmax: input.float(), torch softmax, then the cast back) saves the
+    // fp32 probabilities for its backward: 4 bytes instead of e.
+    const double softmax = p.fp32_softmax_saved ? 4.0 : e;
+    const double per_score = m.attention_dropout > 0 ? softmax + 1.0 + e : softmax;
     bytes += p.micro_batch_size * (a / t) * s_local * static_cast<double>(m.seq_length) * per_score;
   }
   const double mlp_per_ffn = m.mlp == Mlp::swiglu ? 3.0 * e : 2.0 * e;

@@ -69,6 +69,9 @@ struct Parallelism {
   // Megatron-core's local DotProductAttention keeps its s × s scores in the
   // GlobalMemoryBuffer (naive attention only; training.megatron.transformer_impl local).
   bool score_buffer = false;
+  // Megatron's unfused softmax in fp32 (masked_softmax_fusion off, attention_softmax_in_fp32):
+  // naive attention saves its probabilities in fp32, 4 bytes per score.
+  bool fp32_softmax_saved = false;
   // PyTorch caching-allocator gap: reserved = allocated × (1 + allocator_overhead)
   // at the peak (fragmentation, rounding to blocks). 0 reports max allocated.
   double allocator_overhead = 0.0;

@@ -122,6 +122,11 @@ struct FrameworkProfile {
   // DotProductAttention computes its s × s scores into Megatron's GlobalMemoryBuffer, a
   // tensor kept from step to step (models/memory.cpp buffer_bytes).
   bool transformer_engine = false;
+  // Megatron's masked_softmax_fusion (--no-masked-softmax-fusion turns it off) and
+  // attention_softmax_in_fp32: without the fused kernel, softmax in fp32 runs as PyTorch's
+  // softmax on an fp32 copy and saves fp32 probabilities (models/memory.cpp).
+  bool masked_softmax_fusion = true;
+  bool softmax_in_fp32 = false;
   // Pipeline engine: DeepSpeed's PipelineEngine reduces gradients after the whole
   // schedule (no overlap with backward) and has no interleaved schedule.
   bool pipeline_reduces_after_schedule = false;

@@ -145,6 +145,10 @@ void read_megatron(const hw::StrictReader& r, const YAML::Node& m, const YAML::N
   if (m["gradient_accumulation_fusion"])
     fp.fused_grad_accumulation =
         r.boolean(m["gradient_accumulation_fusion"], "training.megatron.gradient_accumulation_fusion");
+  if (m["masked_softmax_fusion"])
+    fp.masked_softmax_fusion = r.boolean(m["masked_softmax_fusion"], "training.megatron.masked_softmax_fusion");
+  if (m["attention_softmax_in_fp32"])
+    fp.softmax_in_fp32 = r.boolean(m["attention_softmax_in_fp32"], "training.megatron.attention_softmax_in_fp32");
   if (m["transformer_impl"])
     fp.transformer_engine = r.choice(m["transformer_impl"], "training.megatron.transformer_impl",
                                      {"transformer_engine", "local"}) == "transformer_engine";

@@ -275,7 +275,7 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
   // Megatron-core's MoE parallel folding: the experts' own tensor-parallel size (default
   // the model's). ptsim shards experts as the dense layers; another size is refused by name.
   if (const Flag* f = use("--expert-tensor-parallel-size"))
-    if (const auto etp = m.whole(*f); etp && *etp != tp.value_or(1))
+    if (const auto etp = m.whole(*f); etp && *etp != tp.value_or(1) && has("--num-experts"))
       throw InputError(source, f->name,
                        fmt::format("{} differs from --tensor-model-parallel-size {}: experts sharded over their own "
                                    "tensor-parallel size (MoE parallel folding) are not modelled",
@@ -361,6 +361,11 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
   } else if (local_impl && !has("--use-flash-attn")) {
     train["attention"] = "naive";
   }
+  // Megatron's softmax: the fused kernel unless --no-masked-softmax-fusion; in fp32 with
+  // --attention-softmax-in-fp32, which --apply-query-key-layer-scaling implies.
+  if (use("--no-masked-softmax-fusion")) train["megatron"]["masked_softmax_fusion"] = false;
+  const bool fp32_softmax = static_cast<bool>(use("--attention-softmax-in-fp32"));
+  if (use("--apply-query-key-layer-scaling") || fp32_softmax) train["megatron"]["attention_softmax_in_fp32"] = true;
   // A launch script that sets PyTorch's cuBLAS workspace (deterministic runs do):
   // `export CUBLAS_WORKSPACE_CONFIG=:4096:8` (README "Memory model").
   if (const auto it = vars.find("CUBLAS_WORKSPACE_CONFIG"); it != vars.end())

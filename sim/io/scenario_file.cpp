@@ -550,6 +550,8 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
   // Transformer Engine's workspace / Megatron-core's local attention buffer (models/memory.cpp).
   par.te_workspace = s.framework.transformer_engine ? largest(s.cluster, &hw::GpuSpec::te_workspace) : 0.0;
   par.score_buffer = s.framework.framework == Framework::megatron_core && !s.framework.transformer_engine;
+  par.fp32_softmax_saved =
+      !s.framework.transformer_engine && !s.framework.masked_softmax_fusion && s.framework.softmax_in_fp32;
   // The framework decides how model states are laid out, unless the scenario says otherwise.
   const YAML::Node mem = t["memory"];
   if (!(mem && mem["state_layout"])) par.state_layout = state_layout_of(s.framework.framework);

@@ -202,6 +202,12 @@ const std::vector<ScenarioKey>& key_table() {
        "transformer_engine | local: the layers' implementation (memory: TE's cuBLAS workspace; local attention's "
        "score buffer)",
        "--transformer-impl", ""},
+      {"training.megatron.masked_softmax_fusion", "", "true",
+       "fused scale-mask-softmax kernel; off, naive local attention saves fp32 probabilities when the softmax runs in "
+       "fp32",
+       "--no-masked-softmax-fusion", ""},
+      {"training.megatron.attention_softmax_in_fp32", "", "false",
+       "softmax in fp32 (--apply-query-key-layer-scaling implies it)", "--attention-softmax-in-fp32", ""},
       {"training.megatron.gradient_accumulation_fusion", "", "true",
        "the weight-gradient GEMM accumulates into the fp32 main gradient (false: each micro-batch's gradient is "
        "added into the held one after the GEMM, a memory-bound kernel; Megatron-LM before 2022-02)",

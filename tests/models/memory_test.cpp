@@ -172,6 +172,25 @@ TEST(Activations, DropoutMasksOnlyWithDropout) {
   EXPECT_DOUBLE_EQ(embedding_activation_bytes(m, p), 0);
 }
 
+TEST(Activations, UnfusedFp32SoftmaxSavesFp32Probabilities) {
+  // Megatron's softmax without the fused kernel, in fp32: the saved probabilities take 4
+  // bytes per score instead of 2 (bf16), with or without attention dropout.
+  ModelSpec m = preset("gpt3-175b");
+  Parallelism p;
+  p.tp = 8;
+  p.attention = AttentionImpl::naive;
+  const double scores = (96.0 / 8) * 2048 * 2048;
+  const double fused = activation_bytes_per_layer(m, p, false);
+  p.fp32_softmax_saved = true;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, p, false) - fused, 2 * scores);
+  p.attention = AttentionImpl::flash;  // FlashAttention saves no scores
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, p, false), [&] {
+    Parallelism q = p;
+    q.fp32_softmax_saved = false;
+    return activation_bytes_per_layer(m, q, false);
+  }());
+}
+
 TEST(Activations, Moe) {
   // Mixtral 8x7B, flash, bf16, no TP/EP, s = 32768, b = 1, per sbh: replicated 8 (no
   // dropout masks), Q K V 3, projection input 2; router probabilities 4·8/h = 1/128;

@@ -122,11 +122,23 @@ TEST(ImportMegatron, SequenceParallelNeedsTensorParallel) {
                   .as<bool>());
 }
 
+// Megatron's softmax flags: the fused kernel off, the softmax in fp32 (also implied by
+// --apply-query-key-layer-scaling).
+TEST(ImportMegatron, SoftmaxFusionAndFp32Flags) {
+  const auto k = import_megatron_args("--no-masked-softmax-fusion --apply-query-key-layer-scaling", "a", 8);
+  EXPECT_FALSE(k.keys["training"]["megatron"]["masked_softmax_fusion"].as<bool>());
+  EXPECT_TRUE(k.keys["training"]["megatron"]["attention_softmax_in_fp32"].as<bool>());
+  EXPECT_TRUE(import_megatron_args("--attention-softmax-in-fp32", "a", 8)
+                  .keys["training"]["megatron"]["attention_softmax_in_fp32"]
+                  .as<bool>());
+  EXPECT_FALSE(import_megatron_args("--bf16", "a", 8).keys["training"]["megatron"]);
+}
+
 // MoE parallel folding (an expert tensor-parallel size of its own) is refused by name;
 // the same size as the model's is the default.
 TEST(ImportMegatron, ExpertTensorParallelOtherThanTensorParallelIsRefused) {
   try {
-    import_megatron_args("--tensor-model-parallel-size 2 --expert-tensor-parallel-size 1", "moe.sh", 8);
+    import_megatron_args("--tensor-model-parallel-size 2 --expert-tensor-parallel-size 1 --num-experts 8", "moe.sh", 8);
     ADD_FAILURE() << "accepted";
   } catch (const InputError& e) {
     const std::string w = e.what();
@@ -134,6 +146,8 @@ TEST(ImportMegatron, ExpertTensorParallelOtherThanTensorParallelIsRefused) {
     EXPECT_NE(w.find("MoE parallel folding"), std::string::npos) << w;
   }
   EXPECT_NO_THROW(import_megatron_args("--tensor-model-parallel-size 2 --expert-tensor-parallel-size 2", "a", 8));
+  // Without experts the flag changes nothing.
+  EXPECT_NO_THROW(import_megatron_args("--tensor-model-parallel-size 2 --expert-tensor-parallel-size 4", "a", 8));
 }
 
 // A launch script's CUBLAS_WORKSPACE_CONFIG sets PyTorch's cuBLAS workspace.
