@@ -98,8 +98,12 @@ ModelStates state_bytes_per_param(Precision precision, StateLayout layout) {
       // and for fp16 also the fp32 main-grad copy. bf16 grads accumulate in an
       // fp32 buffer (accumulate_allreduce_grads_in_fp32, forced on for bf16).
       // fp8 (Transformer Engine) keeps bf16 weights: the bf16 row.
+      // fp16: Float16OptimizerWithFloat16Params (and the distributed optimizer for its
+      // shard) creates the fp32 main grads in _copy_model_grads_to_main_grads
+      // (`main_param.grad = model_param.main_grad.float()`), and the next train_step's
+      // optimizer.zero_grad() sets them to None: they exist during the step only.
       if (precision == Precision::fp32) return {4.0, 4.0, 8.0};
-      if (precision == Precision::fp16) return {2.0, 2.0, 16.0};
+      if (precision == Precision::fp16) return {2.0, 2.0, 12.0, 4.0};
       return {2.0, 4.0, 12.0};
     case StateLayout::deepspeed:
       // ZeRO (Rajbhandari et al. SC'20) §3.1: mixed-precision Adam keeps fp16/bf16
@@ -128,6 +132,7 @@ ModelStates zero_model_state_bytes(double psi, int dp, int stage, Precision prec
   // P_os+g+p also the parameters, each 1/N_d per GPU.
   ModelStates s;
   s.optimizer = psi * per.optimizer / (stage >= 1 ? n : 1.0);
+  s.step = psi * per.step / (stage >= 1 ? n : 1.0);
   s.grads = psi * per.grads / (stage >= 2 ? n : 1.0);
   s.params = psi * per.params / (stage >= 3 ? n : 1.0);
   return s;
@@ -312,7 +317,7 @@ ModelStates model_states(const ModelSpec& m, const Parallelism& p, int stage) {
       zero_model_state_bytes(static_cast<double>(trained.dense), n_dense, p.zero_stage, p.precision, p.state_layout);
   const ModelStates e =
       zero_model_state_bytes(static_cast<double>(trained.expert), n_expert, p.zero_stage, p.precision, p.state_layout);
-  ModelStates s{d.params + e.params, d.grads + e.grads, d.optimizer + e.optimizer};
+  ModelStates s{d.params + e.params, d.grads + e.grads, d.optimizer + e.optimizer, d.step + e.step};
   if (p.bf16_optimizer) {
     // DeepSpeed's BF16_Optimizer (bf16_optimizer.py): the bf16 gradients (2 bytes)
     // and an unsharded fp32 copy they are added into (fp32_groups_gradients, 4); the
@@ -339,7 +344,7 @@ ModelStates model_states(const ModelSpec& m, const Parallelism& p, int stage) {
   // ZeRO-Offload (Ren et al. 2021): the optimizer state and step live in CPU
   // memory. ZeRO-Infinity parameter offload: the parameter shards live in CPU
   // memory; only the gathered layers (buffer_bytes) occupy the GPU.
-  if (p.offload_optimizer) s.optimizer = 0;
+  if (p.offload_optimizer) s.optimizer = s.step = 0;
   if (p.offload_params) s.params = 0;
   return s;
 }
@@ -667,7 +672,13 @@ std::vector<StageMemory> analytical_memory(const ModelSpec& m, const Parallelism
     const bool head_here = stage == p.pp - 1;
     if (!activations_at_peak) sm.activations += head_here ? std::max(0.0, working_set - head) : working_set;
     sm.buffers = buffer_bytes(m, p, stage);
-    const double allocated = sm.params + sm.grads + sm.optimizer + sm.activations + sm.buffers;
+    double allocated = sm.params + sm.grads + sm.optimizer + sm.activations + sm.buffers;
+    // The optimizer step's own allocation, after the activations are freed.
+    if (const double at_step = sm.params + sm.grads + sm.optimizer + ms.step + sm.buffers; at_step > allocated) {
+      sm.optimizer += ms.step;
+      sm.activations = 0;
+      allocated = at_step;
+    }
     sm.peak = reserved_bytes(p, allocated);
     sm.allocator = sm.peak - allocated;
     out.push_back(sm);

@@ -14,6 +14,9 @@ namespace ptsim::models {
 // p.state_layout (see state_bytes_per_param).
 struct ModelStates {
   double params = 0, grads = 0, optimizer = 0;
+  // Allocated by the optimizer step alone and freed by the next step's zero_grad, so not
+  // there during forward and backward: Megatron's fp16 fp32 main gradients.
+  double step = 0;
   double total() const { return params + grads + optimizer; }
 };
 ModelStates model_states(const ModelSpec& m, const Parallelism& p, int stage);
@@ -23,7 +26,8 @@ ModelStates model_states(const ModelSpec& m, const Parallelism& p, int stage);
 // ZeRO-2 and `params` from ZeRO-3):
 //   megatron (Megatron-core distributed-optimizer guide, bytes-per-parameter
 //   table): fp16 2 / 2 / 16 (fp32 main params 4, fp32 main grads 4, m + v 8) =
-//   20, "4 + 16/d" distributed; bf16 and fp8 2 / 4 (fp32 main-grad buffer) / 12 =
+//   20, "4 + 16/d" distributed, of which the fp32 main grads (`step`) exist only
+//   during the optimizer step; bf16 and fp8 2 / 4 (fp32 main-grad buffer) / 12 =
 //   18, "6 + 12/d"; fp32 4 / 4 / 8 = 16, "8 + 8/d".
 //   deepspeed (ZeRO, Rajbhandari et al. SC'20 §3.1, K = 12): fp16, bf16, fp8
 //   2 / 2 / 12; fp32 4 / 4 / 8.

@@ -1093,7 +1093,11 @@ class Builder {
       hw::KernelDesc k;
       k.cls = hw::KernelClass::memory;
       k.bytes = shard * 28.0;
+      // What the step alone allocates (Megatron fp16's fp32 main grads, models::ModelStates).
+      const Bytes step = sp.states.step;
+      if (step > 0) e.push_back(mem(InstrKind::alloc, MemCat::optimizer, step, "fp32 main grads"));
       push_compute(e, "optimizer", to_ticks(compute_->seconds(k)));
+      if (step > 0) e.push_back(mem(InstrKind::release, MemCat::optimizer, step, "fp32 main grads"));
     }
     if (dp_active && (par_.zero_stage == 1 || par_.zero_stage == 2 || fw_.bf16_optimizer) &&
         !overlapped_param_gather()) {

@@ -159,8 +159,12 @@ void fill_stages(Result& r, const Scenario& s, const Replay& replay) {
     const auto states = models::model_states(s.model, s.plan.par, st);
     // The allocator's reserved-vs-allocated gap (training.memory.allocator_overhead).
     const double peak = models::reserved_bytes(s.plan.par, pr.mem_peak);
-    r.per_stage.push_back(
-        {st, states.params, states.grads, states.optimizer, pr.activations_at_peak, pr.buffers_at_peak, peak});
+    // What the peak holds beyond these is the optimizer step's own allocation
+    // (models::ModelStates::step), when the step is the peak.
+    const double held = states.params + states.grads + states.optimizer + pr.activations_at_peak + pr.buffers_at_peak;
+    const double at_step = std::max(0.0, static_cast<double>(pr.mem_peak) - held);
+    r.per_stage.push_back({st, states.params, states.grads, states.optimizer + at_step, pr.activations_at_peak,
+                           pr.buffers_at_peak, peak});
     r.peak_bytes = std::max(r.peak_bytes, peak);
   }
   r.bubble_time_s = bubble / p;

@@ -36,11 +36,16 @@ TEST(Zero, PaperExample) {
 TEST(Zero, MegatronBytesPerParameter) {
   // Megatron-core distributed-optimizer guide, bytes per parameter (d = data
   // parallel size): fp16 20 | 4 + 16/d; bf16 (fp32 grads) 18 | 6 + 12/d;
-  // fp32 16 | 8 + 8/d. fp8 keeps bf16 weights: the bf16 row.
+  // fp32 16 | 8 + 8/d. fp8 keeps bf16 weights: the bf16 row. Counted with what the
+  // optimizer step alone allocates (fp16's fp32 main grads, 4 | 4/d).
   const double psi = 1e9, d = 8;
   const auto total = [&](int zero, Precision pr) {
-    return zero_model_state_bytes(psi, 8, zero, pr, StateLayout::megatron).total() / psi;
+    const ModelStates s = zero_model_state_bytes(psi, 8, zero, pr, StateLayout::megatron);
+    return (s.total() + s.step) / psi;
   };
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 8, 0, Precision::fp16, StateLayout::megatron).step, 4 * psi);
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 8, 1, Precision::fp16, StateLayout::megatron).step, 4 * psi / d);
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(psi, 8, 1, Precision::bf16, StateLayout::megatron).step, 0);
   EXPECT_DOUBLE_EQ(total(0, Precision::fp16), 20);
   EXPECT_DOUBLE_EQ(total(1, Precision::fp16), 4 + 16 / d);
   EXPECT_DOUBLE_EQ(total(0, Precision::bf16), 18);
