@@ -548,8 +548,8 @@ double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage) {
   // the forward runs on the Python thread, the backward on autograd's thread for the device
   // (torch/csrc/autograd/engine.cpp): two workspaces on the compute stream.
   bytes += 2.0 * p.blas_workspace;
-  // Transformer Engine's layers run their GEMMs on its own workspace (get_workspace, one
-  // tensor), beside PyTorch's.
+  // Transformer Engine's GEMMs run on its own workspaces (get_workspace, one tensor; the
+  // grouped GEMMs' multi-stream ones), beside PyTorch's.
   bytes += p.te_workspace;
   // Megatron-core's local attention computes QK^T into a buffer of Megatron's
   // GlobalMemoryBuffer (megatron/core/transformer/dot_product_attention.py:

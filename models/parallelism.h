@@ -63,8 +63,9 @@ struct Parallelism {
   // PyTorch's cuBLAS workspace, bytes per (handle, stream) (training.memory.
   // cublas_workspace_config, default the GPU's, hw/gpus.yaml blas_workspace); 0 = none.
   double blas_workspace = 0.0;
-  // Transformer Engine's cuBLAS workspace, bytes (training.megatron.transformer_impl
-  // transformer_engine; hw/gpus.yaml te_workspace); 0 = no Transformer Engine layers.
+  // Transformer Engine's cuBLAS workspaces, bytes in all (training.megatron.transformer_impl
+  // transformer_engine, Megatron's MoE router, moe_grouped_gemm; hw/gpus.yaml te_workspace
+  // each; sim/io/scenario_file.cpp counts them); 0 = no Transformer Engine GEMMs.
   double te_workspace = 0.0;
   // Megatron-core's local DotProductAttention keeps its s × s scores in the
   // GlobalMemoryBuffer (naive attention only; training.megatron.transformer_impl local).

@@ -127,6 +127,9 @@ struct FrameworkProfile {
   // softmax on an fp32 copy and saves fp32 probabilities (models/memory.cpp).
   bool masked_softmax_fusion = true;
   bool softmax_in_fp32 = false;
+  // Megatron's --moe-grouped-gemm: with Transformer Engine the experts are TEGroupedMLP, whose
+  // grouped GEMMs hold TE's multi-stream cuBLAS workspaces (models/memory.cpp).
+  bool moe_grouped_gemm = false;
   // Pipeline engine: DeepSpeed's PipelineEngine reduces gradients after the whole
   // schedule (no overlap with backward) and has no interleaved schedule.
   bool pipeline_reduces_after_schedule = false;

@@ -364,6 +364,7 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
   // Megatron's softmax: the fused kernel unless --no-masked-softmax-fusion; in fp32 with
   // --attention-softmax-in-fp32, which --apply-query-key-layer-scaling implies.
   if (use("--no-masked-softmax-fusion")) train["megatron"]["masked_softmax_fusion"] = false;
+  if (use("--moe-grouped-gemm")) train["megatron"]["moe_grouped_gemm"] = true;
   const bool fp32_softmax = static_cast<bool>(use("--attention-softmax-in-fp32"));
   if (use("--apply-query-key-layer-scaling") || fp32_softmax) train["megatron"]["attention_softmax_in_fp32"] = true;
   // A launch script that sets PyTorch's cuBLAS workspace (deterministic runs do):

@@ -547,8 +547,18 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
   }
   par.blas_workspace = blas_workspace(r, t["memory"], s.cluster);
   read_framework(r, t, root["parallel"], s);
-  // Transformer Engine's workspace / Megatron-core's local attention buffer (models/memory.cpp).
-  par.te_workspace = s.framework.transformer_engine ? largest(s.cluster, &hw::GpuSpec::te_workspace) : 0.0;
+  // Transformer Engine's cuBLAS workspaces / Megatron-core's local attention buffer
+  // (models/memory.cpp). TE's layers use one (get_workspace). Megatron's MoE router runs its
+  // GEMM through TE whenever TE is installed, as in NVIDIA's containers, local layers or not
+  // (moe_utils.py router_gating_linear: te_general_gemm, on that same workspace). TEGroupedMLP
+  // (--moe-grouped-gemm with TE) runs its grouped GEMMs on TE's multi-stream workspaces, one
+  // per cuBLAS stream (get_multi_stream_cublas_workspace; num_streams = 4,
+  // transformer_engine/common/include/transformer_engine/multi_streams.h).
+  const bool megatron_moe = s.model.moe && (s.framework.framework == Framework::megatron_core ||
+                                            s.framework.framework == Framework::megatron_lm);
+  int te_workspaces = s.framework.transformer_engine || megatron_moe ? 1 : 0;
+  if (megatron_moe && s.framework.transformer_engine && s.framework.moe_grouped_gemm) te_workspaces += 4;
+  par.te_workspace = te_workspaces * largest(s.cluster, &hw::GpuSpec::te_workspace);
   par.score_buffer = s.framework.framework == Framework::megatron_core && !s.framework.transformer_engine;
   par.fp32_softmax_saved =
       !s.framework.transformer_engine && !s.framework.masked_softmax_fusion && s.framework.softmax_in_fp32;

@@ -206,6 +206,10 @@ const std::vector<ScenarioKey>& key_table() {
        "fused scale-mask-softmax kernel; off, naive local attention saves fp32 probabilities when the softmax runs in "
        "fp32",
        "--no-masked-softmax-fusion", ""},
+      {"training.megatron.moe_grouped_gemm", "", "false",
+       "the experts' GEMMs as one grouped GEMM (with Transformer Engine, TEGroupedMLP: memory, TE's four multi-stream "
+       "cuBLAS workspaces)",
+       "--moe-grouped-gemm", ""},
       {"training.megatron.attention_softmax_in_fp32", "", "false",
        "softmax in fp32 (--apply-query-key-layer-scaling implies it)", "--attention-softmax-in-fp32", ""},
       {"training.megatron.gradient_accumulation_fusion", "", "true",

@@ -134,6 +134,14 @@ TEST(ImportMegatron, SoftmaxFusionAndFp32Flags) {
   EXPECT_FALSE(import_megatron_args("--bf16", "a", 8).keys["training"]["megatron"]);
 }
 
+// --moe-grouped-gemm (memory: TEGroupedMLP's multi-stream workspaces).
+TEST(ImportMegatron, MoeGroupedGemm) {
+  EXPECT_TRUE(import_megatron_args("--num-experts 8 --moe-grouped-gemm", "a", 8)
+                  .keys["training"]["megatron"]["moe_grouped_gemm"]
+                  .as<bool>());
+  EXPECT_FALSE(import_megatron_args("--num-experts 8", "a", 8).keys["training"]["megatron"]);
+}
+
 // MoE parallel folding (an expert tensor-parallel size of its own) is refused by name;
 // the same size as the model's is the default.
 TEST(ImportMegatron, ExpertTensorParallelOtherThanTensorParallelIsRefused) {

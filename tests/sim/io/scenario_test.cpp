@@ -95,6 +95,26 @@ TEST(Scenario, CublasWorkspaceConfig) {
   expect_error(kBase, {key + "=\":999999999:999\""}, {key, "out of range"});
 }
 
+// Transformer Engine's cuBLAS workspaces: one for its layers, one for Megatron's MoE router
+// GEMM even under the local layers, four more for TEGroupedMLP's grouped GEMMs.
+TEST(Scenario, TransformerEngineWorkspaces) {
+  const auto workspaces = [](std::vector<std::string> o) {
+    return parse_scenario(kBase, "s.yaml", o).plan.par.te_workspace / (4.0 * 1024 * 1024);
+  };
+  const std::string moe = "model.moe.num_experts=8", local = "training.megatron.transformer_impl=local";
+  const std::string grouped = "training.megatron.moe_grouped_gemm=true";
+  EXPECT_DOUBLE_EQ(workspaces({}), 1.0);
+  EXPECT_DOUBLE_EQ(workspaces({local}), 0.0);
+  EXPECT_DOUBLE_EQ(workspaces({grouped}), 1.0);  // no experts: nothing grouped
+  EXPECT_DOUBLE_EQ(workspaces({moe, "model.moe.top_k=2"}), 1.0);
+  EXPECT_DOUBLE_EQ(workspaces({moe, "model.moe.top_k=2", local}), 1.0);
+  EXPECT_DOUBLE_EQ(workspaces({moe, "model.moe.top_k=2", local, grouped}), 1.0);
+  EXPECT_DOUBLE_EQ(workspaces({moe, "model.moe.top_k=2", grouped}), 5.0);
+  EXPECT_DOUBLE_EQ(workspaces({moe, "model.moe.top_k=2", grouped, "cluster.gpu=h100"}), 40.0);
+  EXPECT_DOUBLE_EQ(workspaces({moe, "model.moe.top_k=2", "training.framework=deepspeed"}), 0.0);
+  expect_error(kBase, {grouped + "x"}, {"training.megatron.moe_grouped_gemm"});
+}
+
 TEST(Scenario, EveryConstraintNamesItsKeys) {
   expect_error(kBase, {"parallel.tensor_parallel=5", "cluster.num_gpus=40"},
                {"parallel.tensor_parallel", "model.num_attention_heads"});
