@@ -75,7 +75,8 @@ std::int64_t mlp_weights(const ModelSpec& m, std::int64_t ffn_local) {
 
 }  // namespace
 
-LocalParams adapter_params_per_gpu(const ModelSpec& m, const FinetuneSpec& ft, int tp, int ep, bool moe_layer) {
+LocalParams adapter_params_per_gpu(const ModelSpec& m, const FinetuneSpec& ft, int tp, int ep, bool moe_layer,
+                                   int etp) {
   LocalParams p;
   if (!ft.active()) return p;
   check(m, ft, tp, ep);
@@ -91,11 +92,12 @@ LocalParams adapter_params_per_gpu(const ModelSpec& m, const FinetuneSpec& ft, i
   if (moe.num_experts % ep != 0)
     throw std::invalid_argument(fmt::format("moe.num_experts {} not divisible by expert_parallel {}", moe.num_experts, ep));
   if (moe.shared_experts > 0) p.dense += mlp_adapter(m, ft, moe.shared_experts * moe.ffn_hidden_size, tp);
-  p.expert += static_cast<std::int64_t>(moe.num_experts / ep) * mlp_adapter(m, ft, moe.ffn_hidden_size, tp);
+  p.expert +=
+      static_cast<std::int64_t>(moe.num_experts / ep) * mlp_adapter(m, ft, moe.ffn_hidden_size, etp > 0 ? etp : tp);
   return p;
 }
 
-LocalParams linear_weights_per_gpu(const ModelSpec& m, int tp, int ep, bool moe_layer) {
+LocalParams linear_weights_per_gpu(const ModelSpec& m, int tp, int ep, bool moe_layer, int etp) {
   if (tp < 1 || ep < 1 || m.num_attention_heads % tp != 0 || m.num_query_groups % tp != 0)
     throw std::invalid_argument(fmt::format("model '{}' does not shard over tensor_parallel {}", m.name, tp));
   const std::int64_t h = m.hidden_size, d = m.head_dim();
@@ -108,7 +110,8 @@ LocalParams linear_weights_per_gpu(const ModelSpec& m, int tp, int ep, bool moe_
   }
   const MoeSpec& moe = *m.moe;
   if (moe.shared_experts > 0) p.dense += mlp_weights(m, moe.shared_experts * moe.ffn_hidden_size / tp);
-  p.expert += static_cast<std::int64_t>(moe.num_experts / ep) * mlp_weights(m, moe.ffn_hidden_size / tp);
+  p.expert +=
+      static_cast<std::int64_t>(moe.num_experts / ep) * mlp_weights(m, moe.ffn_hidden_size / (etp > 0 ? etp : tp));
   return p;
 }
 

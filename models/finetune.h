@@ -65,12 +65,13 @@ double base_bytes_per_param(const FinetuneSpec& ft, double weight_bytes);
 // (projection, MLP down) A is split and B replicated, r·d_in/tp + r·d_out. MoE
 // layers: every local routed expert's fc1/fc2 gets its own adapter (`expert`),
 // shared experts like a dense MLP. tp = ep = 1 gives r·(d_in + d_out) per matrix.
-LocalParams adapter_params_per_gpu(const ModelSpec& m, const FinetuneSpec& ft, int tp, int ep, bool moe_layer);
+LocalParams adapter_params_per_gpu(const ModelSpec& m, const FinetuneSpec& ft, int tp, int ep, bool moe_layer,
+                                   int etp = 0);
 
 // The weights of one layer's linear layers on one GPU (QKV, projection, MLP or
 // expert matrices; no biases, norms or router): what QLoRA stores in NF4
 // (bitsandbytes Linear4bit replaces nn.Linear; norms, embeddings and the output
 // layer stay 16-bit).
-LocalParams linear_weights_per_gpu(const ModelSpec& m, int tp, int ep, bool moe_layer);
+LocalParams linear_weights_per_gpu(const ModelSpec& m, int tp, int ep, bool moe_layer, int etp = 0);
 
 }  // namespace ptsim::models

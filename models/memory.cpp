@@ -278,8 +278,8 @@ std::int64_t head_block_params(const ModelSpec& m, const Parallelism& p, int sta
 
 LocalParams stage_params(const ModelSpec& m, const Parallelism& p, int stage) {
   check_stage(p, stage);
-  LocalParams out =
-      sum_layers(stage_layer_kinds(m, p, stage), [&](bool moe) { return layer_params_per_gpu(m, p.tp, p.ep, moe); });
+  LocalParams out = sum_layers(stage_layer_kinds(m, p, stage),
+                               [&](bool moe) { return layer_params_per_gpu(m, p.tp, p.ep, moe, p.etp); });
   for (int c = 0; c < p.vpp; ++c) {
     if (holds_embedding(p, stage, c)) out.dense += embedding_block_params(m, p);
     if (holds_head(p, stage, c)) out.dense += head_block_params(m, p, stage, c);
@@ -288,8 +288,8 @@ LocalParams stage_params(const ModelSpec& m, const Parallelism& p, int stage) {
 }
 
 LocalParams trainable_layer_params(const ModelSpec& m, const Parallelism& p, bool moe_layer) {
-  if (p.finetune.active()) return adapter_params_per_gpu(m, p.finetune, p.tp, p.ep, moe_layer);
-  return layer_params_per_gpu(m, p.tp, p.ep, moe_layer);
+  if (p.finetune.active()) return adapter_params_per_gpu(m, p.finetune, p.tp, p.ep, moe_layer, p.etp);
+  return layer_params_per_gpu(m, p.tp, p.ep, moe_layer, p.etp);
 }
 
 LocalParams trainable_stage_params(const ModelSpec& m, const Parallelism& p, int stage) {
@@ -309,9 +309,10 @@ ModelStates model_states(const ModelSpec& m, const Parallelism& p, int stage) {
   const LocalParams lp = stage_params(m, p, stage);
   // Megatron-core shards the distributed optimizer over the data-parallel group
   // including context parallelism (dp·cp ranks hold the same weights); expert
-  // weights over the expert-data-parallel group dp·cp/ep.
+  // weights over the expert-data-parallel group dp·cp/ep (tp·cp·dp / (etp·ep) under
+  // MoE parallel folding).
   const int n_dense = p.dp * p.cp;
-  const int n_expert = n_dense / p.ep;
+  const int n_expert = p.expert_dp();
   const LocalParams trained = trainable_stage_params(m, p, stage);
   const ModelStates d =
       zero_model_state_bytes(static_cast<double>(trained.dense), n_dense, p.zero_stage, p.precision, p.state_layout);
@@ -332,7 +333,7 @@ ModelStates model_states(const ModelSpec& m, const Parallelism& p, int stage) {
     // (QLoRA §3; norms, biases, embeddings and the output layer stay 16-bit).
     // ZeRO-3 shards them like any parameter.
     const LocalParams linear = sum_layers(stage_layer_kinds(m, p, stage),
-                                          [&](bool moe) { return linear_weights_per_gpu(m, p.tp, p.ep, moe); });
+                                          [&](bool moe) { return linear_weights_per_gpu(m, p.tp, p.ep, moe, p.etp); });
     const double wb = activation_element_bytes(p.precision);
     const double lin_b = base_bytes_per_param(p.finetune, wb);
     const double dense = static_cast<double>(lp.dense - linear.dense) * wb + static_cast<double>(linear.dense) * lin_b;
@@ -442,11 +443,12 @@ double activation_bytes_per_layer(const ModelSpec& m, const Parallelism& p, bool
     return bytes;
   }
   const MoeSpec& moe = *m.moe;
-  const double ffn_e = static_cast<double>(moe.ffn_hidden_size) / t;
+  const double ffn_e = static_cast<double>(moe.ffn_hidden_size) / p.expert_tp();
   bytes += 4.0 * tokens * rep * moe.num_experts;  // router probabilities (fp32)
   const double routed = moe_tokens_per_expert(m, p) * (moe.num_experts / p.ep);
   bytes += routed * (2.0 * e * h + mlp_per_ffn * ffn_e);  // dispatched input, expert output, MLP
-  if (moe.shared_experts > 0) bytes += tokens * mlp_per_ffn * moe.shared_experts * ffn_e;
+  if (moe.shared_experts > 0)
+    bytes += tokens * mlp_per_ffn * moe.shared_experts * static_cast<double>(moe.ffn_hidden_size) / t;
   return bytes;
 }
 
@@ -570,7 +572,7 @@ double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage) {
   // layer (DeepSpeed stage3_prefetch_bucket_size / FSDP's one-ahead prefetch).
   if (p.zero_stage == 3 || p.offload_params) {
     const std::int64_t largest =
-        max_layers(layers, [&](bool moe) { return layer_params_per_gpu(m, p.tp, p.ep, moe).total(); });
+        max_layers(layers, [&](bool moe) { return layer_params_per_gpu(m, p.tp, p.ep, moe, p.etp).total(); });
     // The gathered copy is in the compute dtype (bf16/fp16; fp32 in fp32 training).
     const double gathered = activation_element_bytes(p.precision);
     bytes += 2.0 * gathered * static_cast<double>(largest);
@@ -590,7 +592,7 @@ double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage) {
   // input gradient); one layer's worth is live at a time.
   if (p.finetune.nf4()) {
     const std::int64_t largest =
-        max_layers(layers, [&](bool moe) { return linear_weights_per_gpu(m, p.tp, p.ep, moe).total(); });
+        max_layers(layers, [&](bool moe) { return linear_weights_per_gpu(m, p.tp, p.ep, moe, p.etp).total(); });
     bytes += activation_element_bytes(p.precision) * static_cast<double>(largest);
   }
   return bytes;
@@ -608,7 +610,7 @@ double backward_transient_bytes(const ModelSpec& m, const Parallelism& p, bool m
   const double up = m.mlp == Mlp::swiglu ? 2.0 : 1.0;
   if (!moe_layer) return std::max(transient, e * tokens * up * static_cast<double>(m.ffn_hidden_size) / p.tp);
   const double routed = moe_tokens_per_expert(m, p) * (m.moe->num_experts / p.ep);
-  return std::max(transient, e * routed * up * static_cast<double>(m.moe->ffn_hidden_size) / p.tp);
+  return std::max(transient, e * routed * up * static_cast<double>(m.moe->ffn_hidden_size) / p.expert_tp());
 }
 
 double backward_working_set_bytes(const ModelSpec& m, const Parallelism& p, bool moe_layer) {

@@ -211,7 +211,7 @@ std::vector<Op> finetune_layer(std::vector<Op> base, const ModelSpec& m, const P
     // QLoRA: dequantise the layer's NF4 weights to a 16-bit copy (read 4.127 bits,
     // write e bytes per weight) before the forward GEMMs and again before the
     // backward's input-gradient GEMMs (bitsandbytes MatMul4Bit.backward).
-    const double w = static_cast<double>(linear_weights_per_gpu(m, p.tp, p.ep, moe_layer).total());
+    const double w = static_cast<double>(linear_weights_per_gpu(m, p.tp, p.ep, moe_layer, p.etp).total());
     const double per = nf4_bytes_per_param() + x.cb;
     out.push_back(pointwise("nf4_dequant", OpClass::elementwise, w, 1.0, per, 1.0, per));
   }
@@ -271,7 +271,7 @@ void check_sharding(const ModelSpec& m, const Parallelism& p) {
   divides(m.seq_length, p.cp > 1 ? 2 * p.cp : 1, "seq_length", "2 × context_parallel");
   if (m.moe && m.moe->num_experts > 0) {
     divides(m.moe->num_experts, p.ep, "moe.num_experts", "expert_parallel");
-    divides(m.moe->ffn_hidden_size, p.tp, "moe.ffn_hidden_size", "tensor_parallel");
+    divides(m.moe->ffn_hidden_size, p.expert_tp(), "moe.ffn_hidden_size", "expert_tensor_parallel");
     if (m.moe->top_k < 1 || m.moe->top_k > m.moe->num_experts) {
       throw std::invalid_argument(
           fmt::format("model '{}': moe.top_k {} must be in 1..{}", m.name, m.moe->top_k, m.moe->num_experts));
@@ -283,11 +283,25 @@ void check_sharding(const ModelSpec& m, const Parallelism& p) {
   } else if (p.ep != 1) {
     throw std::invalid_argument(fmt::format("expert_parallel = {} but model '{}' has no experts", p.ep, m.name));
   }
-  // Expert parallelism is carved out of data parallelism (× context parallel,
-  // Megatron-core's expert-data-parallel group = dp·cp/ep).
-  if ((static_cast<std::int64_t>(p.dp) * p.cp) % p.ep != 0) {
+  if (p.etp != 0 && p.etp != 1 && p.etp != p.tp) {
     throw std::invalid_argument(
-        fmt::format("expert_parallel = {} does not divide data_parallel × context_parallel = {}", p.ep, p.dp * p.cp));
+        fmt::format("expert_tensor_parallel = {} must be 1 or tensor_parallel ({})", p.etp, p.tp));
+  }
+  if (p.expert_tp() != p.tp && !p.sequence_parallel) {
+    throw std::invalid_argument(fmt::format(
+        "expert_tensor_parallel = {} other than tensor_parallel ({}) needs sequence_parallel", p.etp, p.tp));
+  }
+  // Expert parallelism is carved out of data parallelism (× context parallel,
+  // Megatron-core's expert-data-parallel group = dp·cp/ep), and at etp 1 out of the
+  // tensor-parallel ranks too (tp·cp·dp / ep).
+  const std::int64_t folded = static_cast<std::int64_t>(p.dp) * p.cp * (p.tp / p.expert_tp());
+  if (folded % p.ep != 0) {
+    throw std::invalid_argument(
+        p.expert_tp() == p.tp
+            ? fmt::format("expert_parallel = {} does not divide data_parallel × context_parallel = {}", p.ep, folded)
+            : fmt::format("expert_parallel = {} does not divide tensor_parallel × data_parallel × context_parallel "
+                          "= {} (expert_tensor_parallel 1)",
+                          p.ep, folded));
   }
   if (!(p.moe_load_imbalance > 0)) {
     throw std::invalid_argument(fmt::format("moe_load_imbalance must be > 0, got {}", p.moe_load_imbalance));
@@ -301,7 +315,10 @@ double moe_tokens_per_expert(const ModelSpec& m, const Parallelism& p) {
   }
   double load = p.moe_load_imbalance;
   if (p.moe_capacity_factor > 0 && p.moe_capacity_factor < load) load = p.moe_capacity_factor;
-  return std::ceil(x.tokens * m.moe->top_k * p.ep / static_cast<double>(m.moe->num_experts) * load);
+  // At etp < tp an expert's GPU takes the routed tokens of tp / etp times fewer sequences'
+  // worth of ranks (the EP group spans tensor-parallel ranks, each with its sequence shard).
+  const double share = static_cast<double>(p.expert_tp()) / p.tp;
+  return std::ceil(x.tokens * share * m.moe->top_k * p.ep / static_cast<double>(m.moe->num_experts) * load);
 }
 
 std::vector<Op> layer_ops(const ModelSpec& m, const Parallelism& p, bool moe_layer) {
@@ -315,6 +332,11 @@ std::vector<Op> layer_ops(const ModelSpec& m, const Parallelism& p, bool moe_lay
   ops.push_back(with_role(bias_dropout_add("attn_bias_dropout_add", m, x), OpRole::attn_leave));
   ops.push_back(norm("post_attn_norm", m, x));
 
+  // The MLP block is a tensor-parallel region (its entry and exit collectives), but for a
+  // MoE block whose experts are not tensor-parallel over tp (expert_tensor_parallel 1) and
+  // that has no shared experts: its router reads the sequence-parallel shard, which goes
+  // straight into the all-to-all (Megatron-core's MoEAlltoAllTokenDispatcher).
+  const bool tp_region = !moe_layer || p.expert_tp() == p.tp || m.moe->shared_experts > 0;
   if (!moe_layer) {
     add_mlp(ops, "mlp", m, x.tokens, static_cast<double>(m.ffn_hidden_size) / p.tp, 1, x, OpRole::mlp_enter);
   } else {
@@ -324,7 +346,8 @@ std::vector<Op> layer_ops(const ModelSpec& m, const Parallelism& p, bool moe_lay
     const MoeSpec& moe = *m.moe;
     const double experts = moe.num_experts;
     // Router logits on the sequence-parallel-local tokens (Megatron-core TopKRouter).
-    ops.push_back(with_role(gemm("router", x.sp_tokens, experts, x.h, 1, x, OpClass::router), OpRole::mlp_enter));
+    ops.push_back(with_role(gemm("router", x.sp_tokens, experts, x.h, 1, x, OpClass::router),
+                            tp_region ? OpRole::mlp_enter : OpRole::none));
     // Every EP rank sends T·top_k token copies spread over E experts; a GPU's
     // E/ep local experts receive, on average, T·top_k·ep/E tokens each. The
     // busiest GPU (the one the combine all-to-all waits for) gets
@@ -337,7 +360,7 @@ std::vector<Op> layer_ops(const ModelSpec& m, const Parallelism& p, bool moe_lay
     Op permute = pointwise("moe_permute", OpClass::elementwise, routed * x.h, 0.0, 2.0 * x.ab, 0.0, 2.0 * x.ab);
     permute.role = OpRole::moe_dispatch;
     ops.push_back(permute);
-    add_mlp(ops, "expert", m, per_expert, static_cast<double>(moe.ffn_hidden_size) / p.tp, local_experts, x);
+    add_mlp(ops, "expert", m, per_expert, static_cast<double>(moe.ffn_hidden_size) / p.expert_tp(), local_experts, x);
     // Unpermute multiplies each copy by its routing probability and sums top_k copies.
     Op unpermute = pointwise("moe_unpermute", OpClass::elementwise, routed * x.h, 2.0, 2.0 * x.ab, 2.0, 3.0 * x.ab);
     unpermute.role = OpRole::moe_combine;
@@ -347,7 +370,8 @@ std::vector<Op> layer_ops(const ModelSpec& m, const Parallelism& p, bool moe_lay
               static_cast<double>(moe.shared_experts) * static_cast<double>(moe.ffn_hidden_size) / p.tp, 1, x);
     }
   }
-  ops.push_back(with_role(bias_dropout_add("mlp_bias_dropout_add", m, x), OpRole::mlp_leave));
+  ops.push_back(
+      with_role(bias_dropout_add("mlp_bias_dropout_add", m, x), tp_region ? OpRole::mlp_leave : OpRole::none));
   if (p.finetune.active()) return finetune_layer(std::move(ops), m, p, moe_layer, x);
   return ops;
 }

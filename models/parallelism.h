@@ -28,11 +28,19 @@ enum class StateLayout { megatron, deepspeed, fsdp };
 enum class AttentionImpl { flash, naive, fa2, fa3, cudnn };
 
 struct Parallelism {
+  int expert_tp() const { return etp > 0 ? etp : tp; }
+  int expert_dp() const { return tp * cp * dp / (expert_tp() * ep); }
   int tp = 1;   // tensor parallel
   int pp = 1;   // pipeline parallel
   int dp = 1;   // data parallel
   int cp = 1;   // context parallel
   int ep = 1;   // expert parallel (carved out of dp for the experts, as Megatron does)
+  // The routed experts' own tensor-parallel size, 1 or tp (0 = tp): Megatron-core's MoE
+  // parallel folding (--expert-tensor-parallel-size; Liu et al., "MoE Parallel Folding",
+  // arXiv 2504.14960). At 1 every expert is whole on its GPU and the expert-parallel group
+  // spans the tensor-parallel ranks: the experts lay etp × ep × edp over a stage's tp·cp·dp
+  // ranks (hw/net/layout.h), edp = tp·cp·dp / (etp·ep) holding the same experts.
+  int etp = 0;
   int vpp = 1;  // virtual pipeline stages (model chunks per rank)
   bool sequence_parallel = false;
   int zero_stage = 0;  // 0..3

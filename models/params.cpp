@@ -32,7 +32,7 @@ void check_divides(std::int64_t value, int by, const char* what, const char* deg
 
 }  // namespace
 
-LocalParams layer_params_per_gpu(const ModelSpec& m, int tp, int ep, bool moe_layer) {
+LocalParams layer_params_per_gpu(const ModelSpec& m, int tp, int ep, bool moe_layer, int etp) {
   check_divides(m.num_attention_heads, tp, "num_attention_heads", "tensor_parallel");
   check_divides(m.num_query_groups, tp, "num_query_groups", "tensor_parallel");
   check_divides(m.ffn_hidden_size, tp, "ffn_hidden_size", "tensor_parallel");
@@ -57,15 +57,16 @@ LocalParams layer_params_per_gpu(const ModelSpec& m, int tp, int ep, bool moe_la
   }
   const MoeSpec& moe = *m.moe;
   check_divides(moe.num_experts, ep, "moe.num_experts", "expert_parallel");
-  check_divides(moe.ffn_hidden_size, tp, "moe.ffn_hidden_size", "tensor_parallel");
+  const int et = etp > 0 ? etp : tp;
+  check_divides(moe.ffn_hidden_size, et, "moe.ffn_hidden_size", "expert_tensor_parallel");
   // Router: h × E, no bias (Mixtral's gate, Megatron-core TopKRouter), replicated.
   p.dense += h * moe.num_experts;
   // Shared experts act like one dense MLP of shared_experts × ffn (Megatron-core
   // moe_shared_expert_intermediate_size), TP-sharded, not expert-parallel.
   if (moe.shared_experts > 0) p.dense += mlp_params(m, moe.shared_experts * moe.ffn_hidden_size / tp);
-  // Routed experts: num_experts/ep local experts, each TP-sharded (Megatron-core's
-  // default expert tensor parallel size = tp).
-  p.expert += static_cast<std::int64_t>(moe.num_experts / ep) * mlp_params(m, moe.ffn_hidden_size / tp);
+  // Routed experts: num_experts/ep local experts, each sharded over the experts' own
+  // tensor-parallel size (Megatron-core's default expert_tensor_parallel_size = tp).
+  p.expert += static_cast<std::int64_t>(moe.num_experts / ep) * mlp_params(m, moe.ffn_hidden_size / et);
   return p;
 }
 

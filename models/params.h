@@ -28,6 +28,7 @@ struct LocalParams {
   std::int64_t expert = 0;
   std::int64_t total() const { return dense + expert; }
 };
-LocalParams layer_params_per_gpu(const ModelSpec& m, int tp, int ep, bool moe_layer);
+// etp: the routed experts' tensor-parallel size (0 = tp; Parallelism::etp).
+LocalParams layer_params_per_gpu(const ModelSpec& m, int tp, int ep, bool moe_layer, int etp = 0);
 
 }  // namespace ptsim::models

@@ -9,8 +9,8 @@ last rank), the case's model_config.yaml MODEL_ARGS go through `ptsim import meg
 (8 GPUs, the recipes' one node), its ENV_VARS' CUBLAS_WORKSPACE_CONFIG into the scenario,
 and the last stage's peak of `ptsim memory` is compared with the figure at the last step.
 Cases that resume or freeze a checkpoint, and those with features whose memory ptsim does
-not model (fp8, MLA, Megatron-FSDP, multi-instance optimizers, qk-layernorm, resharding),
-are left out; the vocabulary of the tests' --vocab-file is GPT-2's BPE, 50,257 tokens,
+not model (fp8, MLA, multi-token prediction, Megatron-FSDP, multi-instance optimizers,
+qk-layernorm, resharding; by name or by flag) are left out; the vocabulary of the tests' --vocab-file is GPT-2's BPE, 50,257 tokens,
 padded as Megatron pads it. README "Peak memory against measured runs" quotes the result.
 Needs git and PyYAML (Debian python3-yaml). Nothing is written outside a temporary folder.
 """
@@ -29,6 +29,7 @@ except ImportError:
     sys.exit("megatron_memory_check.py: needs PyYAML (apt-get install python3-yaml)")
 
 SKIP = ("resume", "frozen", "fp8", "mla", "fsdp", "multi_dist", "qk_layernorm", "reshard", "grpo", "1node")
+SKIP_FLAGS = ("--fp8-format", "--multi-latent-attention", "--mtp-num-layers", "--qk-layernorm")
 GPT2_VOCAB = 50257
 
 
@@ -71,6 +72,8 @@ def main():
                 continue
             config = yaml.safe_load(git(a.megatron, "show", f"{a.rev}:{root}{case}/model_config.yaml"))
             model_args, env = config.get("MODEL_ARGS") or {}, config.get("ENV_VARS") or {}
+            if any(model_args.get(flag) not in (None, False) for flag in SKIP_FLAGS):
+                continue
             script = Path(tmp) / f"{case}.sh"
             lines = [f"export CUBLAS_WORKSPACE_CONFIG={env['CUBLAS_WORKSPACE_CONFIG']}"] if "CUBLAS_WORKSPACE_CONFIG" in env else []
             script.write_text("\n".join(lines + [" ".join(args_of(model_args))]) + "\n")

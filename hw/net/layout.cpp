@@ -10,8 +10,14 @@ const char* to_string(Dim d) {
   return names[static_cast<int>(d)];
 }
 
-Layout::Layout(int tp, int cp, int dp, int pp, int ep, int gpus_per_node)
-    : tp_(tp), cp_(cp), dp_(dp), pp_(pp), ep_(ep), gpus_per_node_(std::max(1, gpus_per_node)) {}
+Layout::Layout(int tp, int cp, int dp, int pp, int ep, int gpus_per_node, int etp)
+    : tp_(tp),
+      cp_(cp),
+      dp_(dp),
+      pp_(pp),
+      ep_(ep),
+      gpus_per_node_(std::max(1, gpus_per_node)),
+      etp_(etp > 0 ? etp : tp) {}
 
 Coords Layout::coords(int rank) const {
   Coords c;
@@ -57,8 +63,11 @@ int Layout::group_id(int rank, Dim d) const {
       return c.tp + tp_ * (c.dp + dp_ * c.pp);
     case Dim::dp:
       return c.tp + tp_ * c.pp;
-    case Dim::ep:
-      return (c.tp + tp_ * c.pp) * (dp_ * cp_ / ep_) + j / ep_;
+    case Dim::ep: {
+      // Numbered (etp_i, pp_i, edp_i), edp_i fastest: with etp = tp, (tp_i, pp_i, j / ep).
+      const int i = c.tp + tp_ * j;
+      return (i % etp_ + etp_ * c.pp) * (tp_ * cp_ * dp_ / (etp_ * ep_)) + i / (etp_ * ep_);
+    }
     case Dim::mp:
       return c.dp;
     case Dim::pp:
@@ -78,7 +87,7 @@ int Layout::member_index(int rank, Dim d) const {
     case Dim::dp:
       return j;
     case Dim::ep:
-      return j % ep_;
+      return (c.tp + tp_ * j) / etp_ % ep_;
     case Dim::mp:
       return c.tp + tp_ * (c.cp + cp_ * c.pp);
     case Dim::pp:
@@ -101,11 +110,11 @@ int Layout::member_rank(Dim d, int g, int m) const {
       return rank_of({t, m % cp_, m / cp_, ppi});
     }
     case Dim::ep: {
-      const int per = dp_ * cp_ / ep_;
+      const int stage = tp_ * cp_ * dp_;
+      const int per = stage / (etp_ * ep_);
       const int base = g / per, slot = g % per;
-      const int t = base % tp_, ppi = base / tp_;
-      const int j = slot * ep_ + m;
-      return rank_of({t, j % cp_, j / cp_, ppi});
+      const int t = base % etp_, ppi = base / etp_;
+      return t + etp_ * (m + ep_ * slot) + stage * ppi;
     }
     case Dim::mp: {
       const int t = m % tp_, rest = m / tp_;

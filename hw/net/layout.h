@@ -2,6 +2,10 @@
 // megatron/core/parallel_state.py, "tp-cp-dp-pp"): TP innermost, then CP, then DP
 // (EP carved out of DP × CP), PP outermost:
 //   rank = tp_i + tp·(cp_i + cp·(dp_i + dp·pp_i)).
+// The experts' own order over a stage's tp·cp·dp ranks (Megatron-core's expert
+// RankGenerator, "tp-ep-dp" with the expert tensor-parallel size etp): i = tp_i + tp·(cp_i +
+// cp·dp_i) = etp_i + etp·(ep_i + ep·edp_i). With etp = tp (the default) EP groups lie in
+// the dp × cp group; with etp < tp (MoE parallel folding) they span tensor-parallel ranks.
 // Consecutive ranks share a node (gpus_per_node), so TP stays inside one. GPU rank r
 // sits on the r-th GPU of the topology, so node = r / gpus_per_node for the built-in
 // builders.
@@ -34,7 +38,8 @@ struct Coords {
 
 class Layout {
  public:
-  Layout(int tp, int cp, int dp, int pp, int ep, int gpus_per_node);
+  // etp: the experts' tensor-parallel size, dividing tp (0 = tp).
+  Layout(int tp, int cp, int dp, int pp, int ep, int gpus_per_node, int etp = 0);
 
   int world() const { return tp_ * cp_ * dp_ * pp_; }
   int rank_of(const Coords& c) const { return c.tp + tp_ * (c.cp + cp_ * (c.dp + dp_ * c.pp)); }
@@ -55,7 +60,7 @@ class Layout {
   int gpus_per_node() const { return gpus_per_node_; }
 
  private:
-  int tp_, cp_, dp_, pp_, ep_, gpus_per_node_;
+  int tp_, cp_, dp_, pp_, ep_, gpus_per_node_, etp_;
 };
 
 }  // namespace ptsim::hw::net

@@ -89,7 +89,7 @@ Command run_command() {
     if (!o->quiet && !json_to_stdout) std::cout << sim::summary_text(result.result);
     if (!o->json.empty()) sim::write_output(o->json, sim::to_json_text(result.result));
     const auto& q = s.plan.par;
-    const sim::Layout layout(q.tp, q.cp, q.dp, q.pp, q.ep, s.cluster.gpus_per_node);
+    const sim::Layout layout(q.tp, q.cp, q.dp, q.pp, q.ep, s.cluster.gpus_per_node, q.etp);
     if (!o->trace.empty()) {
       const std::string trace = sim::trace_json(result, layout);
       sim::write_output(o->trace, sim::wants_gzip(o->trace) ? sim::gzip(trace) : trace);

@@ -57,8 +57,10 @@ class Builder {
     act_bytes_ = models::activation_element_bytes(par_.precision);
     tokens_ = static_cast<double>(par_.micro_batch_size) * static_cast<double>(m.seq_length) / par_.cp;
     hidden_msg_ = tokens_ * static_cast<double>(m.hidden_size) * act_bytes_;
-    dense_layer_local_ = static_cast<double>(models::layer_params_per_gpu(m, par_.tp, par_.ep, false).total());
-    if (m.moe) moe_layer_local_ = static_cast<double>(models::layer_params_per_gpu(m, par_.tp, par_.ep, true).total());
+    dense_layer_local_ =
+        static_cast<double>(models::layer_params_per_gpu(m, par_.tp, par_.ep, false, par_.etp).total());
+    if (m.moe)
+      moe_layer_local_ = static_cast<double>(models::layer_params_per_gpu(m, par_.tp, par_.ep, true, par_.etp).total());
     // Gradients travel in the dtype the framework reduces in (framework_profile.h);
     // what they occupy in memory is models::model_states.
     grad_elem_bytes_ = grad_reduce_element_bytes(fw_, par_.precision);

@@ -55,7 +55,7 @@ hw::ComputeCostModel make_compute_cost(const Scenario& s) { return compute_cost_
 // once; measured collectives of a calibration table take precedence where they apply.
 std::unique_ptr<CollectiveCost> make_collective_cost(const Scenario& s) {
   const auto& par = s.plan.par;
-  Layout layout(par.tp, par.cp, par.dp, par.pp, par.ep, s.cluster.gpus_per_node);
+  Layout layout(par.tp, par.cp, par.dp, par.pp, par.ep, s.cluster.gpus_per_node, par.etp);
   std::shared_ptr<NetworkModel> model;
   try {
     model = std::make_shared<NetworkModel>(s.cluster, layout);
@@ -378,7 +378,7 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt_in) {
   BuildOptions build = opt.build;
   if (s.cluster.mixed()) build.stage_compute = sc.of_stage();
   sim.program = build_program(s, *compute, build);
-  Layout layout(par.tp, par.cp, par.dp, par.pp, par.ep, s.cluster.gpus_per_node);
+  Layout layout(par.tp, par.cp, par.dp, par.pp, par.ep, s.cluster.gpus_per_node, par.etp);
   expect_collective_times(sim.program, layout, *coll);
   ReplayOptions ro;
   ro.fold = opt.fold;

@@ -51,7 +51,7 @@ std::string compare_html(const std::vector<ComparePagePlan>& plans, const std::s
       "shaded where a step waits, grey where the rank has no step) over its communication lane.</p>";
   for (const auto& p : plans) {
     const auto& q = p.scenario->plan.par;
-    const Layout layout(q.tp, q.cp, q.dp, q.pp, q.ep, p.scenario->cluster.gpus_per_node);
+    const Layout layout(q.tp, q.cp, q.dp, q.pp, q.ep, p.scenario->cluster.gpus_per_node, q.etp);
     page += "<h3>" + escape(p.label) + "</h3>" + html::svg_timeline(*p.sim, layout).svg;
   }
   return page + "</body></html>\n";

@@ -16,6 +16,7 @@ nlohmann::json plan_to_json(const Plan& p) {
   j["pp"] = q.pp;
   j["cp"] = q.cp;
   j["ep"] = q.ep;
+  j["etp"] = q.expert_tp();
   j["vpp"] = q.vpp;
   j["zero_stage"] = q.zero_stage;
   j["micro_batch_size"] = q.micro_batch_size;
@@ -190,8 +191,9 @@ std::string summary_text(const Result& r) {
   line("scenario        {}", r.scenario);
   line("model           {}: {}", r.model.name, model_text(r.model));
   line("plan            {} GPUs = dp {} × tp {} × pp {} × cp {}", r.world_size, q.dp, q.tp, q.pp, q.cp);
-  line("                ep {}, vpp {}, {}, zero {}, recompute {}, sp {}", q.ep, q.vpp, models::to_string(q.schedule),
-       q.zero_stage, models::to_string(q.recompute), q.sequence_parallel ? "on" : "off");
+  line("                ep {}{}, vpp {}, {}, zero {}, recompute {}, sp {}", q.ep,
+       q.expert_tp() != q.tp ? fmt::format(" (etp {})", q.expert_tp()) : std::string(), q.vpp,
+       models::to_string(q.schedule), q.zero_stage, models::to_string(q.recompute), q.sequence_parallel ? "on" : "off");
   line("batch           global {} = micro {} × {} micro-batches × dp {}", r.plan.global_batch_size, q.micro_batch_size,
        q.num_microbatches, q.dp);
   line("framework       {}", r.framework);

@@ -425,6 +425,7 @@ void read_parallel_sizes(const hw::StrictReader& r, const YAML::Node& p, Scenari
   size("pipeline_parallel", par.pp);
   size("context_parallel", par.cp);
   size("expert_parallel", par.ep);
+  size("expert_tensor_parallel", par.etp);
   size("virtual_pipeline_stages", par.vpp);
   size("data_parallel", par.dp);
   const std::int64_t model_parallel = std::int64_t{par.tp} * par.pp * par.cp;
@@ -842,10 +843,26 @@ void validate_experts(const hw::StrictReader& r, const Scenario& s) {
     if (m.moe->num_experts % par.ep != 0)
       r.fail("parallel.expert_parallel",
              fmt::format("{} does not divide model.moe.num_experts ({})", par.ep, m.moe->num_experts));
-    if ((par.dp * par.cp) % par.ep != 0)
+    if (par.expert_tp() == par.tp && (par.dp * par.cp) % par.ep != 0)
       r.fail("parallel.expert_parallel",
              fmt::format("{} must divide data_parallel × context_parallel ({})", par.ep, par.dp * par.cp),
-             "experts are sharded across the data-parallel ranks, as in Megatron-LM");
+             "experts are sharded across the data-parallel ranks, as in Megatron-LM; or set "
+             "parallel.expert_tensor_parallel: 1 to fold them over the tensor-parallel ranks too");
+  }
+  if (par.etp > 0 && par.etp != par.tp) {
+    const char* key = "parallel.expert_tensor_parallel";
+    if (par.etp != 1)
+      r.fail(key, fmt::format("{} is neither 1 nor tensor_parallel ({})", par.etp, par.tp),
+             "1 (each expert whole on its GPU) or tensor_parallel; other sizes are not modelled");
+    if (!m.moe) r.fail(key, fmt::format("{} needs a MoE model (model.moe)", par.etp));
+    if (!par.sequence_parallel)
+      r.fail(key, fmt::format("{} other than tensor_parallel ({}) needs parallel.sequence_parallel", par.etp, par.tp),
+             "Megatron-core runs MoE with tensor parallelism only under sequence parallelism");
+    if ((par.tp * par.dp * par.cp) % par.ep != 0)
+      r.fail("parallel.expert_parallel",
+             fmt::format("{} must divide tensor_parallel × data_parallel × context_parallel ({}) at "
+                         "parallel.expert_tensor_parallel 1",
+                         par.ep, par.tp * par.dp * par.cp));
   }
   if (m.moe && m.moe->ffn_hidden_size % par.tp != 0)
     r.fail("parallel.tensor_parallel",

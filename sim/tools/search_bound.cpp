@@ -258,7 +258,7 @@ double iteration_time_lower_bound(const Scenario& s, const hw::ComputeCostModel&
   const std::vector<std::vector<ScheduleStep>>* cached =
       par.schedule == models::Schedule::zb_v ? nullptr
                                              : &cached_schedules(par.schedule, par.pp, par.num_microbatches, par.vpp);
-  const Layout layout(par.tp, par.cp, par.dp, par.pp, par.ep, s.cluster.gpus_per_node);
+  const Layout layout(par.tp, par.cp, par.dp, par.pp, par.ep, s.cluster.gpus_per_node, par.etp);
   std::vector<StageBusy> stages(static_cast<std::size_t>(par.pp));
   for (const auto& sp : prog.stages) {
     const BusyMeter busy_of(layout, collectives, layout.rank_of(Coords{0, 0, 0, sp.stage}));

@@ -207,6 +207,25 @@ TEST(Activations, Moe) {
   EXPECT_DOUBLE_EQ(activation_bytes_per_layer(preset("mixtral-8x7b"), p, true), (63 + 1.0 / 128) * sbh);
 }
 
+// etp 1 under tp 2: each GPU routes half the tokens into whole experts: the routed
+// tensors' bytes are those of etp 2 (half the rows, twice the ffn) but the dispatched
+// input and expert output (h wide) halve.
+TEST(Activations, MoeExpertTensorParallelOne) {
+  const ModelSpec m = preset("mixtral-8x7b");
+  Parallelism p;
+  p.tp = 2;
+  p.ep = 8;
+  p.dp = 8;
+  p.sequence_parallel = true;
+  const double split = activation_bytes_per_layer(m, p, true);
+  p.etp = 1;
+  const double whole = activation_bytes_per_layer(m, p, true);
+  const double routed_split = 32768.0 * 2 * 8 / 8;  // T·top_k·ep/E rows on each GPU at etp 2
+  EXPECT_DOUBLE_EQ(split - whole, 2.0 * 2 * 4096 * (routed_split - routed_split / 2));
+  // The experts' optimizer states shard over tp·cp·dp / (etp·ep) = 2 ranks.
+  EXPECT_EQ(p.expert_dp(), 2);
+}
+
 TEST(Activations, EmbeddingAndHead) {
   // GPT-3 175B, t = 8, SP: embedding dropout mask s·b·h/t (1 byte);
   // head: final-norm and logits inputs 2·2·sbh/t + fp32 softmax and bf16 logits

@@ -229,6 +229,36 @@ TEST(Ops, MoeExpertsAndLoadImbalance) {
   EXPECT_DOUBLE_EQ(moe_tokens_per_expert(m, one), 8192);
 }
 
+// MoE parallel folding: at etp 1 under tp 2 each GPU's whole experts take the routed
+// tokens of its sequence shard (half of etp 2's rows, the full ffn width); FLOPs per GPU
+// are the same.
+TEST(Ops, ExpertTensorParallelOne) {
+  const ModelSpec m = preset("mixtral-8x7b");
+  Parallelism p;
+  p.tp = 2;
+  p.ep = 8;
+  p.dp = 8;
+  p.sequence_parallel = true;
+  const Op split = find(layer_ops(m, p, true), "expert_up");
+  p.etp = 1;
+  const Op whole = find(layer_ops(m, p, true), "expert_up");
+  EXPECT_EQ(whole.gemm.m, split.gemm.m / 2);
+  EXPECT_EQ(whole.gemm.n, 2 * split.gemm.n);
+  EXPECT_DOUBLE_EQ(whole.fwd_flops, split.fwd_flops);
+  EXPECT_DOUBLE_EQ(moe_tokens_per_expert(m, p), 32768);  // s 32768 · top_k 2 · ep 8 / E 8 / (tp / etp) 2
+  // Checked: 1 or tp, sequence parallelism on, ep dividing tp · dp · cp.
+  p.etp = 3;
+  EXPECT_THROW(layer_ops(m, p, true), std::invalid_argument);
+  p.etp = 1;
+  p.sequence_parallel = false;
+  EXPECT_THROW(layer_ops(m, p, true), std::invalid_argument);
+  p.sequence_parallel = true;
+  p.dp = 4;  // tp 2 · dp 4 = 8 ranks for ep 8: fine only when folded
+  EXPECT_NO_THROW(layer_ops(m, p, true));
+  p.etp = 2;
+  EXPECT_THROW(layer_ops(m, p, true), std::invalid_argument);
+}
+
 TEST(Ops, RolesMarkTheTensorParallelBoundariesAndTheMoeExchange) {
   // Megatron's TP regions: attention from QKV to the bias-dropout-add after the
   // projection, the MLP from its up-projection (a MoE layer: its router) to the
@@ -255,6 +285,19 @@ TEST(Ops, RolesMarkTheTensorParallelBoundariesAndTheMoeExchange) {
                                                               {"moe_permute", OpRole::moe_dispatch},
                                                               {"moe_unpermute", OpRole::moe_combine},
                                                               {"mlp_bias_dropout_add", OpRole::mlp_leave}}));
+  // Experts whole on their GPU under tp 2 (etp 1): the MoE block is no tensor-parallel
+  // region; with shared experts (tp-sharded) it stays one.
+  p.tp = 2;
+  p.etp = 1;
+  p.sequence_parallel = true;
+  const auto folded = roles(layer_ops(preset("mixtral-8x7b"), p, true));
+  EXPECT_EQ(folded, (std::vector<std::pair<std::string, OpRole>>{{"qkv", OpRole::attn_enter},
+                                                                 {"attn_bias_dropout_add", OpRole::attn_leave},
+                                                                 {"moe_permute", OpRole::moe_dispatch},
+                                                                 {"moe_unpermute", OpRole::moe_combine}}));
+  ModelSpec shared = preset("mixtral-8x7b");
+  shared.moe->shared_experts = 1;
+  EXPECT_EQ(roles(layer_ops(shared, p, true)).size(), 6u);
 }
 
 TEST(Ops, EmbeddingAndHead) {

@@ -134,5 +134,16 @@ TEST(Params, PerGpuExpertParallelSplit) {
   EXPECT_THROW(layer_params_per_gpu(preset("gpt3-175b"), 5, 1, false), std::invalid_argument);
 }
 
+TEST(Params, ExpertTensorParallelShardsOnlyTheExperts) {
+  // Mixtral at tp 2, ep 8: attention halves; the one local expert is halved at etp 2 (the
+  // default, tp) and whole at etp 1 (MoE parallel folding).
+  const ModelSpec m = preset("mixtral-8x7b");
+  const LocalParams folded = layer_params_per_gpu(m, 2, 8, true, 1);
+  EXPECT_EQ(folded.expert, 176'160'768);
+  EXPECT_EQ(layer_params_per_gpu(m, 2, 8, true).expert, 176'160'768 / 2);
+  EXPECT_EQ(layer_params_per_gpu(m, 2, 8, true, 2).expert, 176'160'768 / 2);
+  EXPECT_EQ(folded.dense, layer_params_per_gpu(m, 2, 8, true).dense);
+}
+
 }  // namespace
 }  // namespace ptsim::models

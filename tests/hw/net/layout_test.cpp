@@ -66,6 +66,36 @@ TEST(Layout, GroupsOfOneRank) {
   EXPECT_EQ(l.group_count(Dim::dp), 16);  // 8 tp × 2 pp
 }
 
+// MoE parallel folding (expert_tensor_parallel 1): the experts order a stage's tp·cp·dp
+// ranks as etp × ep × edp, so an EP group is ep consecutive ranks across TP groups.
+TEST(Layout, ExpertGroupsFoldedOverTensorParallelRanks) {
+  // tp 2, dp 4, pp 2, ep 4, etp 1 on 8-GPU nodes: a stage's 8 ranks hold two EP groups.
+  const Layout l(2, 1, 4, 2, 4, 8, 1);
+  EXPECT_EQ(group_of(l, 5, Dim::ep), (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(group_of(l, 9, Dim::ep), (std::vector<int>{8, 9, 10, 11}));
+  EXPECT_EQ(l.group_count(Dim::ep), 4);
+  EXPECT_EQ(l.shape(Dim::ep, 0).stride, 1);
+  EXPECT_EQ(l.shape(Dim::ep, 0).nodes, 1);
+  // The dense groups do not move.
+  EXPECT_EQ(group_of(l, 5, Dim::tp), (std::vector<int>{4, 5}));
+  EXPECT_EQ(group_of(l, 5, Dim::dp), (std::vector<int>{1, 3, 5, 7}));
+  std::set<int> seen;
+  for (int g = 0; g < l.group_count(Dim::ep); ++g)
+    for (int m = 0; m < l.group_size(Dim::ep); ++m) {
+      const int r = l.member_rank(Dim::ep, g, m);
+      EXPECT_EQ(l.group_id(r, Dim::ep), g);
+      EXPECT_EQ(l.member_index(r, Dim::ep), m);
+      seen.insert(r);
+    }
+  EXPECT_EQ(static_cast<int>(seen.size()), l.world());
+  // etp = tp numbers and places the groups as the default does.
+  const Layout a(2, 1, 4, 2, 2, 8), b(2, 1, 4, 2, 2, 8, 2);
+  for (int r = 0; r < a.world(); ++r) {
+    EXPECT_EQ(a.group_id(r, Dim::ep), b.group_id(r, Dim::ep));
+    EXPECT_EQ(a.member_index(r, Dim::ep), b.member_index(r, Dim::ep));
+  }
+}
+
 TEST(Layout, DimensionNames) {
   EXPECT_STREQ(to_string(Dim::tp), "tp");
   EXPECT_STREQ(to_string(Dim::pp), "pp");

@@ -170,6 +170,17 @@ training: { global_batch_size: 64, micro_batch_size: 1 }
   EXPECT_GT(balanced.exposed_comm_s[kEp], 0);
   const Result hot = run(yaml, {"model.moe.load_imbalance=2"}, true);
   EXPECT_GT(hot.iteration_time_s, balanced.iteration_time_s);
+  // MoE parallel folding (expert_tensor_parallel 1): whole experts, the EP group of 8 over
+  // tp × dp ranks inside a node, and no tensor-parallel collectives around the MoE block;
+  // each GPU holds twice the expert weights, the same expert optimizer state (sharded over
+  // twice the ranks), and sends the same routed tokens.
+  const Result folded = run(yaml, {"parallel.expert_tensor_parallel=1"}, true);
+  EXPECT_LT(folded.comm_bytes_per_gpu[kTp], balanced.comm_bytes_per_gpu[kTp]);
+  EXPECT_DOUBLE_EQ(folded.comm_bytes_per_gpu[kEp], balanced.comm_bytes_per_gpu[kEp]);
+  EXPECT_LT(folded.exposed_comm_s[kEp], balanced.exposed_comm_s[kEp]);
+  EXPECT_GT(folded.per_stage[0].params, balanced.per_stage[0].params);
+  EXPECT_NEAR(folded.per_stage[0].optimizer, balanced.per_stage[0].optimizer, 1.0);
+  EXPECT_DOUBLE_EQ(folded.model_flops_per_iteration, balanced.model_flops_per_iteration);
 }
 
 TEST(Strategies, EverythingMixedOnGpt3_175B) {

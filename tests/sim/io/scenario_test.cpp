@@ -115,6 +115,24 @@ TEST(Scenario, TransformerEngineWorkspaces) {
   expect_error(kBase, {grouped + "x"}, {"training.megatron.moe_grouped_gemm"});
 }
 
+TEST(Scenario, ExpertTensorParallel) {
+  const std::vector<std::string> moe = {"model.moe.num_experts=8", "model.moe.top_k=2", "parallel.tensor_parallel=2",
+                                        "parallel.sequence_parallel=true", "parallel.expert_parallel=4"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), moe.begin(), moe.end());
+    return more;
+  };
+  EXPECT_EQ(parse_scenario(kBase, "s.yaml", with({})).plan.par.expert_tp(), 2);
+  EXPECT_EQ(parse_scenario(kBase, "s.yaml", with({"parallel.expert_tensor_parallel=1"})).plan.par.expert_tp(), 1);
+  EXPECT_EQ(parse_scenario(kBase, "s.yaml", with({"parallel.expert_tensor_parallel=2"})).plan.par.expert_tp(), 2);
+  const std::string key = "parallel.expert_tensor_parallel";
+  EXPECT_EQ(parse_scenario(kBase, "s.yaml", with({key + "=4", "parallel.tensor_parallel=4"})).plan.par.expert_tp(), 4);
+  expect_error(kBase, with({key + "=4"}), {key, "neither 1 nor tensor_parallel (2)"});
+  expect_error(kBase, with({key + "=3"}), {key, "neither 1 nor tensor_parallel"});
+  expect_error(kBase, with({key + "=1", "parallel.sequence_parallel=false"}), {key, "sequence_parallel"});
+  expect_error(kBase, {key + "=1", "parallel.tensor_parallel=2", "parallel.sequence_parallel=true"}, {key, "MoE"});
+}
+
 TEST(Scenario, EveryConstraintNamesItsKeys) {
   expect_error(kBase, {"parallel.tensor_parallel=5", "cluster.num_gpus=40"},
                {"parallel.tensor_parallel", "model.num_attention_heads"});
