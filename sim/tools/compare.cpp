@@ -19,12 +19,19 @@ namespace {
 // --set-plan's short names for the scenario keys a plan is made of (the keys
 // `ptsim search --fix` restricts, plus the global batch).
 const std::vector<std::pair<std::string, std::string>> kSetPlanKeys = {
-    {"tp", "parallel.tensor_parallel"},   {"pp", "parallel.pipeline_parallel"},
-    {"dp", "parallel.data_parallel"},     {"cp", "parallel.context_parallel"},
-    {"ep", "parallel.expert_parallel"},   {"vpp", "parallel.virtual_pipeline_stages"},
-    {"mbs", "training.micro_batch_size"}, {"gbs", "training.global_batch_size"},
-    {"zero", "parallel.zero_stage"},      {"recompute", "parallel.recompute"},
-    {"sp", "parallel.sequence_parallel"}, {"schedule", "parallel.pipeline_schedule"},
+    {"tp", "parallel.tensor_parallel"},
+    {"pp", "parallel.pipeline_parallel"},
+    {"dp", "parallel.data_parallel"},
+    {"cp", "parallel.context_parallel"},
+    {"ep", "parallel.expert_parallel"},
+    {"etp", "parallel.expert_tensor_parallel"},
+    {"vpp", "parallel.virtual_pipeline_stages"},
+    {"mbs", "training.micro_batch_size"},
+    {"gbs", "training.global_batch_size"},
+    {"zero", "parallel.zero_stage"},
+    {"recompute", "parallel.recompute"},
+    {"sp", "parallel.sequence_parallel"},
+    {"schedule", "parallel.pipeline_schedule"},
     {"gpus", "cluster.num_gpus"},
 };
 

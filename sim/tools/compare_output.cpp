@@ -35,6 +35,7 @@ std::string one_decimal(double x) {
 std::string plan_words(const Plan& p) {
   const auto& q = p.par;
   std::string w = fmt::format("dp{} tp{} pp{} cp{} ep{}", q.dp, q.tp, q.pp, q.cp, q.ep);
+  if (q.expert_tp() != q.tp) w += fmt::format(" etp{}", q.expert_tp());
   if (q.vpp > 1) w += fmt::format(" vpp{}", q.vpp);
   w += fmt::format(" mbs{} gbs{} {} zero{} rc-{}{}", q.micro_batch_size, p.global_batch_size,
                    models::to_string(q.schedule), q.zero_stage, models::to_string(q.recompute),

@@ -52,7 +52,7 @@ constexpr double kMiB = 1024.0 * 1024.0;
 
 // The plan key of search.h's ranking: a total order that does not depend on the enumeration.
 auto plan_key(int num_gpus, const models::Parallelism& q) {
-  return std::make_tuple(num_gpus, q.dp, q.tp, q.pp, q.cp, q.ep, static_cast<int>(q.schedule), q.vpp,
+  return std::make_tuple(num_gpus, q.dp, q.tp, q.pp, q.cp, q.ep, q.expert_tp(), static_cast<int>(q.schedule), q.vpp,
                          q.micro_batch_size, q.zero_stage, static_cast<int>(q.recompute), q.sequence_parallel);
 }
 

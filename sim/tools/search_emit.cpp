@@ -22,6 +22,10 @@ std::string plan_scenario_yaml(const std::string& scenario_text, const std::stri
   par["pipeline_parallel"] = q.pp;
   par["context_parallel"] = q.cp;
   par["expert_parallel"] = q.ep;
+  if (q.expert_tp() != q.tp)
+    par["expert_tensor_parallel"] = q.expert_tp();
+  else
+    par.remove("expert_tensor_parallel");
   par["data_parallel"] = q.dp;
   par["virtual_pipeline_stages"] = q.vpp;
   par["pipeline_schedule"] = std::string(models::to_string(q.schedule));
@@ -40,7 +44,7 @@ std::string plan_scenario_yaml(const std::string& scenario_text, const std::stri
   const Scenario back = parse_scenario(text, "<emitted>");
   const auto& b = back.plan.par;
   PTSIM_CHECK(back.cluster.num_gpus == p.num_gpus && b.tp == q.tp && b.pp == q.pp && b.cp == q.cp && b.ep == q.ep &&
-                  b.dp == q.dp && b.vpp == q.vpp && b.schedule == q.schedule &&
+                  b.expert_tp() == q.expert_tp() && b.dp == q.dp && b.vpp == q.vpp && b.schedule == q.schedule &&
                   b.micro_batch_size == q.micro_batch_size && b.num_microbatches == q.num_microbatches &&
                   b.zero_stage == q.zero_stage && b.recompute == q.recompute &&
                   b.sequence_parallel == q.sequence_parallel,

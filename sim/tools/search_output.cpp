@@ -20,17 +20,22 @@ double total_exposed(const std::array<double, kNumDims>& exposed_comm_s) {
   return std::accumulate(exposed_comm_s.begin(), exposed_comm_s.end(), 0.0);
 }
 
+// " ep N" (with " etp 1" under MoE parallel folding), or nothing without expert parallelism.
+std::string expert_words(const models::Parallelism& q) {
+  if (q.ep <= 1 && q.expert_tp() == q.tp) return {};
+  return fmt::format(" ep {}{}", q.ep, q.expert_tp() != q.tp ? fmt::format(" etp {}", q.expert_tp()) : std::string());
+}
+
 std::string family_of(const PlanCandidate& c) {
-  return fmt::format("gpus {} tp {} pp {} cp {}{}", c.num_gpus, c.par.tp, c.par.pp, c.par.cp,
-                     c.par.ep > 1 ? fmt::format(" ep {}", c.par.ep) : std::string());
+  return fmt::format("gpus {} tp {} pp {} cp {}{}", c.num_gpus, c.par.tp, c.par.pp, c.par.cp, expert_words(c.par));
 }
 
 std::string plan_brief(const Plan& p) {
   const auto& q = p.par;
-  return fmt::format("dp {} tp {} pp {} cp {}{} {}{} mbs {} zero {} rc {}{}", q.dp, q.tp, q.pp, q.cp,
-                     q.ep > 1 ? fmt::format(" ep {}", q.ep) : std::string(), models::to_string(q.schedule),
-                     q.vpp > 1 ? fmt::format(" v{}", q.vpp) : std::string(), q.micro_batch_size, q.zero_stage,
-                     models::to_string(q.recompute), q.sequence_parallel ? " sp" : "");
+  return fmt::format("dp {} tp {} pp {} cp {}{} {}{} mbs {} zero {} rc {}{}", q.dp, q.tp, q.pp, q.cp, expert_words(q),
+                     models::to_string(q.schedule), q.vpp > 1 ? fmt::format(" v{}", q.vpp) : std::string(),
+                     q.micro_batch_size, q.zero_stage, models::to_string(q.recompute),
+                     q.sequence_parallel ? " sp" : "");
 }
 
 // ---------------------------------------------------------------------------
@@ -276,14 +281,17 @@ std::string short_recompute(models::Recompute rc) {
 
 // The plan columns of a table row (and, with header, their titles).
 std::string plan_cells(int gpus, const models::Parallelism& q, bool with_ep) {
-  return fmt::format("{:>5} {:>4} {:>3} {:>3} {:>3}{} {:<8} {:>3} {:>4} {:<4} {:<2}", gpus, q.dp, q.tp, q.pp, q.cp,
-                     with_ep ? fmt::format(" {:>3}", q.ep) : std::string(), short_schedule(q), q.micro_batch_size,
-                     q.zero_stage, short_recompute(q.recompute), q.sequence_parallel ? "on" : "-");
+  return fmt::format(
+      "{:>5} {:>4} {:>3} {:>3} {:>3}{} {:<8} {:>3} {:>4} {:<4} {:<2}", gpus, q.dp, q.tp, q.pp, q.cp,
+      with_ep ? fmt::format(" {:>5}", q.expert_tp() != q.tp ? fmt::format("{}/1", q.ep) : fmt::to_string(q.ep))
+              : std::string(),
+      short_schedule(q), q.micro_batch_size, q.zero_stage, short_recompute(q.recompute),
+      q.sequence_parallel ? "on" : "-");
 }
 
 std::string plan_titles(bool with_ep) {
   return fmt::format("{:>5} {:>4} {:>3} {:>3} {:>3}{} {:<8} {:>3} {:>4} {:<4} {:<2}", "gpus", "dp", "tp", "pp", "cp",
-                     with_ep ? fmt::format(" {:>3}", "ep") : std::string(), "schedule", "mbs", "zero", "rc", "sp");
+                     with_ep ? fmt::format(" {:>5}", "ep") : std::string(), "schedule", "mbs", "zero", "rc", "sp");
 }
 
 bool any_ep(const std::vector<RankedPlan>& plans) {

@@ -18,9 +18,11 @@ namespace {
 // The plan as `ptsim compare FILE --set-plan "…"` words (sim/tools/compare.h).
 std::string set_plan_words(const RankedPlan& p) {
   const auto& q = p.plan.par;
-  return fmt::format("gpus={} tp={} pp={} dp={} cp={} ep={} vpp={} schedule={} mbs={} zero={} recompute={} sp={}",
-                     p.num_gpus, q.tp, q.pp, q.dp, q.cp, q.ep, q.vpp, models::to_string(q.schedule), q.micro_batch_size,
-                     q.zero_stage, models::to_string(q.recompute), q.sequence_parallel ? "true" : "false");
+  return fmt::format("gpus={} tp={} pp={} dp={} cp={} ep={}{} vpp={} schedule={} mbs={} zero={} recompute={} sp={}",
+                     p.num_gpus, q.tp, q.pp, q.dp, q.cp, q.ep,
+                     q.expert_tp() != q.tp ? fmt::format(" etp={}", q.expert_tp()) : std::string(), q.vpp,
+                     models::to_string(q.schedule), q.micro_batch_size, q.zero_stage, models::to_string(q.recompute),
+                     q.sequence_parallel ? "true" : "false");
 }
 
 // An axis maximum: `v` rounded up to 1, 2 or 5 times a power of ten.

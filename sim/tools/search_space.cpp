@@ -17,11 +17,19 @@ namespace {
 // ---------------------------------------------------------------------------
 // --fix restrictions
 
-const std::vector<std::string> kFixKeys = {
-    "parallel.tensor_parallel",   "parallel.pipeline_parallel", "parallel.data_parallel",
-    "parallel.context_parallel",  "parallel.expert_parallel",   "parallel.virtual_pipeline_stages",
-    "parallel.pipeline_schedule", "parallel.sequence_parallel", "parallel.zero_stage",
-    "parallel.recompute",         "training.micro_batch_size",  "cluster.num_gpus"};
+const std::vector<std::string> kFixKeys = {"parallel.tensor_parallel",
+                                           "parallel.pipeline_parallel",
+                                           "parallel.data_parallel",
+                                           "parallel.context_parallel",
+                                           "parallel.expert_parallel",
+                                           "parallel.virtual_pipeline_stages",
+                                           "parallel.pipeline_schedule",
+                                           "parallel.sequence_parallel",
+                                           "parallel.zero_stage",
+                                           "parallel.recompute",
+                                           "training.micro_batch_size",
+                                           "cluster.num_gpus",
+                                           "parallel.expert_tensor_parallel"};
 
 int parse_positive(const std::string& key, const std::string& v) {
   std::size_t used = 0;
@@ -142,6 +150,7 @@ class SearchSpace {
   std::vector<int> zero_stages() const { return allowed("parallel.zero_stage", {0, 1, 2, 3}); }
   const std::vector<models::Recompute>& recomputes() const { return recomputes_; }
   std::vector<bool> sequence_parallel(const PlanCandidate& c) const;
+  std::vector<int> expert_tensor(const PlanCandidate& c) const;
 
   static int data_parallel(const PlanCandidate& c, int cp) {
     return std::max(1, c.num_gpus / (c.par.tp * c.par.pp * cp));
@@ -234,8 +243,11 @@ std::vector<int> SearchSpace::expert(const PlanCandidate& c) const {
   std::vector<int> eps = {1};
   if (m_.moe) {
     eps.clear();
+    // Within dp × cp; under MoE parallel folding (expert_tensor_parallel 1, chosen later)
+    // within tp × dp × cp.
+    const int ranks = (c.par.tp > 1 ? c.par.tp : 1) * c.par.dp * c.par.cp;
     for (int d : divisors(m_.moe->num_experts))
-      if ((c.par.dp * c.par.cp) % d == 0) eps.push_back(d);
+      if (ranks % d == 0) eps.push_back(d);
   }
   return allowed("parallel.expert_parallel", eps);
 }
@@ -307,6 +319,23 @@ std::vector<bool> SearchSpace::sequence_parallel(const PlanCandidate& c) const {
   return c.par.tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
 }
 
+// The experts' tensor-parallel size, as Parallelism::etp (0 = tp): tp when EP fits in
+// dp × cp, and 1 (MoE parallel folding) for a MoE model under tp > 1 with sequence
+// parallelism; none when neither holds.
+std::vector<int> SearchSpace::expert_tensor(const PlanCandidate& c) const {
+  if (!m_.moe) return {0};
+  std::vector<int> out;
+  const bool fold = c.par.tp > 1 && c.par.sequence_parallel;
+  const auto want = [&](int etp) {
+    if (!fix_.has("parallel.expert_tensor_parallel")) return true;
+    const auto v = fix_.ints("parallel.expert_tensor_parallel");
+    return std::find(v.begin(), v.end(), etp) != v.end();
+  };
+  if ((c.par.dp * c.par.cp) % c.par.ep == 0 && want(c.par.tp)) out.push_back(0);
+  if (fold && want(1)) out.push_back(1);
+  return out;
+}
+
 // The next level of the search tree: each candidate of `level` once per value that
 // `values` gives for it, applied by `set`. Expanding level by level keeps the order
 // of nested loops: the first dimension varies slowest.
@@ -356,9 +385,11 @@ std::vector<PlanCandidate> enumerate_candidates(const Scenario& base, const Sear
       level, [&](const C&) { return space.zero_stages(); }, [](C& c, int z) { c.par.zero_stage = z; });
   level = branch(
       level, [&](const C&) { return space.recomputes(); }, [](C& c, models::Recompute rc) { c.par.recompute = rc; });
-  return branch(
+  level = branch(
       level, [&](const C& c) { return space.sequence_parallel(c); },
       [](C& c, bool sp) { c.par.sequence_parallel = sp; });
+  return branch(
+      level, [&](const C& c) { return space.expert_tensor(c); }, [](C& c, int etp) { c.par.etp = etp; });
 }
 
 Scenario candidate_scenario(const Scenario& base, const PlanCandidate& c) {

@@ -61,6 +61,8 @@ TEST(SetPlan, ShortNamesBecomeScenarioKeys) {
                                       "parallel.data_parallel=16", "training.micro_batch_size=1",
                                       "parallel.zero_stage=1", "parallel.recompute=full",
                                       "parallel.sequence_parallel=true", "parallel.overlap_p2p=false"}));
+  EXPECT_EQ(set_plan_overrides("ep=8 etp=1"),
+            (std::vector<std::string>{"parallel.expert_parallel=8", "parallel.expert_tensor_parallel=1"}));
   EXPECT_TRUE(set_plan_overrides("").empty());
 }
 

@@ -333,6 +333,37 @@ TEST(Search, BestPlanPerClusterSize) {
   EXPECT_NE(search_summary_text(r).find("best plan per cluster size"), std::string::npos);
 }
 
+// MoE parallel folding in the search: at tp 2 with sequence parallelism each EP size that
+// fits in dp × cp comes with etp = tp and etp 1, and EP sizes up to tp × dp × cp only with
+// etp 1; --fix parallel.expert_tensor_parallel=1 keeps the folded ones, and a folded plan's
+// emitted scenario runs to the search's numbers.
+TEST(Search, ExpertTensorParallelOneIsSearched) {
+  const std::string yaml = testing::tiny_moe_yaml("1f1b");
+  const Scenario base = parse_scenario(yaml, "moe.yaml");
+  SearchOptions o;
+  o.fix = {"parallel.tensor_parallel=2",      "parallel.pipeline_parallel=1",   "parallel.context_parallel=1",
+           "parallel.sequence_parallel=true", "parallel.zero_stage=0",          "parallel.recompute=none",
+           "training.micro_batch_size=1",     "parallel.pipeline_schedule=1f1b"};
+  std::set<std::pair<int, int>> seen;  // (ep, etp)
+  for (const auto& c : enumerate_candidates(base, o)) seen.insert({c.par.ep, c.par.expert_tp()});
+  // tp 2 × dp 2: ep 1, 2 in dp, with etp 2 or 1; ep 4 only folded.
+  EXPECT_EQ(seen, (std::set<std::pair<int, int>>{{1, 2}, {1, 1}, {2, 2}, {2, 1}, {4, 1}}));
+  o.fix.push_back("parallel.expert_tensor_parallel=1");
+  for (const auto& c : enumerate_candidates(base, o)) EXPECT_EQ(c.par.expert_tp(), 1);
+  o.threads = 2;
+  o.top_k = 10;
+  const SearchResult r = search(base, o);
+  ASSERT_FALSE(r.plans.empty());
+  const RankedPlan& p = r.plans[0];
+  EXPECT_EQ(p.plan.par.expert_tp(), 1);
+  const Scenario back = parse_scenario(plan_scenario_yaml(yaml, "moe.yaml", {}, p), "emitted.yaml");
+  EXPECT_EQ(back.plan.par.expert_tp(), 1);
+  SimulateOptions so;
+  so.fold = true;
+  EXPECT_DOUBLE_EQ(simulate(back, so).result.iteration_time_s, p.iteration_time_s);
+  EXPECT_NE(search_summary_text(r).find("4/1"), std::string::npos) << search_summary_text(r);
+}
+
 // --emit-scenario: the written YAML, run again, gives the search's numbers for that plan.
 TEST(Search, EmittedScenarioRunsToTheSameNumbers) {
   const std::string yaml =
