@@ -123,9 +123,11 @@ std::string inputs_panel(const Scenario& s, const Result& r) {
                                              : c.topology},
       {"cost source", r.cost_source},
       {"framework", r.framework},
-      {"plan", fmt::format("tp {} × pp {} × dp {} × cp {}, ep {}, vpp {}, {}, zero {}, recompute {}, sp {}", q.tp,
-                           q.pp, q.dp, q.cp, q.ep, q.vpp, models::to_string(q.schedule), q.zero_stage,
-                           models::to_string(q.recompute), q.sequence_parallel ? "on" : "off")},
+      {"plan",
+       fmt::format("tp {} × pp {} × dp {} × cp {}, ep {}{}, vpp {}, {}, zero {}, recompute {}, sp {}", q.tp, q.pp, q.dp,
+                   q.cp, q.ep, q.expert_tp() != q.tp ? fmt::format(" (etp {})", q.expert_tp()) : std::string(), q.vpp,
+                   models::to_string(q.schedule), q.zero_stage, models::to_string(q.recompute),
+                   q.sequence_parallel ? "on" : "off")},
   };
   std::string t = R"(<table class="inputs">)";
   for (const auto& [k, v] : rows)
