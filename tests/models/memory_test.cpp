@@ -212,11 +212,7 @@ TEST(Activations, Moe) {
 // input and expert output (h wide) halve.
 TEST(Activations, MoeExpertTensorParallelOne) {
   const ModelSpec m = preset("mixtral-8x7b");
-  Parallelism p;
-  p.tp = 2;
-  p.ep = 8;
-  p.dp = 8;
-  p.sequence_parallel = true;
+  Parallelism p = moe_tp2_ep8();
   const double split = activation_bytes_per_layer(m, p, true);
   p.etp = 1;
   const double whole = activation_bytes_per_layer(m, p, true);

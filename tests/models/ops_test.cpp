@@ -234,11 +234,7 @@ TEST(Ops, MoeExpertsAndLoadImbalance) {
 // are the same.
 TEST(Ops, ExpertTensorParallelOne) {
   const ModelSpec m = preset("mixtral-8x7b");
-  Parallelism p;
-  p.tp = 2;
-  p.ep = 8;
-  p.dp = 8;
-  p.sequence_parallel = true;
+  Parallelism p = moe_tp2_ep8();
   const Op split = find(layer_ops(m, p, true), "expert_up");
   p.etp = 1;
   const Op whole = find(layer_ops(m, p, true), "expert_up");
