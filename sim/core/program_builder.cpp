@@ -249,8 +249,9 @@ class Builder {
   // share of the node's NICs.
   BytesPerSecond comm_hbm() const {
     const auto& c = s_.cluster;
-    const bool in_node =
-        par_.tp * group_size(Dim::dp) <= c.gpus_per_node && !(ep_overlap() && par_.tp * par_.ep > c.gpus_per_node);
+    // An EP group spans ep members at the experts' tensor-parallel stride (hw/net/layout.h).
+    const bool in_node = par_.tp * group_size(Dim::dp) <= c.gpus_per_node &&
+                         !(ep_overlap() && par_.expert_tp() * par_.ep > c.gpus_per_node);
     return 2.0 * (in_node ? c.intra_bandwidth : c.nic_bandwidth * c.nics_per_node / c.gpus_per_node);
   }
 
