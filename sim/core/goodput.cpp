@@ -91,9 +91,10 @@ CheckpointSize checkpoint_size(const Scenario& s) {
   for (int stage = 0; stage < p.pp; ++stage) {
     const models::LocalParams lp = models::stage_params(s.model, p, stage);
     // stage_params is one GPU's share after TP and EP: the stage's unique parameters are
-    // tp copies of the dense share and tp·ep of the expert share (cp and dp replicate).
-    const double unique = (static_cast<double>(lp.dense) * p.tp + static_cast<double>(lp.expert) * p.tp * p.ep) *
-                          bytes_per_param;
+    // tp copies of the dense share and etp·ep of the expert share (cp and dp replicate).
+    const double unique =
+        (static_cast<double>(lp.dense) * p.tp + static_cast<double>(lp.expert) * p.expert_tp() * p.ep) *
+        bytes_per_param;
     c.total += unique;
     c.per_rank = std::max(c.per_rank, unique / gpus_per_stage);
   }

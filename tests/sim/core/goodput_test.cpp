@@ -148,6 +148,21 @@ TEST(Goodput, CheckpointSizeFromTheModelStates) {
   EXPECT_NEAR(checkpoint_size(t).per_rank / c.per_rank, 0.5, 0.01);
 }
 
+// A MoE model's experts are saved once whatever their sharding: the same total with the
+// experts split over tp (etp 2) or whole on each GPU (etp 1), but for the row-parallel
+// biases, which tp · share counts once per tensor-parallel rank (0.03 % here).
+TEST(Goodput, CheckpointSizeOfFoldedExperts) {
+  const std::string yaml = testing::tiny_moe_yaml("1f1b") + "reliability:\n  gpu_mtbf: \"100 h\"\n";
+  const std::vector<std::string> tp2 = {"parallel.tensor_parallel=2", "parallel.sequence_parallel=true",
+                                        "cluster.num_gpus=8", "cluster.gpus_per_node=8"};
+  std::vector<std::string> folded = tp2;
+  folded.push_back("parallel.expert_tensor_parallel=1");
+  const double split = checkpoint_size(parse_scenario(yaml, "m.yaml", tp2)).total;
+  EXPECT_GT(split, 0);
+  EXPECT_NEAR(checkpoint_size(parse_scenario(yaml, "m.yaml", folded)).total, split, 1e-3 * split);
+  EXPECT_LE(checkpoint_size(parse_scenario(yaml, "m.yaml", folded)).total, split);
+}
+
 TEST(Goodput, MonteCarloMatchesTheClosedForm) {
   const Scenario s = tiny(kHand, {"training.train_iters=1000"});
   const auto g = goodput(s, 2.0, 1000);
