@@ -564,8 +564,16 @@ double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage) {
   // (backward) of shape s/cp × b × h (/tp with SP: Megatron's scatter-gather).
   if (p.pp > 1) bytes += 2.0 * e * tokens * h * rep;
   // Sequence parallel: the all-gathered layer input lives in Megatron's
-  // GlobalMemoryBuffer (core/utils.py), one s/cp × b × h tensor.
-  if (p.sequence_parallel && p.tp > 1) bytes += e * tokens * h;
+  // GlobalMemoryBuffer (core/utils.py), one s/cp × b × h tensor. The MoE all-gather
+  // dispatcher gathers into the same buffer ("mpu") the tokens of the tensor-and-expert-
+  // parallel group, ep times as many (token_dispatcher.py: use_global_buffer=True), and the
+  // buffer keeps the largest size asked of it.
+  double gathered = p.sequence_parallel && p.tp > 1 ? e * tokens * h : 0.0;
+  if (p.moe_allgather && m.moe && (p.tp > 1 || p.ep > 1)) {
+    const double held = p.sequence_parallel ? tokens * p.expert_tp() / p.tp : tokens;
+    gathered = std::max(gathered, e * held * p.ep * h);
+  }
+  bytes += gathered;
 
   const LayerKinds layers = stage_layer_kinds(m, p, stage);
   // ZeRO-3: the current layer's gathered parameters plus the prefetched next

@@ -41,6 +41,12 @@ struct Parallelism {
   // spans the tensor-parallel ranks: the experts lay etp × ep × edp over a stage's tp·cp·dp
   // ranks (hw/net/layout.h), edp = tp·cp·dp / (etp·ep) holding the same experts.
   int etp = 0;
+  // Megatron-core's MoEAllGatherTokenDispatcher (--moe-token-dispatcher-type allgather,
+  // training.megatron.moe_token_dispatcher_type): every rank all-gathers the tokens of its
+  // tensor-and-expert-parallel group and reduce-scatters the combined output, in place of the
+  // all-to-all of the routed copies. Its gathered input lives in the GlobalMemoryBuffer the
+  // sequence-parallel gather uses (models/memory.cpp buffer_bytes).
+  bool moe_allgather = false;
   int vpp = 1;  // virtual pipeline stages (model chunks per rank)
   bool sequence_parallel = false;
   int zero_stage = 0;  // 0..3

@@ -412,12 +412,12 @@ class Builder {
       if (op.role == OpRole::mlp_enter) tp_boundary(out, true, false, "mlp", flags);
       if (op.role == OpRole::attn_leave) tp_boundary(out, false, false, "attn", flags);
       if (op.role == OpRole::mlp_leave) tp_boundary(out, false, false, "mlp", flags);
-      if (op.role == OpRole::moe_combine) ep_all_to_all(out, "ep combine", flags);
+      if (op.role == OpRole::moe_combine) ep_exchange(out, true, false, flags);
       if (op.cls == OpClass::attention) cp_launch(out, false, flags);
       push_compute(out, op.name, fwd[j], flags);
       if (fetch) fetch_done(out, *fetch, block, static_cast<int>(j), bwd_pass);
       if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, flags);
-      if (op.role == OpRole::moe_dispatch) ep_all_to_all(out, "ep dispatch", flags);
+      if (op.role == OpRole::moe_dispatch) ep_exchange(out, false, false, flags);
     }
   }
 
@@ -426,7 +426,7 @@ class Builder {
     for (std::size_t j = ops.size(); j-- > 0;) {
       const Op& op = ops[j];
       fetch_use(out, fetch, block, static_cast<int>(j), true);
-      if (op.role == OpRole::moe_dispatch) ep_all_to_all(out, "ep dispatch bwd", kNoFlags);
+      if (op.role == OpRole::moe_dispatch) ep_exchange(out, false, true, kNoFlags);
       if (op.recomputed_selective && par_.recompute == models::Recompute::selective) {
         cp_launch(out, false, kRecompute);
         push_compute(out, joined({op.name, " (recompute)"}), fwd[j], kRecompute);
@@ -442,7 +442,7 @@ class Builder {
       push_compute(out, op.name, bwd[j]);
       fetch_done(out, fetch, block, static_cast<int>(j), false);
       if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0);
-      if (op.role == OpRole::moe_combine) ep_all_to_all(out, "ep combine bwd", kNoFlags);
+      if (op.role == OpRole::moe_combine) ep_exchange(out, true, true, kNoFlags);
       if (op.role == OpRole::attn_leave) tp_boundary(out, false, true, "attn", kNoFlags);
       if (op.role == OpRole::mlp_leave) tp_boundary(out, false, true, "mlp", kNoFlags);
       if (op.role == OpRole::attn_enter) tp_boundary(out, true, true, "attn", kNoFlags);
@@ -475,20 +475,38 @@ class Builder {
     push_compute(out, joined({op.name, " wgrad"}), wgrad);
   }
 
-  // Token dispatch / combine of a MoE layer: all-to-all in the EP group of the
-  // routed tokens' hidden states (top_k copies per token, capacity-factor padded).
-  void ep_all_to_all(std::vector<Instr>& out, const char* name, std::uint8_t flags) {
+  // Token dispatch / combine of a MoE layer in the EP group (`combine`: the way back;
+  // `backward`: the gradients' pass, which runs the forward's collectives mirrored).
+  void ep_exchange(std::vector<Instr>& out, bool combine, bool backward, std::uint8_t flags) {
     if (!s_.model.moe || par_.ep <= 1) return;
-    // Dropless routing moves top_k copies of every token; with a capacity factor
-    // the dispatch buffers are padded to capacity (GShard).
-    const double cf = par_.moe_capacity_factor > 0 ? par_.moe_capacity_factor : 1.0;
-    const double routed = tokens_ * s_.model.moe->top_k * cf;
-    const double tp_share = par_.sequence_parallel ? 1.0 / par_.tp : 1.0;
-    const double bytes = routed * tp_share * static_cast<double>(s_.model.hidden_size) * act_bytes_;
+    const double h = static_cast<double>(s_.model.hidden_size);
+    // What the GPU holds of the layer's tokens: the sequence-parallel shard, or (in a
+    // tensor-parallel MoE region) the tp-gathered tokens.
+    const double held = par_.sequence_parallel && par_.expert_tp() != par_.tp ? tokens_ / par_.tp : tokens_;
+    CollectiveKind kind = CollectiveKind::all_to_all;
+    double bytes = 0;
+    if (par_.moe_allgather) {
+      // Megatron-core's MoEAllGatherTokenDispatcher (token_dispatcher.py, snapshot d98e8a64):
+      // token_dispatch all-gathers the hidden states of the tensor-and-expert-parallel group
+      // ([(S/TP)·B, H] → [S·B·EP, H]; here the tp part is the region's own gather), and
+      // token_combine reduce-scatters the unpermuted output cast to the probabilities' dtype,
+      // fp32. Backward mirrors them. Sizes are the gathered tensor's.
+      const bool gather = combine == backward;
+      kind = gather ? CollectiveKind::all_gather : CollectiveKind::reduce_scatter;
+      bytes = par_.ep * held * h * (combine ? 4.0 : act_bytes_);
+    } else {
+      // All-to-all of the routed copies: dropless routing moves top_k copies of every
+      // token; with a capacity factor the buffers are padded to capacity (GShard).
+      const double cf = par_.moe_capacity_factor > 0 ? par_.moe_capacity_factor : 1.0;
+      const double tp_share = par_.sequence_parallel && par_.expert_tp() == par_.tp ? 1.0 / par_.tp : 1.0;
+      bytes = held * s_.model.moe->top_k * cf * tp_share * h * act_bytes_;
+    }
+    const char* name =
+        combine ? (backward ? "ep combine bwd" : "ep combine") : (backward ? "ep dispatch bwd" : "ep dispatch");
     if (overlap_ep_)
-      launch(out, Dim::ep, static_cast<int>(Dim::ep), CollectiveKind::all_to_all, bytes, name, flags);
+      launch(out, Dim::ep, static_cast<int>(Dim::ep), kind, bytes, name, flags);
     else
-      push_coll(out, Dim::ep, CollectiveKind::all_to_all, bytes, name, flags);
+      push_coll(out, Dim::ep, kind, bytes, name, flags);
   }
 
   // Gradient buckets: reduced on the DP stream as soon as the backward has

@@ -147,6 +147,9 @@ void read_megatron(const hw::StrictReader& r, const YAML::Node& m, const YAML::N
         r.boolean(m["gradient_accumulation_fusion"], "training.megatron.gradient_accumulation_fusion");
   if (m["masked_softmax_fusion"])
     fp.masked_softmax_fusion = r.boolean(m["masked_softmax_fusion"], "training.megatron.masked_softmax_fusion");
+  if (m["moe_token_dispatcher_type"])
+    s.plan.par.moe_allgather = r.choice(m["moe_token_dispatcher_type"], "training.megatron.moe_token_dispatcher_type",
+                                        {"alltoall", "allgather", "flex"}) == "allgather";
   if (m["moe_grouped_gemm"])
     fp.moe_grouped_gemm = r.boolean(m["moe_grouped_gemm"], "training.megatron.moe_grouped_gemm");
   if (m["attention_softmax_in_fp32"])

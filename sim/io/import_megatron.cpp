@@ -369,6 +369,15 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
   // --attention-softmax-in-fp32, which --apply-query-key-layer-scaling implies.
   if (use("--no-masked-softmax-fusion")) train["megatron"]["masked_softmax_fusion"] = false;
   if (use("--moe-grouped-gemm")) train["megatron"]["moe_grouped_gemm"] = true;
+  // The MoE token dispatcher: Megatron-core's default is allgather (transformer_config.py
+  // moe_token_dispatcher_type = "allgather"); ptsim's scenario default is alltoall, so a
+  // script that names none says allgather.
+  if (const Flag* f = use("--moe-token-dispatcher-type")) {
+    if (const auto v = m.one_of(*f, {"allgather", "alltoall", "flex"}))
+      train["megatron"]["moe_token_dispatcher_type"] = *v;
+  } else if (has("--num-experts")) {
+    train["megatron"]["moe_token_dispatcher_type"] = "allgather";
+  }
   const bool fp32_softmax = static_cast<bool>(use("--attention-softmax-in-fp32"));
   if (use("--apply-query-key-layer-scaling") || fp32_softmax) train["megatron"]["attention_softmax_in_fp32"] = true;
   // A launch script that sets PyTorch's cuBLAS workspace (deterministic runs do):

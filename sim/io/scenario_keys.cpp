@@ -211,6 +211,11 @@ const std::vector<ScenarioKey>& key_table() {
        "fused scale-mask-softmax kernel; off, naive local attention saves fp32 probabilities when the softmax runs in "
        "fp32",
        "--no-masked-softmax-fusion", ""},
+      {"training.megatron.moe_token_dispatcher_type", "", "alltoall",
+       "alltoall | allgather | flex: how MoE tokens reach their experts (allgather: every rank gathers the tokens "
+       "of its tp × ep group and reduce-scatters the output in fp32; flex: DeepEP, costed as alltoall). Megatron's "
+       "own default is allgather, which the importer applies to a script that names none",
+       "--moe-token-dispatcher-type", ""},
       {"training.megatron.moe_grouped_gemm", "", "false",
        "the experts' GEMMs as one grouped GEMM (with Transformer Engine, TEGroupedMLP: memory, TE's four multi-stream "
        "cuBLAS workspaces)",

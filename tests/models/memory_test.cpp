@@ -354,6 +354,20 @@ TEST(States, ZeroOverDataAndExpertDataParallel) {
   EXPECT_DOUBLE_EQ(model_states(m, p, 0).grads, 4 * dense / 8 + 4 * expert);
 }
 
+// Megatron's all-gather MoE dispatcher gathers into the sequence-parallel gather's buffer
+// the tokens of the tp × ep group: ep times the tp-gathered tokens (etp = tp), or ep times
+// the sequence shard when the experts are whole (etp 1).
+TEST(Buffers, MoeAllGatherDispatcher) {
+  const ModelSpec m = preset("mixtral-8x7b");
+  Parallelism p = moe_tp2_ep8();
+  const double sbh = 2.0 * 32768 * 4096;  // bf16, s = 32768, b = 1, h = 4096
+  const double plain = buffer_bytes(m, p, 0);
+  p.moe_allgather = true;
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0) - plain, 8 * sbh - sbh);
+  p.etp = 1;
+  EXPECT_DOUBLE_EQ(buffer_bytes(m, p, 0) - plain, 8 * sbh / 2 - sbh);
+}
+
 TEST(Buffers, Components) {
   // GPT-3 175B, t = 8, no SP, flash, ZeRO-0, pp = 1: nothing held throughout. The
   // largest backward transient, max(fp32 dQ 4·s·(a/t)·d = 12,582,912, MLP-up gradient

@@ -181,6 +181,13 @@ training: { global_batch_size: 64, micro_batch_size: 1 }
   EXPECT_GT(folded.per_stage[0].params, balanced.per_stage[0].params);
   EXPECT_NEAR(folded.per_stage[0].optimizer, balanced.per_stage[0].optimizer, 1.0);
   EXPECT_DOUBLE_EQ(folded.model_flops_per_iteration, balanced.model_flops_per_iteration);
+  // Megatron's all-gather dispatcher: per layer and pass a gather of the 8 EP ranks'
+  // tp-gathered tokens (bf16) and a reduce-scatter of the output in fp32, 8 · (2 + 4) bytes a
+  // token and hidden unit against the all-to-all's four exchanges of top_k / tp = 1 copy
+  // (4 · 2): 12 times the EP bytes, with the gathered tokens in the buffers.
+  const Result gathered = run(yaml, {"training.megatron.moe_token_dispatcher_type=allgather"}, true);
+  EXPECT_NEAR(gathered.comm_bytes_per_gpu[kEp] / balanced.comm_bytes_per_gpu[kEp], 12.0, 1e-9);
+  EXPECT_GT(gathered.per_stage[0].buffers, balanced.per_stage[0].buffers);
 }
 
 TEST(Strategies, EverythingMixedOnGpt3_175B) {

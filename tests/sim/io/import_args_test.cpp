@@ -139,7 +139,19 @@ TEST(ImportMegatron, MoeGroupedGemm) {
   EXPECT_TRUE(import_megatron_args("--num-experts 8 --moe-grouped-gemm", "a", 8)
                   .keys["training"]["megatron"]["moe_grouped_gemm"]
                   .as<bool>());
-  EXPECT_FALSE(import_megatron_args("--num-experts 8", "a", 8).keys["training"]["megatron"]);
+  EXPECT_FALSE(import_megatron_args("--num-experts 8", "a", 8).keys["training"]["megatron"]["moe_grouped_gemm"]);
+}
+
+// --moe-token-dispatcher-type, and Megatron's default (allgather) when a MoE script names none.
+TEST(ImportMegatron, MoeTokenDispatcher) {
+  const auto dispatcher = [](const std::string& args) {
+    return import_megatron_args(args, "a", 8).keys["training"]["megatron"]["moe_token_dispatcher_type"];
+  };
+  EXPECT_EQ(dispatcher("--num-experts 8").as<std::string>(), "allgather");
+  EXPECT_EQ(dispatcher("--num-experts 8 --moe-token-dispatcher-type alltoall").as<std::string>(), "alltoall");
+  EXPECT_EQ(dispatcher("--num-experts 8 --moe-token-dispatcher-type flex").as<std::string>(), "flex");
+  EXPECT_FALSE(dispatcher("--hidden-size 64"));
+  EXPECT_THROW(import_megatron_args("--num-experts 8 --moe-token-dispatcher-type ring", "a", 8), InputError);
 }
 
 // MoE parallel folding: an expert tensor-parallel size of 1 is imported, one between 1 and
