@@ -370,9 +370,14 @@ ModelStates model_states(const ModelSpec& m, const Parallelism& p, int stage) {
 //        SwiGLU keeps gate+up output (2·ffn) + activation output = 3·e·sb·ffn/t.
 //   MoE: router probabilities in fp32 (4·sb·E, replicated part), and per routed
 //        token copy (T·top_k·load on this GPU): its dispatched input e·h, the
-//        expert MLP tensors as above with the expert ffn, and the expert output
-//        e·h kept by unpermute for the gradient of the routing weights; shared
-//        experts as a dense MLP of shared·ffn.
+//        expert MLP tensors as above with the expert ffn, and what the routing weight's
+//        gradient needs: where the combine weights the expert output (DeepSpeed's
+//        MOELayer einsum, Megatron-core until the weights moved into the experts), that
+//        output, e·h; Megatron-core's experts weight the activation instead
+//        (p.moe_probs_in_experts: experts.py bias_act_func, mlp.py per_token_scale), in
+//        the fused weighted SwiGLU kernel (nothing more saved) or, unfused (GeLU, or
+//        --no-bias-swiglu-fusion), as activation × fp32 probabilities, which saves the
+//        activation output, e·ffn; shared experts as a dense MLP of shared·ffn.
 //   Flash attention stores no s×s tensor: the 5as²b term disappears (its fp32
 //   log-sum-exp, 4·a·s·b/t bytes, is < 0.1 % of the layer and left out, so flash
 //   equals the selective row, as Korthikanti note for FlashAttention).
@@ -446,7 +451,8 @@ double activation_bytes_per_layer(const ModelSpec& m, const Parallelism& p, bool
   const double ffn_e = static_cast<double>(moe.ffn_hidden_size) / p.expert_tp();
   bytes += 4.0 * tokens * rep * moe.num_experts;  // router probabilities (fp32)
   const double routed = moe_tokens_per_expert(m, p) * (moe.num_experts / p.ep);
-  bytes += routed * (2.0 * e * h + mlp_per_ffn * ffn_e);  // dispatched input, expert output, MLP
+  const double weighting = !p.moe_probs_in_experts ? e * h : p.moe_fused_weighted_act ? 0.0 : e * ffn_e;
+  bytes += routed * (e * h + mlp_per_ffn * ffn_e + weighting);  // dispatched input, MLP, routing weight
   if (moe.shared_experts > 0)
     bytes += tokens * mlp_per_ffn * moe.shared_experts * static_cast<double>(moe.ffn_hidden_size) / t;
   return bytes;

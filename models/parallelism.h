@@ -47,6 +47,11 @@ struct Parallelism {
   // all-to-all of the routed copies. Its gathered input lives in the GlobalMemoryBuffer the
   // sequence-parallel gather uses (models/memory.cpp buffer_bytes).
   bool moe_allgather = false;
+  // Where the routing weights multiply in (models/memory.cpp activation_bytes_per_layer):
+  // Megatron-core weights the experts' activation (true), in a fused weighted-SwiGLU kernel
+  // unless moe_fused_weighted_act is false; elsewhere the combine weights the expert output.
+  bool moe_probs_in_experts = false;
+  bool moe_fused_weighted_act = true;
   int vpp = 1;  // virtual pipeline stages (model chunks per rank)
   bool sequence_parallel = false;
   int zero_stage = 0;  // 0..3

@@ -130,6 +130,9 @@ struct FrameworkProfile {
   // Megatron's --moe-grouped-gemm: with Transformer Engine the experts are TEGroupedMLP, whose
   // grouped GEMMs hold TE's multi-stream cuBLAS workspaces (models/memory.cpp).
   bool moe_grouped_gemm = false;
+  // Megatron's bias_activation_fusion (--no-bias-swiglu-fusion / --no-bias-gelu-fusion turn it
+  // off): with SwiGLU, MoE experts weight their activation in one fused kernel.
+  bool bias_activation_fusion = true;
   // Pipeline engine: DeepSpeed's PipelineEngine reduces gradients after the whole
   // schedule (no overlap with backward) and has no interleaved schedule.
   bool pipeline_reduces_after_schedule = false;

@@ -150,6 +150,8 @@ void read_megatron(const hw::StrictReader& r, const YAML::Node& m, const YAML::N
   if (m["moe_token_dispatcher_type"])
     s.plan.par.moe_allgather = r.choice(m["moe_token_dispatcher_type"], "training.megatron.moe_token_dispatcher_type",
                                         {"alltoall", "allgather", "flex"}) == "allgather";
+  if (m["bias_activation_fusion"])
+    fp.bias_activation_fusion = r.boolean(m["bias_activation_fusion"], "training.megatron.bias_activation_fusion");
   if (m["moe_grouped_gemm"])
     fp.moe_grouped_gemm = r.boolean(m["moe_grouped_gemm"], "training.megatron.moe_grouped_gemm");
   if (m["attention_softmax_in_fp32"])

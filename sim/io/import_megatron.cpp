@@ -369,6 +369,11 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
   // --attention-softmax-in-fp32, which --apply-query-key-layer-scaling implies.
   if (use("--no-masked-softmax-fusion")) train["megatron"]["masked_softmax_fusion"] = false;
   if (use("--moe-grouped-gemm")) train["megatron"]["moe_grouped_gemm"] = true;
+  // Megatron sets bias_activation_fusion from the flag of the model's activation
+  // (argument_utils.py: bias_swiglu_fusion under --swiglu, else bias_gelu_fusion).
+  const bool no_swiglu_fusion = static_cast<bool>(use("--no-bias-swiglu-fusion"));
+  const bool no_gelu_fusion = static_cast<bool>(use("--no-bias-gelu-fusion"));
+  if (has("--swiglu") ? no_swiglu_fusion : no_gelu_fusion) train["megatron"]["bias_activation_fusion"] = false;
   // The MoE token dispatcher: Megatron-core's default is allgather (transformer_config.py
   // moe_token_dispatcher_type = "allgather"); ptsim's scenario default is alltoall, so a
   // script that names none says allgather.

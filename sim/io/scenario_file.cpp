@@ -560,6 +560,10 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
   int te_workspaces = s.framework.transformer_engine || megatron_moe ? 1 : 0;
   if (megatron_moe && s.framework.transformer_engine && s.framework.moe_grouped_gemm) te_workspaces += 4;
   par.te_workspace = te_workspaces * largest(s.cluster, &hw::GpuSpec::te_workspace);
+  // Megatron-core's experts apply the routing weights to their activation (models/memory.cpp);
+  // fused only for SwiGLU (weighted_bias_swiglu_impl).
+  par.moe_probs_in_experts = megatron_moe;
+  par.moe_fused_weighted_act = s.model.mlp == models::Mlp::swiglu && s.framework.bias_activation_fusion;
   par.score_buffer = s.framework.framework == Framework::megatron_core && !s.framework.transformer_engine;
   par.fp32_softmax_saved =
       !s.framework.transformer_engine && !s.framework.masked_softmax_fusion && s.framework.softmax_in_fp32;

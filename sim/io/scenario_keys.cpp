@@ -216,6 +216,9 @@ const std::vector<ScenarioKey>& key_table() {
        "of its tp × ep group and reduce-scatters the output in fp32; flex: DeepEP, costed as alltoall). Megatron's "
        "own default is allgather, which the importer applies to a script that names none",
        "--moe-token-dispatcher-type", ""},
+      {"training.megatron.bias_activation_fusion", "", "true",
+       "fused bias + activation kernels; off, MoE experts weight their activation unfused and save it",
+       "--no-bias-swiglu-fusion, --no-bias-gelu-fusion", ""},
       {"training.megatron.moe_grouped_gemm", "", "false",
        "the experts' GEMMs as one grouped GEMM (with Transformer Engine, TEGroupedMLP: memory, TE's four multi-stream "
        "cuBLAS workspaces)",

@@ -205,6 +205,13 @@ TEST(Activations, Moe) {
   Parallelism p;
   p.moe_capacity_factor = 0;
   EXPECT_DOUBLE_EQ(activation_bytes_per_layer(preset("mixtral-8x7b"), p, true), (63 + 1.0 / 128) * sbh);
+  // Megatron-core's experts weight their activation: the fused weighted SwiGLU saves no
+  // expert output (−2 per copy, two copies: 59); unfused, the activation output instead,
+  // 2·3.5 = 7 per copy (73).
+  p.moe_probs_in_experts = true;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(preset("mixtral-8x7b"), p, true), (59 + 1.0 / 128) * sbh);
+  p.moe_fused_weighted_act = false;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(preset("mixtral-8x7b"), p, true), (73 + 1.0 / 128) * sbh);
 }
 
 // etp 1 under tp 2: each GPU routes half the tokens into whole experts: the routed

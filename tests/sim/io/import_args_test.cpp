@@ -142,6 +142,17 @@ TEST(ImportMegatron, MoeGroupedGemm) {
   EXPECT_FALSE(import_megatron_args("--num-experts 8", "a", 8).keys["training"]["megatron"]["moe_grouped_gemm"]);
 }
 
+// --no-bias-swiglu-fusion / --no-bias-gelu-fusion: the one of the model's activation.
+TEST(ImportMegatron, BiasActivationFusion) {
+  const auto fusion = [](const std::string& args) {
+    return import_megatron_args(args, "a", 8).keys["training"]["megatron"]["bias_activation_fusion"];
+  };
+  EXPECT_FALSE(fusion("--swiglu --no-bias-swiglu-fusion").as<bool>());
+  EXPECT_FALSE(fusion("--swiglu --no-bias-gelu-fusion"));
+  EXPECT_FALSE(fusion("--no-bias-gelu-fusion").as<bool>());
+  EXPECT_FALSE(fusion("--no-bias-swiglu-fusion"));
+}
+
 // --moe-token-dispatcher-type, and Megatron's default (allgather) when a MoE script names none.
 TEST(ImportMegatron, MoeTokenDispatcher) {
   const auto dispatcher = [](const std::string& args) {

@@ -115,6 +115,23 @@ TEST(Scenario, TransformerEngineWorkspaces) {
   expect_error(kBase, {grouped + "x"}, {"training.megatron.moe_grouped_gemm"});
 }
 
+// Megatron-core's experts apply the routing weights to their activation (fused for SwiGLU
+// unless training.megatron.bias_activation_fusion is off); DeepSpeed's combine weights the
+// expert output.
+TEST(Scenario, WhereMoeRoutingWeightsApply) {
+  const std::vector<std::string> moe = {"model.moe.num_experts=8", "model.moe.top_k=2"};
+  auto par = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), moe.begin(), moe.end());
+    return parse_scenario(kBase, "s.yaml", more).plan.par;
+  };
+  EXPECT_TRUE(par({}).moe_probs_in_experts);
+  EXPECT_FALSE(par({}).moe_fused_weighted_act);  // kBase's MLP is GeLU
+  EXPECT_TRUE(par({"model.mlp=swiglu"}).moe_fused_weighted_act);
+  EXPECT_FALSE(par({"model.mlp=swiglu", "training.megatron.bias_activation_fusion=false"}).moe_fused_weighted_act);
+  EXPECT_FALSE(par({"training.framework=deepspeed"}).moe_probs_in_experts);
+  EXPECT_FALSE(parse_scenario(kBase, "s.yaml").plan.par.moe_probs_in_experts);
+}
+
 TEST(Scenario, ExpertTensorParallel) {
   const std::vector<std::string> moe = {"model.moe.num_experts=8", "model.moe.top_k=2", "parallel.tensor_parallel=2",
                                         "parallel.sequence_parallel=true", "parallel.expert_parallel=4"};
