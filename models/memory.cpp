@@ -482,6 +482,22 @@ double head_activation_bytes(const ModelSpec& m, const Parallelism& p) {
   return 2.0 * e * sbh * rep + tokens * vocab * (4.0 + e);
 }
 
+double deferred_head_wgrad_bytes(const ModelSpec& m, const Parallelism& p) {
+  if (!p.defer_head_wgrad) return 0.0;
+  // Megatron (tensor_parallel/layers.py): the output layer's forward appends its input
+  // (input_parallel, the sequence-parallel shard under SP) to embedding_activation_buffer
+  // and its backward the logits gradient (grad_output) to grad_output_buffer, skipping the
+  // weight gradient, while the buffer holds fewer than wgrad_deferral_limit (0: no limit);
+  // finish_embedding_wgrad_compute drains both after the schedule (schedules.py).
+  const int m_count = p.num_microbatches;
+  const int deferred = std::min(p.wgrad_deferral_limit > 0 ? p.wgrad_deferral_limit : m_count, m_count - 1);
+  if (deferred <= 0) return 0.0;
+  const double e = activation_element_bytes(p.precision);
+  const double tokens = p.micro_batch_size * static_cast<double>(m.seq_length) / p.cp;
+  const double rep = p.sequence_parallel ? 1.0 / p.tp : 1.0;
+  return deferred * e * tokens * (static_cast<double>(m.hidden_size) * rep + local_vocab(m, p));
+}
+
 double recompute_working_set_bytes(const ModelSpec& m, const Parallelism& p, bool moe_layer) {
   if (p.recompute == Recompute::none) return 0.0;
   // Full: Megatron's CheckpointFunction re-runs the layer's forward under
@@ -687,6 +703,7 @@ std::vector<StageMemory> analytical_memory(const ModelSpec& m, const Parallelism
     // which the per-stage figure then already counts.)
     const bool head_here = stage == p.pp - 1;
     if (!activations_at_peak) sm.activations += head_here ? std::max(0.0, working_set - head) : working_set;
+    if (!activations_at_peak && head_here) sm.activations += deferred_head_wgrad_bytes(m, p);
     sm.buffers = buffer_bytes(m, p, stage);
     double allocated = sm.params + sm.grads + sm.optimizer + sm.activations + sm.buffers;
     // The optimizer step's own allocation, after the activations are freed.

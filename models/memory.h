@@ -99,6 +99,11 @@ double lora_activation_bytes(const ModelSpec& m, const Parallelism& p, bool moe_
 // logits in fp32 for the loss) for one micro-batch.
 double embedding_activation_bytes(const ModelSpec& m, const Parallelism& p);
 double head_activation_bytes(const ModelSpec& m, const Parallelism& p);
+// What the deferred output-layer weight gradients hold on the last stage at its peak
+// (p.defer_head_wgrad): per deferred micro-batch the layer's input and its logits gradient,
+// for min(limit, m − 1) micro-batches (the peak of the m-th micro-batch's backward comes
+// before its own append). 0 when not deferred.
+double deferred_head_wgrad_bytes(const ModelSpec& m, const Parallelism& p);
 // The recompute pass's working set for one layer's backward: the saved tensors
 // that recomputation re-creates and the backward then consumes, i.e. the layer's
 // activations without recompute minus those kept under p.recompute (full: the

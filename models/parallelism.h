@@ -52,6 +52,12 @@ struct Parallelism {
   // unless moe_fused_weighted_act is false; elsewhere the combine weights the expert output.
   bool moe_probs_in_experts = false;
   bool moe_fused_weighted_act = true;
+  // Megatron's --defer-embedding-wgrad-compute with --wgrad-deferral-limit (0 = every
+  // micro-batch): the output layer's weight gradient of the step's first micro-batches waits
+  // for the pipeline flush, its input and logits gradient held until then
+  // (models/memory.h deferred_head_wgrad_bytes).
+  bool defer_head_wgrad = false;
+  int wgrad_deferral_limit = 0;
   int vpp = 1;  // virtual pipeline stages (model chunks per rank)
   bool sequence_parallel = false;
   int zero_stage = 0;  // 0..3

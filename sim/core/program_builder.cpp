@@ -57,6 +57,7 @@ class Builder {
     act_bytes_ = models::activation_element_bytes(par_.precision);
     tokens_ = static_cast<double>(par_.micro_batch_size) * static_cast<double>(m.seq_length) / par_.cp;
     hidden_msg_ = tokens_ * static_cast<double>(m.hidden_size) * act_bytes_;
+    deferred_head_wgrad_ = static_cast<Bytes>(models::deferred_head_wgrad_bytes(m, par_));
     dense_layer_local_ =
         static_cast<double>(models::layer_params_per_gpu(m, par_.tp, par_.ep, false, par_.etp).total());
     if (m.moe)
@@ -888,7 +889,11 @@ class Builder {
       if (l == kHead) {
         head_backward(b);
         // The loss's fp32 softmax and the logits gradient are dead once the output
-        // layer's backward has produced the hidden-state gradient.
+        // layer's backward has produced the hidden-state gradient, but for the deferred
+        // weight gradients' inputs, held from the step's first backward on.
+        if (deferred_head_wgrad_ > 0)
+          b.push_back(mem(InstrKind::alloc, MemCat::activations, deferred_head_wgrad_,
+                          "deferred output-layer wgrad inputs", kFirstMicrobatch));
         b.push_back(mem(InstrKind::release, MemCat::activations, blocks.head, "head activations"));
       } else if (l == kEmbedding) {
         // The embedding's forward reduce-scatter (SP) has an all-gather as gradient;
@@ -1041,11 +1046,12 @@ class Builder {
     if (!par_.sequence_parallel) push_coll(out, Dim::tp, CollectiveKind::all_gather, hidden_msg_, "tp pp gather");
   }
 
-  Instr mem(InstrKind k, MemCat c, Bytes bytes, const char* name) {
+  Instr mem(InstrKind k, MemCat c, Bytes bytes, const char* name, std::uint8_t flags = kNoFlags) {
     Instr in;
     in.kind = k;
     in.mem = c;
     in.bytes = bytes;
+    in.flags = flags;
     in.label = label_of(name);
     return in;
   }
@@ -1082,6 +1088,10 @@ class Builder {
 
   void build_epilogue(StageProgram& sp) {
     auto& e = sp.epilogue;
+    // The deferred output-layer weight gradients are drained after the schedule
+    // (models::deferred_head_wgrad_bytes); their GEMMs stay counted in the head's backward.
+    if (const Bytes held = deferred_head_wgrad_; held > 0 && stage_holds(sp.stage, models::holds_head))
+      e.push_back(mem(InstrKind::release, MemCat::activations, held, "deferred output-layer wgrad inputs"));
     // Gradients, the optimizer step and the updated-weight gathers concern the
     // parameters that train (all of them, or the LoRA adapters).
     const double local_params =
@@ -1154,6 +1164,7 @@ class Builder {
   BuildOptions opt_;
   Program prog_;
   double act_bytes_ = 2, tokens_ = 0, hidden_msg_ = 0, grad_elem_bytes_ = 2;
+  Bytes deferred_head_wgrad_ = 0;  // models::deferred_head_wgrad_bytes
   double dense_layer_local_ = 0, moe_layer_local_ = 0;
   double pending_bucket_ = 0;
   int cur_stage_ = 0, cur_chunk_ = 0;  // the chunk being built (its head's parameters)

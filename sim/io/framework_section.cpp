@@ -152,6 +152,14 @@ void read_megatron(const hw::StrictReader& r, const YAML::Node& m, const YAML::N
                                         {"alltoall", "allgather", "flex"}) == "allgather";
   if (m["bias_activation_fusion"])
     fp.bias_activation_fusion = r.boolean(m["bias_activation_fusion"], "training.megatron.bias_activation_fusion");
+  if (m["defer_embedding_wgrad_compute"])
+    s.plan.par.defer_head_wgrad =
+        r.boolean(m["defer_embedding_wgrad_compute"], "training.megatron.defer_embedding_wgrad_compute");
+  if (m["wgrad_deferral_limit"]) {
+    if (!s.plan.par.defer_head_wgrad)
+      r.fail("training.megatron.wgrad_deferral_limit", "given without defer_embedding_wgrad_compute: true");
+    s.plan.par.wgrad_deferral_limit = r.integer(m["wgrad_deferral_limit"], "training.megatron.wgrad_deferral_limit", 0);
+  }
   if (m["moe_grouped_gemm"])
     fp.moe_grouped_gemm = r.boolean(m["moe_grouped_gemm"], "training.megatron.moe_grouped_gemm");
   if (m["attention_softmax_in_fp32"])

@@ -369,6 +369,10 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
   // --attention-softmax-in-fp32, which --apply-query-key-layer-scaling implies.
   if (use("--no-masked-softmax-fusion")) train["megatron"]["masked_softmax_fusion"] = false;
   if (use("--moe-grouped-gemm")) train["megatron"]["moe_grouped_gemm"] = true;
+  if (use("--defer-embedding-wgrad-compute")) {
+    train["megatron"]["defer_embedding_wgrad_compute"] = true;
+    set_whole(train["megatron"], "wgrad_deferral_limit", "--wgrad-deferral-limit");
+  }
   // Megatron sets bias_activation_fusion from the flag of the model's activation
   // (argument_utils.py: bias_swiglu_fusion under --swiglu, else bias_gelu_fusion).
   const bool no_swiglu_fusion = static_cast<bool>(use("--no-bias-swiglu-fusion"));

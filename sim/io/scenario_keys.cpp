@@ -219,6 +219,12 @@ const std::vector<ScenarioKey>& key_table() {
       {"training.megatron.bias_activation_fusion", "", "true",
        "fused bias + activation kernels; off, MoE experts weight their activation unfused and save it",
        "--no-bias-swiglu-fusion, --no-bias-gelu-fusion", ""},
+      {"training.megatron.defer_embedding_wgrad_compute", "", "false",
+       "the output layer's weight gradient waits for the pipeline flush, its input and logits gradient held on the "
+       "last stage until then (memory; the GEMMs stay counted in the backward)",
+       "--defer-embedding-wgrad-compute", ""},
+      {"training.megatron.wgrad_deferral_limit", "", "0",
+       "with defer_embedding_wgrad_compute: how many micro-batches defer (0: all)", "--wgrad-deferral-limit", ""},
       {"training.megatron.moe_grouped_gemm", "", "false",
        "the experts' GEMMs as one grouped GEMM (with Transformer Engine, TEGroupedMLP: memory, TE's four multi-stream "
        "cuBLAS workspaces)",

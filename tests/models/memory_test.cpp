@@ -229,6 +229,33 @@ TEST(Activations, MoeExpertTensorParallelOne) {
   EXPECT_EQ(p.expert_dp(), 2);
 }
 
+// Megatron's deferred output-layer weight gradients: per deferred micro-batch the layer's
+// input (the SP shard) and its logits gradient, for min(limit, m − 1) micro-batches.
+TEST(Activations, DeferredHeadWeightGradients) {
+  const ModelSpec m = preset("gpt3-175b");
+  Parallelism p;
+  p.tp = 8;
+  p.sequence_parallel = true;
+  p.num_microbatches = 4;
+  EXPECT_DOUBLE_EQ(deferred_head_wgrad_bytes(m, p), 0.0);
+  p.defer_head_wgrad = true;
+  const double one = 2.0 * 2048 * (12288.0 / 8 + 6400);        // bf16, s = 2048, V/t = 51200/8
+  EXPECT_DOUBLE_EQ(deferred_head_wgrad_bytes(m, p), 3 * one);  // no limit: m − 1
+  p.wgrad_deferral_limit = 2;
+  EXPECT_DOUBLE_EQ(deferred_head_wgrad_bytes(m, p), 2 * one);
+  p.num_microbatches = 1;
+  EXPECT_DOUBLE_EQ(deferred_head_wgrad_bytes(m, p), 0.0);
+  // It adds to the last stage's peak only.
+  p.pp = 2;
+  p.dp = 16;
+  p.num_microbatches = 8;
+  Parallelism plain = p;
+  plain.defer_head_wgrad = false;
+  const auto with = analytical_memory(m, p), without = analytical_memory(m, plain);
+  EXPECT_DOUBLE_EQ(with[0].peak, without[0].peak);
+  EXPECT_DOUBLE_EQ(with[1].peak - without[1].peak, 2 * one);
+}
+
 TEST(Activations, EmbeddingAndHead) {
   // GPT-3 175B, t = 8, SP: embedding dropout mask s·b·h/t (1 byte);
   // head: final-norm and logits inputs 2·2·sbh/t + fp32 softmax and bf16 logits

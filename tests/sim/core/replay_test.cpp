@@ -100,7 +100,10 @@ TEST(Replay, SimulatedPeakMemoryMatchesAnalyticalModel) {
       // fp16: the fp32 main grads exist only during the optimizer step; with full
       // recompute and one micro-batch the step is the peak, otherwise the backward is.
       {"", {"training.precision=fp16"}},
-      {"  recompute: full", {"training.precision=fp16", "training.global_batch_size=16"}}};
+      {"  recompute: full", {"training.precision=fp16", "training.global_batch_size=16"}},
+      // Deferred output-layer weight gradients held on the last stage until the flush.
+      {"", {"training.megatron.defer_embedding_wgrad_compute=true", "training.megatron.wgrad_deferral_limit=2"}},
+      {"  pipeline_schedule: gpipe", {"training.megatron.defer_embedding_wgrad_compute=true"}}};
   bool a_step_peak = false;
   for (const auto& [extra, sets] : cases) {
     const Scenario s = parse_scenario(tiny_gpt_yaml(4, 2, 2, 16, 16, extra + "\n  zero_stage: 1", 51200), "test", sets);

@@ -142,6 +142,14 @@ TEST(ImportMegatron, MoeGroupedGemm) {
   EXPECT_FALSE(import_megatron_args("--num-experts 8", "a", 8).keys["training"]["megatron"]["moe_grouped_gemm"]);
 }
 
+// --defer-embedding-wgrad-compute with its --wgrad-deferral-limit.
+TEST(ImportMegatron, DeferEmbeddingWgrad) {
+  const auto k = import_megatron_args("--defer-embedding-wgrad-compute --wgrad-deferral-limit 2", "a", 8);
+  EXPECT_TRUE(k.keys["training"]["megatron"]["defer_embedding_wgrad_compute"].as<bool>());
+  EXPECT_EQ(k.keys["training"]["megatron"]["wgrad_deferral_limit"].as<int>(), 2);
+  EXPECT_FALSE(import_megatron_args("--bf16", "a", 8).keys["training"]["megatron"]["defer_embedding_wgrad_compute"]);
+}
+
 // --no-bias-swiglu-fusion / --no-bias-gelu-fusion: the one of the model's activation.
 TEST(ImportMegatron, BiasActivationFusion) {
   const auto fusion = [](const std::string& args) {

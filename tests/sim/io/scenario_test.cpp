@@ -132,6 +132,19 @@ TEST(Scenario, WhereMoeRoutingWeightsApply) {
   EXPECT_FALSE(parse_scenario(kBase, "s.yaml").plan.par.moe_probs_in_experts);
 }
 
+TEST(Scenario, WgradDeferralLimitNeedsTheDeferral) {
+  expect_error(kBase, {"training.megatron.wgrad_deferral_limit=2"},
+               {"training.megatron.wgrad_deferral_limit", "defer_embedding_wgrad_compute"});
+  expect_error(kBase,
+               {"training.megatron.defer_embedding_wgrad_compute=true", "training.megatron.wgrad_deferral_limit=-1"},
+               {"training.megatron.wgrad_deferral_limit"});
+  EXPECT_EQ(parse_scenario(
+                kBase, "s.yaml",
+                {"training.megatron.defer_embedding_wgrad_compute=true", "training.megatron.wgrad_deferral_limit=3"})
+                .plan.par.wgrad_deferral_limit,
+            3);
+}
+
 TEST(Scenario, ExpertTensorParallel) {
   const std::vector<std::string> moe = {"model.moe.num_experts=8", "model.moe.top_k=2", "parallel.tensor_parallel=2",
                                         "parallel.sequence_parallel=true", "parallel.expert_parallel=4"};
