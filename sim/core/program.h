@@ -65,14 +65,24 @@ enum InstrFlags : std::uint8_t {
   // every micro-batch of the chunk but its first (gradient accumulation into a .grad the
   // first micro-batch's backward created: ProgramBuilder::accumulate_grads)
   kAfterFirstMicrobatch = 32,
+  // Megatron's deferred output-layer weight gradient (Program::deferred_microbatches): only
+  // on the chunk's micro-batches from the deferred count on / only on those before it.
+  kUndeferred = 64,
+  kDeferredOnly = 128,
 };
-inline constexpr std::uint8_t kMicrobatchFlags = kLastMicrobatch | kFirstMicrobatch | kAfterFirstMicrobatch;
+inline constexpr std::uint8_t kMicrobatchFlags =
+    kLastMicrobatch | kFirstMicrobatch | kAfterFirstMicrobatch | kUndeferred | kDeferredOnly;
 // Whether an instruction with `flags` runs on `microbatch` of `chunk` (m micro-batches):
-// kLastMicrobatch / kFirstMicrobatch / kAfterFirstMicrobatch work only on its own ones.
-inline bool runs_on_microbatch(std::uint8_t flags, models::Schedule kind, int chunk, int microbatch, int m) {
+// kLastMicrobatch / kFirstMicrobatch / kAfterFirstMicrobatch work only on its own ones;
+// kUndeferred / kDeferredOnly split them at the chunk's `deferred`-th.
+inline bool runs_on_microbatch(std::uint8_t flags, models::Schedule kind, int chunk, int microbatch, int m,
+                               int deferred = 0) {
+  const int first = first_microbatch(kind, chunk, m);
   if ((flags & kLastMicrobatch) && microbatch != last_microbatch(kind, chunk, m)) return false;
-  if ((flags & kFirstMicrobatch) && microbatch != first_microbatch(kind, chunk, m)) return false;
-  return !((flags & kAfterFirstMicrobatch) && microbatch == first_microbatch(kind, chunk, m));
+  if ((flags & kFirstMicrobatch) && microbatch != first) return false;
+  if ((flags & kUndeferred) && microbatch - first < deferred) return false;
+  if ((flags & kDeferredOnly) && microbatch - first >= deferred) return false;
+  return !((flags & kAfterFirstMicrobatch) && microbatch == first);
 }
 
 struct Instr {
@@ -133,6 +143,8 @@ struct Program {
   std::vector<std::string> labels;
   // FrameworkProfile::dp_one_stream: gathers queue with the gradient reductions.
   bool dp_one_stream = false;
+  // Micro-batches whose output-layer weight gradient waits for the flush (kUndeferred).
+  int deferred_microbatches = 0;
   // The index of `name` in labels, appended the first time it is seen.
   std::uint16_t label(std::string_view name);
 

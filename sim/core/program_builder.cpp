@@ -71,6 +71,12 @@ class Builder {
     const int p = par_.pp, v = par_.vpp;
     prog_.schedule = par_.schedule;
     prog_.dp_one_stream = fw_.dp_one_stream;
+    // Megatron's deferred output-layer weight gradients: of the step's first micro-batches
+    // (all of them without a limit), drained after the schedule.
+    if (par_.defer_head_wgrad)
+      prog_.deferred_microbatches = par_.wgrad_deferral_limit > 0
+                                        ? std::min(par_.wgrad_deferral_limit, par_.num_microbatches)
+                                        : par_.num_microbatches;
     for (int stage = 0; stage < p; ++stage) {
       // A mixed cluster costs each stage on its own GPU (sim/core/mixed_cluster.h).
       const auto& own = opt_.stage_compute;
@@ -463,17 +469,26 @@ class Builder {
   // gradient reduce-scattered beside the weight-gradient GEMM; without it the input
   // gradient is all-reduced beside the weight-gradient GEMM. Started before the GEMM and
   // waited for after it: a collective beside the next compute (kBesideNext).
-  void column_parallel_backward(std::vector<Instr>& out, const Op& op, const char* block) {
+  // `deferrable`: the output layer under Megatron's deferred weight gradient
+  // (Program::deferred_microbatches): on a deferred micro-batch neither the input's gather
+  // nor the weight-gradient GEMM runs, and the input gradient's collective blocks.
+  void column_parallel_backward(std::vector<Instr>& out, const Op& op, const char* block, bool deferrable = false) {
     const bool sp = par_.sequence_parallel;
+    const bool defer = deferrable && prog_.deferred_microbatches > 0;
+    const std::uint8_t undeferred = defer ? kUndeferred : kNoFlags;
     const OpTicks dgrad = gemm_half(op, false), wgrad = gemm_half(op, true);
     if (sp)
       push_coll(out, Dim::tp, CollectiveKind::all_gather, hidden_msg_,
-                joined({"tp all-gather ", block, " input (bwd)"}), dgrad.plain > 0 ? kBesideNext : kNoFlags);
+                joined({"tp all-gather ", block, " input (bwd)"}),
+                static_cast<std::uint8_t>((dgrad.plain > 0 ? kBesideNext : kNoFlags) | undeferred));
     push_compute(out, joined({op.name, " dgrad"}), dgrad);
     const CollectiveKind c = sp ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
+    // Before the beside-next one, whose next instruction must be the GEMM it runs beside.
+    if (defer)
+      push_coll(out, Dim::tp, c, hidden_msg_, joined({"tp ", to_string(c), " ", block, " (bwd)"}), kDeferredOnly);
     push_coll(out, Dim::tp, c, hidden_msg_, joined({"tp ", to_string(c), " ", block, " (bwd)"}),
-              wgrad.plain > 0 ? kBesideNext : kNoFlags);
-    push_compute(out, joined({op.name, " wgrad"}), wgrad);
+              static_cast<std::uint8_t>((wgrad.plain > 0 ? kBesideNext : kNoFlags) | undeferred));
+    push_compute(out, joined({op.name, " wgrad"}), wgrad, undeferred);
   }
 
   // Token dispatch / combine of a MoE layer in the EP group (`combine`: the way back;
@@ -985,14 +1000,38 @@ class Builder {
     const auto ops = models::head_ops(s_.model, par_);
     for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
       if (async_tp_backward(*it)) {  // the logits GEMM: a column-parallel linear
-        column_parallel_backward(b, *it, "logits");
+        column_parallel_backward(b, *it, "logits", true);
         continue;
       }
-      push_compute(b, it->name, backward_time(*it));
+      if (it->cls == OpClass::gemm && prog_.deferred_microbatches > 0) {
+        // The deferred weight gradient (drain_head_wgrads) runs on the later micro-batches only.
+        push_compute(b, joined({it->name, " dgrad"}), gemm_half(*it, false));
+        push_compute(b, joined({it->name, " wgrad"}), gemm_half(*it, true), kUndeferred);
+      } else {
+        push_compute(b, it->name, backward_time(*it));
+      }
       if (it->cls == OpClass::gemm)
         push_coll(b, Dim::tp, par_.sequence_parallel ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce,
                   hidden_msg_, "tp logits bwd");
     }
+  }
+
+  // Megatron's finish_embedding_wgrad_compute (pipeline_parallel/schedules.py) after the
+  // schedule: drain_embedding_wgrad_compute runs each deferred micro-batch's output-layer
+  // weight-gradient GEMM, its input all-gathered first under sequence parallelism; then the
+  // buffers they held are freed (models::deferred_head_wgrad_bytes).
+  void drain_head_wgrads(std::vector<Instr>& e) {
+    for (const Op& op : models::head_ops(s_.model, par_)) {
+      if (op.cls != OpClass::gemm) continue;
+      for (int i = 0; i < prog_.deferred_microbatches; ++i) {
+        if (par_.sequence_parallel && par_.tp > 1)
+          push_coll(e, Dim::tp, CollectiveKind::all_gather, hidden_msg_, "tp all-gather logits input (deferred)");
+        push_compute(e, joined({op.name, " wgrad (deferred)"}), gemm_half(op, true));
+      }
+    }
+    if (deferred_head_wgrad_ > 0)
+      e.push_back(
+          mem(InstrKind::release, MemCat::activations, deferred_head_wgrad_, "deferred output-layer wgrad inputs"));
   }
 
   // Parameters of the embedding (stage 0) and the head (last stage) on one GPU:
@@ -1088,10 +1127,7 @@ class Builder {
 
   void build_epilogue(StageProgram& sp) {
     auto& e = sp.epilogue;
-    // The deferred output-layer weight gradients are drained after the schedule
-    // (models::deferred_head_wgrad_bytes); their GEMMs stay counted in the head's backward.
-    if (const Bytes held = deferred_head_wgrad_; held > 0 && stage_holds(sp.stage, models::holds_head))
-      e.push_back(mem(InstrKind::release, MemCat::activations, held, "deferred output-layer wgrad inputs"));
+    if (stage_holds(sp.stage, models::holds_head)) drain_head_wgrads(e);
     // Gradients, the optimizer step and the updated-weight gathers concern the
     // parameters that train (all of them, or the LoRA adapters).
     const double local_params =

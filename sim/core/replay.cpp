@@ -146,7 +146,7 @@ bool Replay::skipped_in_step(const RankState& r, const Instr& in) const {
   const auto& p = *r.prog;
   if (r.step < 0 || r.step >= static_cast<int>(p.steps.size())) return true;
   const auto& s = p.steps[static_cast<std::size_t>(r.step)];
-  return !runs_on_microbatch(in.flags, program_.schedule, s.chunk, s.microbatch, m_);
+  return !runs_on_microbatch(in.flags, program_.schedule, s.chunk, s.microbatch, m_, program_.deferred_microbatches);
 }
 
 // Moves the program counter past the end of the current list to the next non-empty

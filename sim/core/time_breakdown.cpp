@@ -6,13 +6,13 @@ namespace ptsim::sim {
 namespace {
 
 // Seconds of recompute kernels one rank of `st` runs over its schedule.
-double stage_recompute_s(const StageProgram& st, models::Schedule kind, int num_microbatches) {
+double stage_recompute_s(const StageProgram& st, models::Schedule kind, int num_microbatches, int deferred) {
   double total = 0;
   for (const auto& step : st.steps) {
     const auto& instrs = st.chunks[static_cast<std::size_t>(step.chunk)].of(step.phase);
     for (const auto& in : instrs) {
       if (in.kind != InstrKind::compute || !(in.flags & kRecompute)) continue;
-      if (runs_on_microbatch(in.flags, kind, step.chunk, step.microbatch, num_microbatches))
+      if (runs_on_microbatch(in.flags, kind, step.chunk, step.microbatch, num_microbatches, deferred))
         total += to_seconds(in.duration);
     }
   }
@@ -28,7 +28,9 @@ TimeBreakdown time_breakdown(const Simulation& sim) {
   if (stages.empty()) return b;
   double busy = 0, recompute = 0;
   for (const auto& t : stages) busy += t.busy_s;
-  for (const auto& st : sim.program.stages) recompute += stage_recompute_s(st, sim.program.schedule, r.plan.par.num_microbatches);
+  for (const auto& st : sim.program.stages)
+    recompute +=
+        stage_recompute_s(st, sim.program.schedule, r.plan.par.num_microbatches, sim.program.deferred_microbatches);
   const double p = static_cast<double>(stages.size());
   b.recompute_s = std::min(recompute, busy) / p;
   b.compute_s = busy / p - b.recompute_s;

@@ -220,8 +220,8 @@ const std::vector<ScenarioKey>& key_table() {
        "fused bias + activation kernels; off, MoE experts weight their activation unfused and save it",
        "--no-bias-swiglu-fusion, --no-bias-gelu-fusion", ""},
       {"training.megatron.defer_embedding_wgrad_compute", "", "false",
-       "the output layer's weight gradient waits for the pipeline flush, its input and logits gradient held on the "
-       "last stage until then (memory; the GEMMs stay counted in the backward)",
+       "the output layer's weight gradient of the first micro-batches runs in the pipeline flush, its input and "
+       "logits gradient held on the last stage until then",
        "--defer-embedding-wgrad-compute", ""},
       {"training.megatron.wgrad_deferral_limit", "", "0",
        "with defer_embedding_wgrad_compute: how many micro-batches defer (0: all)", "--wgrad-deferral-limit", ""},

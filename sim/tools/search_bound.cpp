@@ -52,9 +52,10 @@ class BusyMeter {
     Busy b;
     Tick beside = 0;  // a collective beside the next compute (kBesideNext): the longer of the two counts
     for (const auto& in : list) {
-      // Work of every micro-batch but the first runs m - 1 times, none when m = 1: a
-      // lower bound leaves it out.
-      if (in.flags & kAfterFirstMicrobatch) continue;
+      // Work of every micro-batch but the first runs m - 1 times, none when m = 1, and work
+      // of some micro-batches only (a deferred weight gradient's split): a lower bound
+      // leaves it out.
+      if (in.flags & (kAfterFirstMicrobatch | kUndeferred | kDeferredOnly)) continue;
       const bool once = (in.flags & (kFirstMicrobatch | kLastMicrobatch)) != 0;
       if (in.kind == InstrKind::compute || (in.kind == InstrKind::collective && in.dim != Dim::pp)) {
         Tick t = in.kind == InstrKind::compute ? in.duration : coll_ticks(in);
