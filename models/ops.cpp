@@ -283,9 +283,9 @@ void check_sharding(const ModelSpec& m, const Parallelism& p) {
   } else if (p.ep != 1) {
     throw std::invalid_argument(fmt::format("expert_parallel = {} but model '{}' has no experts", p.ep, m.name));
   }
-  if (p.etp != 0 && p.etp != 1 && p.etp != p.tp) {
+  if (p.etp < 0 || (p.etp > 0 && p.tp % p.etp != 0)) {
     throw std::invalid_argument(
-        fmt::format("expert_tensor_parallel = {} must be 1 or tensor_parallel ({})", p.etp, p.tp));
+        fmt::format("expert_tensor_parallel = {} must divide tensor_parallel ({})", p.etp, p.tp));
   }
   if (p.expert_tp() != p.tp && !p.sequence_parallel) {
     throw std::invalid_argument(fmt::format(
@@ -294,13 +294,13 @@ void check_sharding(const ModelSpec& m, const Parallelism& p) {
   // Expert parallelism is carved out of data parallelism (× context parallel,
   // Megatron-core's expert-data-parallel group = dp·cp/ep), and at etp 1 out of the
   // tensor-parallel ranks too (tp·cp·dp / ep).
-  const std::int64_t folded = static_cast<std::int64_t>(p.dp) * p.cp * (p.tp / p.expert_tp());
+  const std::int64_t folded = static_cast<std::int64_t>(p.dp) * p.cp * (p.tp / p.expert_tp());  // etp divides tp
   if (folded % p.ep != 0) {
     throw std::invalid_argument(
         p.expert_tp() == p.tp
             ? fmt::format("expert_parallel = {} does not divide data_parallel × context_parallel = {}", p.ep, folded)
-            : fmt::format("expert_parallel = {} does not divide tensor_parallel × data_parallel × context_parallel "
-                          "= {} (expert_tensor_parallel 1)",
+            : fmt::format("expert_parallel = {} does not divide tensor_parallel / expert_tensor_parallel × "
+                          "data_parallel × context_parallel = {}",
                           p.ep, folded));
   }
   if (!(p.moe_load_imbalance > 0)) {

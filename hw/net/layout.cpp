@@ -6,7 +6,7 @@
 namespace ptsim::hw::net {
 
 const char* to_string(Dim d) {
-  static const char* names[] = {"tp", "pp", "dp", "cp", "ep", "mp"};
+  static const char* names[] = {"tp", "pp", "dp", "cp", "ep", "mp", "etp"};
   return names[static_cast<int>(d)];
 }
 
@@ -40,6 +40,8 @@ int Layout::group_size(Dim d) const {
       return dp_ * cp_;
     case Dim::ep:
       return ep_;
+    case Dim::etp:
+      return etp_;
     case Dim::mp:
       return tp_ * cp_ * pp_;
     case Dim::pp:
@@ -68,6 +70,8 @@ int Layout::group_id(int rank, Dim d) const {
       const int i = c.tp + tp_ * j;
       return (i % etp_ + etp_ * c.pp) * (tp_ * cp_ * dp_ / (etp_ * ep_)) + i / (etp_ * ep_);
     }
+    case Dim::etp:
+      return rank / etp_;
     case Dim::mp:
       return c.dp;
     case Dim::pp:
@@ -88,6 +92,8 @@ int Layout::member_index(int rank, Dim d) const {
       return j;
     case Dim::ep:
       return (c.tp + tp_ * j) / etp_ % ep_;
+    case Dim::etp:
+      return rank % etp_;
     case Dim::mp:
       return c.tp + tp_ * (c.cp + cp_ * c.pp);
     case Dim::pp:
@@ -116,6 +122,8 @@ int Layout::member_rank(Dim d, int g, int m) const {
       const int t = base % etp_, ppi = base / etp_;
       return t + etp_ * (m + ep_ * slot) + stage * ppi;
     }
+    case Dim::etp:
+      return g * etp_ + m;
     case Dim::mp: {
       const int t = m % tp_, rest = m / tp_;
       return rank_of({t, rest % cp_, g, rest / cp_});
@@ -145,9 +153,9 @@ GroupShape Layout::shape(Dim d, int g) const {
 
 std::string Layout::placement_summary() const {
   std::string out = "placement:";
-  for (Dim d : {Dim::tp, Dim::cp, Dim::ep, Dim::dp, Dim::mp}) {
+  for (Dim d : {Dim::tp, Dim::cp, Dim::ep, Dim::etp, Dim::dp, Dim::mp}) {
     const int size = group_size(d);
-    if (size <= 1) continue;
+    if (size <= 1 || (d == Dim::etp && etp_ == tp_)) continue;
     int crossing = 0, widest = 1;
     for (int g = 0; g < group_count(d); ++g) {
       const int nodes = shape(d, g).nodes;

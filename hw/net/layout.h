@@ -18,11 +18,13 @@ namespace ptsim::hw::net {
 // The parallel dimensions traffic is accounted to (also FlowNetwork flow tags);
 // `dp` is the data-parallel × context-parallel group gradients are reduced over;
 // `mp` is the model-parallel synchronisation before the optimizer (gradient-norm /
-// inf check all-reduce over tp × cp × pp). The order is the index order of per-
-// dimension arrays and of the simulator's trace streams.
-enum class Dim : std::uint8_t { tp, pp, dp, cp, ep, mp };
-inline constexpr int kNumDims = 6;
-const char* to_string(Dim d);  // "tp", "pp", "dp", "cp", "ep", "mp"
+// inf check all-reduce over tp × cp × pp); `etp` is the routed experts' own
+// tensor-parallel group under MoE parallel folding (etp consecutive ranks inside a TP
+// group). The order is the index order of per-dimension arrays and of the simulator's
+// trace streams.
+enum class Dim : std::uint8_t { tp, pp, dp, cp, ep, mp, etp };
+inline constexpr int kNumDims = 7;
+const char* to_string(Dim d);  // "tp", "pp", "dp", "cp", "ep", "mp", "etp"
 
 // A group as the cost model sees it: its size and how it lies on the nodes.
 struct GroupShape {

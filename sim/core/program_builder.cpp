@@ -383,6 +383,8 @@ class Builder {
         return par_.dp * par_.cp;
       case Dim::ep:
         return par_.ep;
+      case Dim::etp:
+        return par_.expert_tp();
       case Dim::pp:
         return par_.pp;
       case Dim::mp:
@@ -519,10 +521,29 @@ class Builder {
     }
     const char* name =
         combine ? (backward ? "ep combine bwd" : "ep combine") : (backward ? "ep dispatch bwd" : "ep dispatch");
+    // Experts tensor-parallel over a part of the TP group (1 < etp < tp): Megatron-core's
+    // MoEAlltoAllTokenDispatcher all-gathers the received tokens over the expert
+    // tensor-parallel group after the dispatch and reduce-scatters the expert output before
+    // the combine (token_dispatcher.py, gather_from_sequence_parallel_region /
+    // reduce_scatter_to_sequence_parallel_region on its tp_group); backward mirrors them.
+    const int etp = par_.expert_tp();
+    const bool etp_collectives = !par_.moe_allgather && etp > 1 && etp != par_.tp;
+    const double cf = par_.moe_capacity_factor > 0 ? par_.moe_capacity_factor : 1.0;
+    const double etp_bytes = etp * held * s_.model.moe->top_k * cf * h * act_bytes_;
+    // Forward: a2a then gather (dispatch), scatter then a2a (combine); backward: the
+    // combine's a2a then its scatter's gradient, a gather; the dispatch's gather's gradient,
+    // a scatter, then its a2a. So a scatter always comes first, a gather after.
+    const bool etp_first = combine != backward;
+    if (etp_collectives && etp_first)
+      push_coll(out, Dim::etp, CollectiveKind::reduce_scatter, etp_bytes,
+                combine ? "etp reduce-scatter" : "etp reduce-scatter (bwd)", flags);
     if (overlap_ep_)
       launch(out, Dim::ep, static_cast<int>(Dim::ep), kind, bytes, name, flags);
     else
       push_coll(out, Dim::ep, kind, bytes, name, flags);
+    if (etp_collectives && !etp_first)
+      push_coll(out, Dim::etp, CollectiveKind::all_gather, etp_bytes,
+                combine ? "etp all-gather (bwd)" : "etp all-gather", flags);
   }
 
   // Gradient buckets: reduced on the DP stream as soon as the backward has

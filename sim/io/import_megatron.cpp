@@ -273,16 +273,15 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
   const auto cp = set_whole(par, "context_parallel", "--context-parallel-size");
   set_whole(par, "expert_parallel", "--expert-model-parallel-size");
   // Megatron-core's MoE parallel folding: the experts' own tensor-parallel size (default
-  // the model's): 1 is modelled (parallel.expert_tensor_parallel); a size between is refused
-  // by name.
+  // the model's; parallel.expert_tensor_parallel, a divisor of tp).
   if (const Flag* f = use("--expert-tensor-parallel-size"))
     if (const auto etp = m.whole(*f); etp && *etp != tp.value_or(1) && has("--num-experts")) {
-      if (*etp != 1)
+      if (tp.value_or(1) % *etp != 0)
         throw InputError(source, f->name,
-                         fmt::format("{} is neither 1 nor --tensor-model-parallel-size {}: experts sharded over "
-                                     "another tensor-parallel size are not modelled",
+                         fmt::format("{} does not divide --tensor-model-parallel-size {}: experts sharded over "
+                                     "more ranks than the attention's are not modelled",
                                      *etp, tp.value_or(1)));
-      par["expert_tensor_parallel"] = 1;
+      par["expert_tensor_parallel"] = *etp;
     }
   if (const Flag* f = use("--num-layers-per-virtual-pipeline-stage")) {
     if (const auto per = m.whole(*f); per && layers) {

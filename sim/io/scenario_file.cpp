@@ -855,18 +855,18 @@ void validate_experts(const hw::StrictReader& r, const Scenario& s) {
   }
   if (par.etp > 0 && par.etp != par.tp) {
     const char* key = "parallel.expert_tensor_parallel";
-    if (par.etp != 1)
-      r.fail(key, fmt::format("{} is neither 1 nor tensor_parallel ({})", par.etp, par.tp),
-             "1 (each expert whole on its GPU) or tensor_parallel; other sizes are not modelled");
+    if (par.tp % par.etp != 0)
+      r.fail(key, fmt::format("{} does not divide tensor_parallel ({})", par.etp, par.tp),
+             "a divisor of tensor_parallel: 1 (each expert whole on its GPU) up to tensor_parallel");
     if (!m.moe) r.fail(key, fmt::format("{} needs a MoE model (model.moe)", par.etp));
     if (!par.sequence_parallel)
       r.fail(key, fmt::format("{} other than tensor_parallel ({}) needs parallel.sequence_parallel", par.etp, par.tp),
              "Megatron-core runs MoE with tensor parallelism only under sequence parallelism");
-    if ((par.tp * par.dp * par.cp) % par.ep != 0)
+    if (par.tp % par.etp == 0 && (par.tp / par.etp * par.dp * par.cp) % par.ep != 0)
       r.fail("parallel.expert_parallel",
-             fmt::format("{} must divide tensor_parallel × data_parallel × context_parallel ({}) at "
-                         "parallel.expert_tensor_parallel 1",
-                         par.ep, par.tp * par.dp * par.cp));
+             fmt::format("{} must divide tensor_parallel / expert_tensor_parallel × data_parallel × context_parallel "
+                         "({})",
+                         par.ep, par.tp / par.etp * par.dp * par.cp));
   }
   if (m.moe && m.moe->ffn_hidden_size % par.tp != 0)
     r.fail("parallel.tensor_parallel",

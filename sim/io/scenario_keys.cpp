@@ -112,11 +112,12 @@ const std::vector<ScenarioKey>& key_table() {
       {"parallel.pipeline_parallel", "", "1", "PP size", "--pipeline-model-parallel-size", ""},
       {"parallel.data_parallel", "", "num_gpus / (tp × pp × cp)", "DP size", "", ""},
       {"parallel.context_parallel", "", "1", "CP size", "--context-parallel-size", ""},
-      {"parallel.expert_parallel", "", "1", "EP size (within dp × cp; within tp × dp × cp at expert_tensor_parallel 1)",
+      {"parallel.expert_parallel", "", "1",
+       "EP size (within dp × cp; within tp / expert_tensor_parallel × dp × cp under MoE parallel folding)",
        "--expert-model-parallel-size", ""},
       {"parallel.expert_tensor_parallel", "", "tensor_parallel",
-       "the routed experts' tensor-parallel size: tensor_parallel, or 1 (MoE parallel folding: each expert whole on "
-       "its GPU, the EP group spanning tensor-parallel ranks)",
+       "the routed experts' tensor-parallel size, a divisor of tensor_parallel (MoE parallel folding: below it the EP "
+       "group spans tensor-parallel ranks; 1 keeps each expert whole on its GPU)",
        "--expert-tensor-parallel-size", ""},
       {"parallel.virtual_pipeline_stages", "", "1", "model chunks per rank (interleaved 1F1B)",
        "--num-layers-per-virtual-pipeline-stage (layers / (pp × this))", ""},

@@ -283,6 +283,7 @@ TimelineCat timeline_cat(const Span& s) {
       case Dim::cp:
         return TimelineCat::cp;
       case Dim::ep:
+      case Dim::etp:  // the experts' own tensor-parallel collectives
         return TimelineCat::ep;
       case Dim::pp:
         return TimelineCat::pp;

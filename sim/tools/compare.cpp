@@ -75,8 +75,11 @@ CompareRow make_row(const ComparedPlan& p, std::size_t index) {
   row.tokens_per_s = r.tokens_per_s;
   row.mfu = r.mfu;
   row.bubble_fraction = r.bubble_fraction;
-  for (std::size_t k = 0; k < kCompareDims.size(); ++k)
+  for (std::size_t k = 0; k < kCompareDims.size(); ++k) {
     row.exposed_s[k] = r.exposed_comm_s[static_cast<std::size_t>(kCompareDims[k])];
+    // The experts' own tensor-parallel collectives count with EP.
+    if (kCompareDims[k] == Dim::ep) row.exposed_s[k] += r.exposed_comm_s[static_cast<std::size_t>(Dim::etp)];
+  }
   row.peak_bytes = r.peak_bytes;
   row.capacity_bytes = r.capacity_bytes;
   row.headroom_bytes = r.capacity_bytes - r.peak_bytes;

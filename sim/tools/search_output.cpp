@@ -281,12 +281,12 @@ std::string short_recompute(models::Recompute rc) {
 
 // The plan columns of a table row (and, with header, their titles).
 std::string plan_cells(int gpus, const models::Parallelism& q, bool with_ep) {
-  return fmt::format(
-      "{:>5} {:>4} {:>3} {:>3} {:>3}{} {:<8} {:>3} {:>4} {:<4} {:<2}", gpus, q.dp, q.tp, q.pp, q.cp,
-      with_ep ? fmt::format(" {:>5}", q.expert_tp() != q.tp ? fmt::format("{}/1", q.ep) : fmt::to_string(q.ep))
-              : std::string(),
-      short_schedule(q), q.micro_batch_size, q.zero_stage, short_recompute(q.recompute),
-      q.sequence_parallel ? "on" : "-");
+  return fmt::format("{:>5} {:>4} {:>3} {:>3} {:>3}{} {:<8} {:>3} {:>4} {:<4} {:<2}", gpus, q.dp, q.tp, q.pp, q.cp,
+                     with_ep ? fmt::format(" {:>5}", q.expert_tp() != q.tp ? fmt::format("{}/{}", q.ep, q.expert_tp())
+                                                                           : fmt::to_string(q.ep))
+                             : std::string(),
+                     short_schedule(q), q.micro_batch_size, q.zero_stage, short_recompute(q.recompute),
+                     q.sequence_parallel ? "on" : "-");
 }
 
 std::string plan_titles(bool with_ep) {

@@ -319,20 +319,21 @@ std::vector<bool> SearchSpace::sequence_parallel(const PlanCandidate& c) const {
   return c.par.tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
 }
 
-// The experts' tensor-parallel size, as Parallelism::etp (0 = tp): tp when EP fits in
-// dp × cp, and 1 (MoE parallel folding) for a MoE model under tp > 1 with sequence
-// parallelism; none when neither holds.
+// The experts' tensor-parallel size, as Parallelism::etp (0 = tp): tp, and 1 (MoE parallel
+// folding) for a MoE model under tp > 1 with sequence parallelism; --fix may ask for any
+// divisor of tp. Sizes under which EP does not fit are left out.
 std::vector<int> SearchSpace::expert_tensor(const PlanCandidate& c) const {
   if (!m_.moe) return {0};
+  const int tp = c.par.tp;
+  std::vector<int> sizes = fix_.has("parallel.expert_tensor_parallel") ? fix_.ints("parallel.expert_tensor_parallel")
+                                                                       : std::vector<int>{tp, 1};
   std::vector<int> out;
-  const bool fold = c.par.tp > 1 && c.par.sequence_parallel;
-  const auto want = [&](int etp) {
-    if (!fix_.has("parallel.expert_tensor_parallel")) return true;
-    const auto v = fix_.ints("parallel.expert_tensor_parallel");
-    return std::find(v.begin(), v.end(), etp) != v.end();
-  };
-  if ((c.par.dp * c.par.cp) % c.par.ep == 0 && want(c.par.tp)) out.push_back(0);
-  if (fold && want(1)) out.push_back(1);
+  for (int etp : sizes) {
+    if (etp > tp || tp % etp != 0 || (etp < tp && !c.par.sequence_parallel)) continue;
+    if ((tp / etp * c.par.dp * c.par.cp) % c.par.ep != 0) continue;
+    const int v = etp == tp ? 0 : etp;
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  }
   return out;
 }
 

@@ -96,6 +96,22 @@ TEST(Layout, ExpertGroupsFoldedOverTensorParallelRanks) {
   }
 }
 
+// An expert tensor-parallel size between 1 and tp: ETP groups are etp consecutive ranks
+// inside a TP group, EP groups take every etp-th rank.
+TEST(Layout, ExpertTensorParallelGroupsInsideTensorParallelOnes) {
+  const Layout l(4, 1, 2, 1, 4, 8, 2);  // tp 4, dp 2, ep 4, etp 2: 8 ranks, one stage
+  EXPECT_EQ(group_of(l, 5, Dim::etp), (std::vector<int>{4, 5}));
+  EXPECT_EQ(group_of(l, 5, Dim::ep), (std::vector<int>{1, 3, 5, 7}));
+  EXPECT_EQ(l.group_count(Dim::etp), 4);
+  for (int r = 0; r < l.world(); ++r) {
+    EXPECT_EQ(l.member_rank(Dim::etp, l.group_id(r, Dim::etp), l.member_index(r, Dim::etp)), r);
+    EXPECT_EQ(l.member_rank(Dim::ep, l.group_id(r, Dim::ep), l.member_index(r, Dim::ep)), r);
+  }
+  EXPECT_NE(l.placement_summary().find("etp 4×2 in-node"), std::string::npos) << l.placement_summary();
+  // At etp = tp there is no group of its own to report.
+  EXPECT_EQ(Layout(4, 1, 2, 1, 2, 8).placement_summary().find("etp"), std::string::npos);
+}
+
 TEST(Layout, DimensionNames) {
   EXPECT_STREQ(to_string(Dim::tp), "tp");
   EXPECT_STREQ(to_string(Dim::pp), "pp");
@@ -103,6 +119,7 @@ TEST(Layout, DimensionNames) {
   EXPECT_STREQ(to_string(Dim::cp), "cp");
   EXPECT_STREQ(to_string(Dim::ep), "ep");
   EXPECT_STREQ(to_string(Dim::mp), "mp");
+  EXPECT_STREQ(to_string(Dim::etp), "etp");
 }
 
 TEST(Layout, PlacementSummarySaysWhichGroupsCrossNodes) {

@@ -185,6 +185,19 @@ training: { global_batch_size: 64, micro_batch_size: 1 }
   // tp-gathered tokens (bf16) and a reduce-scatter of the output in fp32, 8 · (2 + 4) bytes a
   // token and hidden unit against the all-to-all's four exchanges of top_k / tp = 1 copy
   // (4 · 2): 12 times the EP bytes, with the gathered tokens in the buffers.
+  // Experts tensor-parallel over half the TP group (tp 4, etp 2): the EP all-to-all as at
+  // etp 1 (each GPU its sequence shard's routed copies) plus an all-gather and a
+  // reduce-scatter per pass over the etp pair of the received tokens; no MoE-block TP
+  // collectives. Each GPU holds half an expert.
+  const std::vector<std::string> tp4 = {"parallel.tensor_parallel=4", "parallel.pipeline_parallel=2"};
+  std::vector<std::string> etp2 = tp4;
+  etp2.push_back("parallel.expert_tensor_parallel=2");
+  const Result at_tp = run(yaml, tp4, true), half = run(yaml, etp2, true);
+  EXPECT_EQ(at_tp.comm_bytes_per_gpu[static_cast<int>(Dim::etp)], 0);
+  EXPECT_GT(half.comm_bytes_per_gpu[static_cast<int>(Dim::etp)], 0);
+  EXPECT_LT(half.comm_bytes_per_gpu[kTp], at_tp.comm_bytes_per_gpu[kTp]);
+  EXPECT_GT(half.per_stage[0].params, at_tp.per_stage[0].params);
+  EXPECT_DOUBLE_EQ(half.model_flops_per_iteration, at_tp.model_flops_per_iteration);
   const Result gathered = run(yaml, {"training.megatron.moe_token_dispatcher_type=allgather"}, true);
   EXPECT_NEAR(gathered.comm_bytes_per_gpu[kEp] / balanced.comm_bytes_per_gpu[kEp], 12.0, 1e-9);
   EXPECT_GT(gathered.per_stage[0].buffers, balanced.per_stage[0].buffers);

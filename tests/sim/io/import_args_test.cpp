@@ -173,20 +173,25 @@ TEST(ImportMegatron, MoeTokenDispatcher) {
   EXPECT_THROW(import_megatron_args("--num-experts 8 --moe-token-dispatcher-type ring", "a", 8), InputError);
 }
 
-// MoE parallel folding: an expert tensor-parallel size of 1 is imported, one between 1 and
-// tp is refused by name; the same size as the model's is the default.
+// MoE parallel folding: an expert tensor-parallel size dividing tp is imported, one that does
+// not is refused by name; the same size as the model's is the default.
 TEST(ImportMegatron, ExpertTensorParallelSize) {
   const auto folded = import_megatron_args(
       "--tensor-model-parallel-size 2 --expert-tensor-parallel-size 1 --num-experts 8 --sequence-parallel", "moe.sh",
       8);
   EXPECT_EQ(folded.keys["parallel"]["expert_tensor_parallel"].as<int>(), 1);
+  EXPECT_EQ(
+      import_megatron_args("--tensor-model-parallel-size 4 --expert-tensor-parallel-size 2 --num-experts 8", "m", 8)
+          .keys["parallel"]["expert_tensor_parallel"]
+          .as<int>(),
+      2);
   try {
-    import_megatron_args("--tensor-model-parallel-size 4 --expert-tensor-parallel-size 2 --num-experts 8", "moe.sh", 8);
+    import_megatron_args("--tensor-model-parallel-size 2 --expert-tensor-parallel-size 4 --num-experts 8", "moe.sh", 8);
     ADD_FAILURE() << "accepted";
   } catch (const InputError& e) {
     const std::string w = e.what();
     EXPECT_NE(w.find("--expert-tensor-parallel-size"), std::string::npos) << w;
-    EXPECT_NE(w.find("neither 1 nor --tensor-model-parallel-size 4"), std::string::npos) << w;
+    EXPECT_NE(w.find("does not divide --tensor-model-parallel-size 2"), std::string::npos) << w;
   }
   EXPECT_FALSE(
       import_megatron_args("--tensor-model-parallel-size 2 --expert-tensor-parallel-size 2 --num-experts 8", "a", 8)

@@ -157,8 +157,9 @@ TEST(Scenario, ExpertTensorParallel) {
   EXPECT_EQ(parse_scenario(kBase, "s.yaml", with({"parallel.expert_tensor_parallel=2"})).plan.par.expert_tp(), 2);
   const std::string key = "parallel.expert_tensor_parallel";
   EXPECT_EQ(parse_scenario(kBase, "s.yaml", with({key + "=4", "parallel.tensor_parallel=4"})).plan.par.expert_tp(), 4);
-  expect_error(kBase, with({key + "=4"}), {key, "neither 1 nor tensor_parallel (2)"});
-  expect_error(kBase, with({key + "=3"}), {key, "neither 1 nor tensor_parallel"});
+  expect_error(kBase, with({key + "=4"}), {key, "does not divide tensor_parallel (2)"});
+  expect_error(kBase, with({key + "=3"}), {key, "does not divide tensor_parallel"});
+  EXPECT_EQ(parse_scenario(kBase, "s.yaml", with({key + "=2", "parallel.tensor_parallel=4"})).plan.par.expert_tp(), 2);
   expect_error(kBase, with({key + "=1", "parallel.sequence_parallel=false"}), {key, "sequence_parallel"});
   expect_error(kBase, {key + "=1", "parallel.tensor_parallel=2", "parallel.sequence_parallel=true"}, {key, "MoE"});
 }
