@@ -526,10 +526,13 @@ class Builder {
     // tensor-parallel group after the dispatch and reduce-scatters the expert output before
     // the combine (token_dispatcher.py, gather_from_sequence_parallel_region /
     // reduce_scatter_to_sequence_parallel_region on its tp_group); backward mirrors them.
+    // The all-gather dispatcher's gather spans the etp × ep group: its ep part above, its
+    // etp part here, of the ep-gathered tokens (its combine in fp32).
     const int etp = par_.expert_tp();
-    const bool etp_collectives = !par_.moe_allgather && etp > 1 && etp != par_.tp;
+    const bool etp_collectives = etp > 1 && etp != par_.tp;
     const double cf = par_.moe_capacity_factor > 0 ? par_.moe_capacity_factor : 1.0;
-    const double etp_bytes = etp * held * s_.model.moe->top_k * cf * h * act_bytes_;
+    const double exchanged = par_.moe_allgather ? par_.ep * held : held * s_.model.moe->top_k * cf;
+    const double etp_bytes = etp * exchanged * h * (par_.moe_allgather && combine ? 4.0 : act_bytes_);
     // Forward: a2a then gather (dispatch), scatter then a2a (combine); backward: the
     // combine's a2a then its scatter's gradient, a gather; the dispatch's gather's gradient,
     // a scatter, then its a2a. So a scatter always comes first, a gather after.

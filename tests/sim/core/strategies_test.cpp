@@ -198,6 +198,12 @@ training: { global_batch_size: 64, micro_batch_size: 1 }
   EXPECT_LT(half.comm_bytes_per_gpu[kTp], at_tp.comm_bytes_per_gpu[kTp]);
   EXPECT_GT(half.per_stage[0].params, at_tp.per_stage[0].params);
   EXPECT_DOUBLE_EQ(half.model_flops_per_iteration, at_tp.model_flops_per_iteration);
+  // The all-gather dispatcher's gather spans the etp × ep group: over the pair it moves the
+  // ep-gathered tokens (8 of the shard) where the all-to-all's pair moves the routed copies (2).
+  std::vector<std::string> etp2_gathered = etp2;
+  etp2_gathered.push_back("training.megatron.moe_token_dispatcher_type=allgather");
+  EXPECT_GT(run(yaml, etp2_gathered, true).comm_bytes_per_gpu[static_cast<int>(Dim::etp)],
+            3 * half.comm_bytes_per_gpu[static_cast<int>(Dim::etp)]);
   const Result gathered = run(yaml, {"training.megatron.moe_token_dispatcher_type=allgather"}, true);
   EXPECT_NEAR(gathered.comm_bytes_per_gpu[kEp] / balanced.comm_bytes_per_gpu[kEp], 12.0, 1e-9);
   EXPECT_GT(gathered.per_stage[0].buffers, balanced.per_stage[0].buffers);
