@@ -480,7 +480,7 @@ bool Replay::collective_on_compute_stream(RankState& r, const Instr& in, Tally& 
 
 void Replay::mark_finished(RankState& r) {
   r.block = Block::finished;
-  tally_[static_cast<std::size_t>(r.slot)].end = r.t;
+  stats_[static_cast<std::size_t>(r.slot)].end = r.t;
   ++finished_;
 }
 

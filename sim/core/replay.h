@@ -31,7 +31,6 @@ struct RankTally {
   Bytes mem_now = 0, mem_peak = 0;
   Bytes activations_now = 0, activations_at_peak = 0;
   Bytes buffers_now = 0, buffers_at_peak = 0;
-  Tick end = 0;  // when the rank finished its iteration
 
   // The memory fields (what Replay::note_memory keeps), compared or taken as a whole.
   bool same_memory(const RankTally& o) const {
@@ -53,6 +52,7 @@ struct RankTally {
 };
 
 struct RankStats : RankTally {
+  Tick end = 0;  // when the rank finished its iteration
   int rank = 0;
   int stage = 0;
   std::array<Bytes, kNumDims> wire{};  // bytes sent on the wire
