@@ -6,7 +6,7 @@
 namespace ptsim::hw::net {
 
 const char* to_string(Dim d) {
-  static const char* names[] = {"tp", "pp", "dp", "cp", "ep", "mp", "etp"};
+  static const char* names[] = {"tp", "pp", "dp", "cp", "ep", "mp", "etp", "edp"};
   return names[static_cast<int>(d)];
 }
 
@@ -42,6 +42,8 @@ int Layout::group_size(Dim d) const {
       return ep_;
     case Dim::etp:
       return etp_;
+    case Dim::edp:
+      return tp_ * cp_ * dp_ / (etp_ * ep_);
     case Dim::mp:
       return tp_ * cp_ * pp_;
     case Dim::pp:
@@ -72,6 +74,8 @@ int Layout::group_id(int rank, Dim d) const {
     }
     case Dim::etp:
       return rank / etp_;
+    case Dim::edp:  // numbered (etp_i + etp·ep_i, pp_i), the former fastest
+      return (c.tp + tp_ * j) % (etp_ * ep_) + etp_ * ep_ * c.pp;
     case Dim::mp:
       return c.dp;
     case Dim::pp:
@@ -94,6 +98,8 @@ int Layout::member_index(int rank, Dim d) const {
       return (c.tp + tp_ * j) / etp_ % ep_;
     case Dim::etp:
       return rank % etp_;
+    case Dim::edp:
+      return (c.tp + tp_ * j) / (etp_ * ep_);
     case Dim::mp:
       return c.tp + tp_ * (c.cp + cp_ * c.pp);
     case Dim::pp:
@@ -124,6 +130,10 @@ int Layout::member_rank(Dim d, int g, int m) const {
     }
     case Dim::etp:
       return g * etp_ + m;
+    case Dim::edp: {
+      const int per = etp_ * ep_;
+      return g % per + per * m + tp_ * cp_ * dp_ * (g / per);
+    }
     case Dim::mp: {
       const int t = m % tp_, rest = m / tp_;
       return rank_of({t, rest % cp_, g, rest / cp_});
@@ -153,9 +163,10 @@ GroupShape Layout::shape(Dim d, int g) const {
 
 std::string Layout::placement_summary() const {
   std::string out = "placement:";
-  for (Dim d : {Dim::tp, Dim::cp, Dim::ep, Dim::etp, Dim::dp, Dim::mp}) {
+  for (Dim d : {Dim::tp, Dim::cp, Dim::ep, Dim::etp, Dim::dp, Dim::edp, Dim::mp}) {
     const int size = group_size(d);
-    if (size <= 1 || (d == Dim::etp && etp_ == tp_)) continue;
+    // etp = tp is the TP group, and without experts sharded apart edp is the dp group.
+    if (size <= 1 || (d == Dim::etp && etp_ == tp_) || (d == Dim::edp && ep_ == 1 && etp_ == tp_)) continue;
     int crossing = 0, widest = 1;
     for (int g = 0; g < group_count(d); ++g) {
       const int nodes = shape(d, g).nodes;

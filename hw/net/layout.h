@@ -20,11 +20,14 @@ namespace ptsim::hw::net {
 // `mp` is the model-parallel synchronisation before the optimizer (gradient-norm /
 // inf check all-reduce over tp × cp × pp); `etp` is the routed experts' own
 // tensor-parallel group under MoE parallel folding (etp consecutive ranks inside a TP
-// group). The order is the index order of per-dimension arrays and of the simulator's
-// trace streams.
-enum class Dim : std::uint8_t { tp, pp, dp, cp, ep, mp, etp };
-inline constexpr int kNumDims = 7;
-const char* to_string(Dim d);  // "tp", "pp", "dp", "cp", "ep", "mp", "etp"
+// group); `edp` is the routed experts' data-parallel group, the edp = tp·cp·dp/(etp·ep)
+// ranks of a stage holding the same experts, which their gradients are reduced and their
+// ZeRO shards gathered over (Megatron-core's expert-data-parallel group; the dp group
+// when there are no experts to shard differently). The order is the index order of per-dimension arrays and of the
+// simulator's trace streams.
+enum class Dim : std::uint8_t { tp, pp, dp, cp, ep, mp, etp, edp };
+inline constexpr int kNumDims = 8;
+const char* to_string(Dim d);  // "tp", "pp", "dp", "cp", "ep", "mp", "etp", "edp"
 
 // A group as the cost model sees it: its size and how it lies on the nodes.
 struct GroupShape {

@@ -385,6 +385,8 @@ class Builder {
         return par_.ep;
       case Dim::etp:
         return par_.expert_tp();
+      case Dim::edp:
+        return par_.expert_dp();
       case Dim::pp:
         return par_.pp;
       case Dim::mp:

@@ -28,9 +28,17 @@ std::vector<double> time_bar_seconds(const Simulation& sim) {
   const TimeBreakdown b = time_breakdown(sim);
   auto e = [&](Dim d) { return b.exposed_s[static_cast<std::size_t>(d)]; };
   // Waiting on the gradient-norm all-reduce (mp) is pipeline imbalance: drawn with the bubble.
-  // The experts' own tensor-parallel collectives (etp) are expert communication: with EP.
-  return {b.compute_s, b.recompute_s,           e(Dim::tp), e(Dim::cp), e(Dim::ep) + e(Dim::etp), e(Dim::pp),
-          e(Dim::dp),  b.bubble_s + e(Dim::mp), b.other_s};
+  // The experts' own tensor-parallel collectives (etp) are expert communication: with EP;
+  // their gradient reductions and gathers (edp) are data-parallel: with DP.
+  return {b.compute_s,
+          b.recompute_s,
+          e(Dim::tp),
+          e(Dim::cp),
+          e(Dim::ep) + e(Dim::etp),
+          e(Dim::pp),
+          e(Dim::dp) + e(Dim::edp),
+          b.bubble_s + e(Dim::mp),
+          b.other_s};
 }
 
 std::string time_bars_svg(const std::vector<std::pair<std::string, const Simulation*>>& bars) {

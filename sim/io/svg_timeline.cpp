@@ -287,7 +287,7 @@ TimelineCat timeline_cat(const Span& s) {
         return TimelineCat::ep;
       case Dim::pp:
         return TimelineCat::pp;
-      default:  // dp, and the model-parallel gradient-norm sync (not traced)
+      default:  // dp and edp, and the model-parallel gradient-norm sync (not traced)
         return TimelineCat::dp;
     }
   }

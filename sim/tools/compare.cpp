@@ -77,8 +77,9 @@ CompareRow make_row(const ComparedPlan& p, std::size_t index) {
   row.bubble_fraction = r.bubble_fraction;
   for (std::size_t k = 0; k < kCompareDims.size(); ++k) {
     row.exposed_s[k] = r.exposed_comm_s[static_cast<std::size_t>(kCompareDims[k])];
-    // The experts' own tensor-parallel collectives count with EP.
+    // The experts' own tensor-parallel collectives count with EP, their data-parallel ones with DP.
     if (kCompareDims[k] == Dim::ep) row.exposed_s[k] += r.exposed_comm_s[static_cast<std::size_t>(Dim::etp)];
+    if (kCompareDims[k] == Dim::dp) row.exposed_s[k] += r.exposed_comm_s[static_cast<std::size_t>(Dim::edp)];
   }
   row.peak_bytes = r.peak_bytes;
   row.capacity_bytes = r.capacity_bytes;

@@ -112,6 +112,31 @@ TEST(Layout, ExpertTensorParallelGroupsInsideTensorParallelOnes) {
   EXPECT_EQ(Layout(4, 1, 2, 1, 2, 8).placement_summary().find("etp"), std::string::npos);
 }
 
+// The experts' data-parallel group: the ranks of a stage holding the same experts, every
+// (etp·ep)-th rank; without experts sharded apart it is the dp group.
+TEST(Layout, ExpertDataParallelGroupsHoldTheSameExperts) {
+  const Layout l(2, 1, 4, 2, 4, 8, 1);  // tp 2, dp 4, pp 2, ep 4, etp 1: edp 2
+  EXPECT_EQ(l.group_size(Dim::edp), 2);
+  EXPECT_EQ(l.group_count(Dim::edp), 8);
+  EXPECT_EQ(group_of(l, 5, Dim::edp), (std::vector<int>{1, 5}));
+  EXPECT_EQ(group_of(l, 10, Dim::edp), (std::vector<int>{10, 14}));  // stage 1
+  EXPECT_EQ(l.shape(Dim::edp, l.group_id(5, Dim::edp)).stride, 4);
+  for (int r = 0; r < l.world(); ++r) {
+    EXPECT_EQ(l.member_rank(Dim::edp, l.group_id(r, Dim::edp), l.member_index(r, Dim::edp)), r);
+    // An edp group's members share the EP slot and the ETP slot, so the same experts.
+    for (int x : group_of(l, r, Dim::edp)) EXPECT_EQ(l.member_index(x, Dim::ep), l.member_index(r, Dim::ep));
+  }
+  const Layout dense(2, 2, 4, 2, 1, 8);  // cp 2, no expert parallelism
+  for (int r = 0; r < dense.world(); ++r) EXPECT_EQ(group_of(dense, r, Dim::edp), group_of(dense, r, Dim::dp));
+  EXPECT_EQ(dense.placement_summary().find("edp"), std::string::npos);
+  // tp 1, dp 16, ep 8 on 8-GPU nodes (the Mixtral reference plan): EP fills a node, edp
+  // pairs the two nodes.
+  const Layout mixtral(1, 1, 16, 4, 8, 8);
+  EXPECT_EQ(group_of(mixtral, 3, Dim::edp), (std::vector<int>{3, 11}));
+  EXPECT_NE(mixtral.placement_summary().find("edp 32×2, 32 cross nodes"), std::string::npos)
+      << mixtral.placement_summary();
+}
+
 TEST(Layout, DimensionNames) {
   EXPECT_STREQ(to_string(Dim::tp), "tp");
   EXPECT_STREQ(to_string(Dim::pp), "pp");
@@ -120,6 +145,7 @@ TEST(Layout, DimensionNames) {
   EXPECT_STREQ(to_string(Dim::ep), "ep");
   EXPECT_STREQ(to_string(Dim::mp), "mp");
   EXPECT_STREQ(to_string(Dim::etp), "etp");
+  EXPECT_STREQ(to_string(Dim::edp), "edp");
 }
 
 TEST(Layout, PlacementSummarySaysWhichGroupsCrossNodes) {
