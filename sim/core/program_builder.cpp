@@ -60,8 +60,11 @@ class Builder {
     deferred_head_wgrad_ = static_cast<Bytes>(models::deferred_head_wgrad_bytes(m, par_));
     dense_layer_local_ =
         static_cast<double>(models::layer_params_per_gpu(m, par_.tp, par_.ep, false, par_.etp).total());
-    if (m.moe)
-      moe_layer_local_ = static_cast<double>(models::layer_params_per_gpu(m, par_.tp, par_.ep, true, par_.etp).total());
+    if (m.moe) {
+      const models::LocalParams moe = models::layer_params_per_gpu(m, par_.tp, par_.ep, true, par_.etp);
+      moe_layer_local_ = static_cast<double>(moe.total());
+      moe_layer_expert_local_ = static_cast<double>(moe.expert);
+    }
     // Gradients travel in the dtype the framework reduces in (framework_profile.h);
     // what they occupy in memory is models::model_states.
     grad_elem_bytes_ = grad_reduce_element_bytes(fw_, par_.precision);
@@ -87,7 +90,7 @@ class Builder {
       sp.stage = stage;
       sp.states = models::model_states(s_.model, par_, stage);
       sp.buffers = models::buffer_bytes(s_.model, par_, stage);
-      pending_bucket_ = 0;
+      pending_bucket_ = pending_expert_bucket_ = 0;
       // Chunks are built in the order their last backward runs (v−1 down to 0) so
       // gradient buckets fill in the order the gradients are produced.
       sp.chunks.resize(static_cast<std::size_t>(v));
@@ -239,7 +242,8 @@ class Builder {
   // stream; the context-parallel ring's send/recv with two peers takes 2 × NCCL's
   // channels per peer, a few CTAs, not modelled here.
   int comm_sms() const {
-    if (group_size(Dim::dp) <= 1 && !ep_overlap() && !async_tp()) return 0;
+    if (group_size(Dim::dp) <= 1 && !(experts_apart() && group_size(Dim::edp) > 1) && !ep_overlap() && !async_tp())
+      return 0;
     return std::min(compute_->gpu().sm_count - 1, hw::net::nccl_channels(s_.cluster.nics_per_node));
   }
 
@@ -565,14 +569,56 @@ class Builder {
         par_.zero_stage >= 1 && !(par_.zero_stage == 3 && fw_.grads_all_reduced) && !fw_.bf16_optimizer;
     return scatter ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
   }
-  void dp_launch(std::vector<Instr>& out, double params, bool force) {
-    pending_bucket_ += params;
-    if (!s_.plan.overlap_grad_reduce || group_size(Dim::dp) <= 1) return;
-    if (pending_bucket_ <= 0 || (!force && pending_bucket_ < bucket_params())) return;
+  // `params` dense and `expert` routed-expert gradients are ready; each kind fills buckets
+  // of its own (experts_apart()), reduced over its group on that group's stream.
+  void dp_launch(std::vector<Instr>& out, double params, double expert, bool force) {
+    bucket_launch(out, Dim::dp, pending_bucket_, params, force);
+    bucket_launch(out, Dim::edp, pending_expert_bucket_, expert, force);
+  }
+  void bucket_launch(std::vector<Instr>& out, Dim d, double& pending, double params, bool force) {
+    pending += params;
+    if (!s_.plan.overlap_grad_reduce || group_size(d) <= 1) return;
+    if (pending <= 0 || (!force && pending < bucket_params())) return;
     const CollectiveKind c = grad_collective();
-    launch(out, Dim::dp, static_cast<int>(Dim::dp), c, pending_bucket_ * grad_elem_bytes_,
-           joined({"dp grad ", to_string(c)}), par_.zero_stage >= 2 ? kNoFlags : kLastMicrobatch);
-    pending_bucket_ = 0;
+    launch(out, d, static_cast<int>(d), c, pending * grad_elem_bytes_, joined({to_string(d), " grad ", to_string(c)}),
+           par_.zero_stage >= 2 ? kNoFlags : kLastMicrobatch);
+    pending = 0;
+  }
+  // The routed experts' weights lie apart from the dense ones when expert parallelism or a
+  // smaller expert tensor-parallel size shards them differently: ranks holding the same
+  // experts form the expert-data-parallel group (Dim::edp), over which their gradients are
+  // reduced, their optimizer state sharded and their updated weights gathered, in buffers of
+  // their own: Megatron-core's DDP `expert_parallel_buffers` over
+  // `get_expert_data_parallel_group()` with the same bucket size
+  // (megatron/core/distributed/distributed_data_parallel.py), its distributed optimizer's
+  // expert shards (the same group); DeepSpeed-MoE's `_reduce_expert_gradients` over the
+  // expert-data-parallel group (deepspeed/runtime/engine.py). Otherwise they are ordinary
+  // weights of the dp group.
+  bool experts_apart() const { return s_.model.moe && (par_.ep > 1 || par_.expert_tp() != par_.tp); }
+  // Of a block's trainable parameters, the routed experts' when they lie apart (else 0).
+  double trainable_block_expert_params(int block) const {
+    if (!experts_apart() || block < 0 || !s_.model.is_moe_layer(block)) return 0;
+    if (!par_.finetune.active()) return moe_layer_expert_local_;
+    return static_cast<double>(models::trainable_layer_params(s_.model, par_, true).expert);
+  }
+  // Of a stage's expert-weight gathers (the prologue's, in first-use order), how many
+  // come up to and including layer l's of `chunk`.
+  int expert_gathers_through(int stage, int chunk, int l) const {
+    int n = 0;
+    for (int c = 0; c <= chunk; ++c) {
+      const auto r = models::chunk_layers(s_.model, par_, stage, c);
+      for (int k = r.first; k < r.first + r.count && (c < chunk || k <= l); ++k)
+        n += trainable_block_expert_params(k) > 0 ? 1 : 0;
+    }
+    return n;
+  }
+  double trainable_stage_expert_params(int stage) const {
+    double total = 0;
+    for (int c = 0; c < par_.vpp; ++c) {
+      const auto r = models::chunk_layers(s_.model, par_, stage, c);
+      for (int l = r.first; l < r.first + r.count; ++l) total += trainable_block_expert_params(l);
+    }
+    return total;
   }
 
   // Gradient accumulation outside the GEMM (FrameworkProfile::fused_grad_accumulation
@@ -585,15 +631,17 @@ class Builder {
   // reduced shard only, FSDP too, cast to its fp32 flat parameter's dtype first
   // (_runtime_utils.py _accumulate_sharded_grad: `_saved_grad_shard += sharded_grad` from
   // the second backward on). DeepSpeed's BF16_Optimizer has its own pass (chunk_backward).
-  void accumulate_grads(std::vector<Instr>& out, double params) {
-    if (fw_.fused_grad_accumulation || fw_.bf16_optimizer || params <= 0) return;
+  void accumulate_grads(std::vector<Instr>& out, double params, double expert) {
+    if (fw_.fused_grad_accumulation || fw_.bf16_optimizer || params + expert <= 0) return;
     const models::StateLayout layout = state_layout_of(fw_.framework);
     const double held = models::state_bytes_per_param(par_.precision, layout).grads;
     const bool main_grad = layout == models::StateLayout::megatron && held > act_bytes_;
     const double added = layout == models::StateLayout::fsdp ? held : act_bytes_;
     hw::KernelDesc k;
     k.cls = hw::KernelClass::memory;
-    k.bytes = params / (par_.zero_stage >= 2 ? group_size(Dim::dp) : 1) * (added + 2 * held);
+    const bool shard = par_.zero_stage >= 2;
+    k.bytes =
+        (params / (shard ? group_size(Dim::dp) : 1) + expert / (shard ? group_size(Dim::edp) : 1)) * (added + 2 * held);
     push_compute(out, "grad accumulation", to_ticks(compute_->seconds(k)),
                  main_grad ? kNoFlags : kAfterFirstMicrobatch);
   }
@@ -629,10 +677,10 @@ class Builder {
   }
   // A block's gradients are complete: the framework's work on them, then into the DP bucket.
   void block_grads_ready(std::vector<Instr>& out, int block) {
-    const double params = trainable_block_params(block);
+    const double params = trainable_block_params(block), expert = trainable_block_expert_params(block);
     fsdp_unit_grads(out, params);
-    accumulate_grads(out, params);
-    dp_launch(out, params, fw_.grad_reduce_per_unit);
+    accumulate_grads(out, params - expert, expert);
+    dp_launch(out, params - expert, expert, fw_.grad_reduce_per_unit);
   }
 
   // ZeRO-3 / FSDP (and ZeRO-Infinity parameter offload): parameters are
@@ -895,8 +943,12 @@ class Builder {
     Fetch fetch = plan_fetch(blocks, order, false);
     for (std::size_t i = 0; i < order.size(); ++i) {
       const int l = order[i];
-      if (overlapped_param_gather() && l >= 0)
+      if (overlapped_param_gather() && l >= 0) {
         wait(f, Dim::dp, kGatherChannel, gather_index + (l - first_layer) + 1, kFirstMicrobatch | kAbsoluteWait);
+        if (trainable_block_expert_params(l) > 0)
+          wait(f, Dim::edp, static_cast<int>(Dim::edp), expert_gathers_through(stage, chunk, l),
+               kFirstMicrobatch | kAbsoluteWait);
+      }
       const std::size_t first_instr = f.size();
       fetch_use(f, fetch, l, -1, false);
       if (l == kEmbedding) {
@@ -969,7 +1021,7 @@ class Builder {
     }
     if (!split()) {
       // The last chunk to finish backward on this stage flushes the partial bucket.
-      if (chunk == 0) dp_launch(b, 0, true);
+      if (chunk == 0) dp_launch(b, 0, 0, true);
       b.push_back(mem(InstrKind::release, MemCat::activations, blocks.activations - blocks.head, "activations"));
     }
     if (remote(pipeline_destination(par_.schedule, Phase::backward, stage, chunk, p, v), stage))
@@ -992,7 +1044,7 @@ class Builder {
         push_compute(w, joined({op->name, " wgrad"}), gemm_half(*op, true));  // none for a frozen weight
       block_grads_ready(w, l);
     }
-    if (chunk == 0) dp_launch(w, 0, true);
+    if (chunk == 0) dp_launch(w, 0, 0, true);
     w.push_back(mem(InstrKind::release, MemCat::activations, blocks.activations - blocks.head, "activations"));
     return w;
   }
@@ -1140,9 +1192,14 @@ class Builder {
                "dp param all-gather");
       for (int c = 0; c < par_.vpp; ++c) {
         const auto r = models::chunk_layers(s_.model, par_, sp.stage, c);
-        for (int l = r.first; l < r.first + r.count; ++l)
+        for (int l = r.first; l < r.first + r.count; ++l) {
+          const double expert = trainable_block_expert_params(l);
           launch(sp.prologue, Dim::dp, kGatherChannel, CollectiveKind::all_gather,
-                 trainable_block_params(l) * act_bytes_, "dp param all-gather");
+                 (trainable_block_params(l) - expert) * act_bytes_, "dp param all-gather");
+          // The experts' weights over their own group, on its stream (experts_apart()).
+          launch(sp.prologue, Dim::edp, static_cast<int>(Dim::edp), CollectiveKind::all_gather, expert * act_bytes_,
+                 "edp param all-gather");
+        }
       }
       for (int c = 0; c < par_.vpp; ++c)
         if (models::holds_head(par_, sp.stage, c))
@@ -1156,17 +1213,21 @@ class Builder {
     if (stage_holds(sp.stage, models::holds_head)) drain_head_wgrads(e);
     // Gradients, the optimizer step and the updated-weight gathers concern the
     // parameters that train (all of them, or the LoRA adapters).
+    // (The routed experts' apart, over their own group: experts_apart().)
     const double local_params =
         static_cast<double>(models::trainable_stage_params(s_.model, par_, sp.stage).total());
-    const bool dp_active = group_size(Dim::dp) > 1;
-    if (dp_active && !s_.plan.overlap_grad_reduce) {
+    const double expert_params = trainable_stage_expert_params(sp.stage);
+    const double dense_params = local_params - expert_params;
+    if (!s_.plan.overlap_grad_reduce) {
       // All gradient buckets reduced after the backward pass, nothing overlapped.
       const CollectiveKind c = grad_collective();
-      for (double left = local_params; left > 0; left -= bucket_params())
-        launch(e, Dim::dp, static_cast<int>(Dim::dp), c, std::min(left, bucket_params()) * grad_elem_bytes_,
-               joined({"dp grad ", to_string(c)}));
+      for (const auto& [d, params] : {std::pair{Dim::dp, dense_params}, std::pair{Dim::edp, expert_params}})
+        for (double left = params; left > 0; left -= bucket_params())
+          launch(e, d, static_cast<int>(d), c, std::min(left, bucket_params()) * grad_elem_bytes_,
+                 joined({to_string(d), " grad ", to_string(c)}));
     }
     wait(e, Dim::dp, static_cast<int>(Dim::dp), 0);
+    if (expert_params > 0) wait(e, Dim::edp, static_cast<int>(Dim::edp), 0);
     // Overlapped parameter gathers of this step must be done before the next.
     if (overlapped_param_gather()) wait(e, Dim::dp, kGatherChannel, 0);
     // Gradient norm (clip) and inf check: an all-reduce over the model-parallel group.
@@ -1175,7 +1236,7 @@ class Builder {
     // weights, m, v and the gradient, writing master, m, v and the 16-bit weights
     // (4+4+4+2 read + 4+4+4+2 written = 28 bytes per parameter).
     const bool sharded = par_.zero_stage >= 1 || fw_.bf16_optimizer;  // BF16_Optimizer: a ZeRO-1 equivalent
-    const double shard = sharded ? local_params / (par_.dp * par_.cp) : local_params;
+    const double shard = sharded ? dense_params / (par_.dp * par_.cp) + expert_params / par_.expert_dp() : local_params;
     if (par_.offload_optimizer) {
       // ZeRO-Offload (Ren et al. 2021): gradients down and weights up over PCIe,
       // the Adam step at the host's rate.
@@ -1192,15 +1253,19 @@ class Builder {
       push_compute(e, "optimizer", to_ticks(compute_->seconds(k)));
       if (step > 0) e.push_back(mem(InstrKind::release, MemCat::optimizer, step, "fp32 main grads"));
     }
-    if (dp_active && (par_.zero_stage == 1 || par_.zero_stage == 2 || fw_.bf16_optimizer) &&
-        !overlapped_param_gather()) {
+    if ((par_.zero_stage == 1 || par_.zero_stage == 2 || fw_.bf16_optimizer) && !overlapped_param_gather()) {
       // Distributed optimizer: all-gather the updated 16-bit weights, exposed; in
-      // DeepSpeed's allgather_bucket_size buckets, else as one message.
-      const double bucket = fw_.allgather_bucket_params.value_or(local_params);
-      for (double left = local_params; left > 0; left -= bucket)
-        launch(e, Dim::dp, kGatherChannel, CollectiveKind::all_gather, std::min(left, bucket) * act_bytes_,
-               "dp param all-gather");
+      // DeepSpeed's allgather_bucket_size buckets, else as one message (the experts'
+      // over their own group, on its stream).
+      for (const auto& [d, params, channel] : {std::tuple{Dim::dp, dense_params, kGatherChannel},
+                                               std::tuple{Dim::edp, expert_params, static_cast<int>(Dim::edp)}}) {
+        const double bucket = fw_.allgather_bucket_params.value_or(params);
+        for (double left = params; left > 0; left -= bucket)
+          launch(e, d, channel, CollectiveKind::all_gather, std::min(left, bucket) * act_bytes_,
+                 joined({to_string(d), " param all-gather"}));
+      }
       wait(e, Dim::dp, kGatherChannel, 0);
+      if (expert_params > 0) wait(e, Dim::edp, static_cast<int>(Dim::edp), 0);
     }
   }
 
@@ -1227,8 +1292,8 @@ class Builder {
   Program prog_;
   double act_bytes_ = 2, tokens_ = 0, hidden_msg_ = 0, grad_elem_bytes_ = 2;
   Bytes deferred_head_wgrad_ = 0;  // models::deferred_head_wgrad_bytes
-  double dense_layer_local_ = 0, moe_layer_local_ = 0;
-  double pending_bucket_ = 0;
+  double dense_layer_local_ = 0, moe_layer_local_ = 0, moe_layer_expert_local_ = 0;
+  double pending_bucket_ = 0, pending_expert_bucket_ = 0;  // gradients not yet in a launched bucket
   int cur_stage_ = 0, cur_chunk_ = 0;  // the chunk being built (its head's parameters)
   bool overlap_ep_ = false;            // building a DualPipe F&B pair's passes (EP all-to-alls async)
   std::string name_;                   // joined()'s scratch

@@ -22,10 +22,15 @@ void expect_collective_times(Program& p, const Layout& layout, const CollectiveC
     const int rank = layout.rank_of({0, 0, 0, sp.stage});
     const GroupShape dp = layout.shape(Dim::dp, layout.group_id(rank, Dim::dp));
     const GroupShape ep = layout.shape(Dim::ep, layout.group_id(rank, Dim::ep));
+    const GroupShape edp = layout.shape(Dim::edp, layout.group_id(rank, Dim::edp));
     auto annotate = [&](std::vector<Instr>& list) {
       for (Instr& in : list)
-        if (in.kind == InstrKind::launch && (in.dim == Dim::dp || in.dim == Dim::ep))
-          in.duration = to_ticks(coll.seconds(in.coll, in.dim, in.dim == Dim::dp ? dp : ep, in.bytes));
+        if (in.kind == InstrKind::launch && (in.dim == Dim::dp || in.dim == Dim::ep || in.dim == Dim::edp))
+          in.duration = to_ticks(coll.seconds(in.coll, in.dim,
+                                              in.dim == Dim::dp   ? dp
+                                              : in.dim == Dim::ep ? ep
+                                                                  : edp,
+                                              in.bytes));
     };
     annotate(sp.prologue);
     annotate(sp.epilogue);
@@ -373,7 +378,8 @@ bool Replay::interact(RankState& r, const Instr& in, Tally& st) {
       const int stream = stream_of(in.channel);
       auto& ch = own[stream];
       ch.queue.push_back({&in, r.t, current_microbatch(r), current_phase(r)});
-      if (in.dim == Dim::dp || in.dim == Dim::ep) expect_comm(r, ch, in);  // what holds SMs (Builder::comm_sms)
+      if (in.dim == Dim::dp || in.dim == Dim::ep || in.dim == Dim::edp)
+        expect_comm(r, ch, in);  // what holds SMs (Builder::comm_sms)
       if (!ch.busy) start_async(r, stream, r.t);
       return true;
     }
