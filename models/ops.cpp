@@ -360,7 +360,9 @@ std::vector<Op> layer_ops(const ModelSpec& m, const Parallelism& p, bool moe_lay
     Op permute = pointwise("moe_permute", OpClass::elementwise, routed * x.h, 0.0, 2.0 * x.ab, 0.0, 2.0 * x.ab);
     permute.role = OpRole::moe_dispatch;
     ops.push_back(permute);
+    const std::size_t experts_from = ops.size();
     add_mlp(ops, "expert", m, per_expert, static_cast<double>(moe.ffn_hidden_size) / p.expert_tp(), local_experts, x);
+    for (std::size_t j = experts_from; j < ops.size(); ++j) ops[j].routed_expert = ops[j].cls == OpClass::gemm;
     // Unpermute multiplies each copy by its routing probability and sums top_k copies.
     Op unpermute = pointwise("moe_unpermute", OpClass::elementwise, routed * x.h, 2.0, 2.0 * x.ab, 2.0, 3.0 * x.ab);
     unpermute.role = OpRole::moe_combine;

@@ -51,6 +51,8 @@ struct Op {
   // A GEMM with a frozen weight (LoRA / QLoRA base): backward is dgrad only
   // (bwd_flops = fwd_flops, bwd_bytes the dgrad's), no weight gradient.
   bool frozen = false;
+  // A routed expert's GEMM (the experts' weights, sharded apart under expert parallelism).
+  bool routed_expert = false;
 };
 
 // Throws std::invalid_argument (naming the value) when the plan cannot shard the

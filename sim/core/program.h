@@ -30,11 +30,13 @@ using hw::net::Layout;
 
 // Async streams of a rank: one per dimension (index = Dim), plus a second DP
 // channel for parameter all-gathers (ZeRO-3 layer gathers, overlapped ZeRO-1/2
-// parameter gathers), whose waits count gathers only. Where the framework runs the
-// data-parallel group's collectives on one stream (Program::dp_one_stream), the
-// gathers execute in the DP stream's queue, in issue order with the reductions.
+// parameter gathers), whose waits count gathers only, and the same for the experts'
+// data-parallel group (edp). Where the framework runs the data-parallel group's
+// collectives on one stream (Program::dp_one_stream), the gathers execute in the DP
+// (EDP) stream's queue, in issue order with the reductions.
 inline constexpr int kGatherChannel = kNumDims;
-inline constexpr int kNumChannels = kNumDims + 1;
+inline constexpr int kExpertGatherChannel = kNumDims + 1;
+inline constexpr int kNumChannels = kNumDims + 2;
 
 enum class InstrKind : std::uint8_t {
   compute,     // occupies the compute stream for `duration`

@@ -179,6 +179,7 @@ class Builder {
     int block = 0;
     int op = -1;  // index in the layer's op list; -1 = the whole block
     Bytes bytes = 0;
+    Dim dim = Dim::dp;  // the group it is sharded over: the experts' (edp) when apart
   };
   struct Fetch {
     std::vector<GatherUnit> units;  // in order of first use
@@ -595,6 +596,10 @@ class Builder {
   // expert-data-parallel group (deepspeed/runtime/engine.py). Otherwise they are ordinary
   // weights of the dp group.
   bool experts_apart() const { return s_.model.moe && (par_.ep > 1 || par_.expert_tp() != par_.tp); }
+  // Of a block's parameters on this GPU, the routed experts' when they lie apart (else 0).
+  double expert_block_params(int block) const {
+    return experts_apart() && block >= 0 && s_.model.is_moe_layer(block) ? moe_layer_expert_local_ : 0;
+  }
   // Of a block's trainable parameters, the routed experts' when they lie apart (else 0).
   double trainable_block_expert_params(int block) const {
     if (!experts_apart() || block < 0 || !s_.model.is_moe_layer(block)) return 0;
@@ -690,7 +695,9 @@ class Builder {
   // (overlap_param_gather): one unit ahead, or, for DeepSpeed, while fewer than
   // stage3_prefetch_bucket_size elements are in flight. A block's gathered copy is
   // freed after use (FSDP without reshard_after_forward keeps it to the backward).
-  bool zero3() const { return par_.zero_stage == 3 && group_size(Dim::dp) > 1; }
+  bool zero3() const {
+    return par_.zero_stage == 3 && (group_size(Dim::dp) > 1 || (experts_apart() && group_size(Dim::edp) > 1));
+  }
   // Parameters on this GPU of a block: a transformer layer, or the embedding /
   // head (pseudo-layers kEmbedding / kHead).
   static constexpr int kEmbedding = -1, kHead = -2;
@@ -713,18 +720,24 @@ class Builder {
   // elements) of each GEMM, in op order; the layer's bytes shared in proportion
   // (biases and norms ride with them); modules below the persistence threshold
   // stay resident and are not gathered.
+  // The routed experts' GEMMs, when their weights lie apart (experts_apart()), share the
+  // experts' bytes and gather over their group; the others share the rest.
   std::vector<GatherUnit> submodule_units(int block, const std::vector<Op>& ops) const {
-    double total = 0;
+    const auto apart = [&](const Op& op) { return op.routed_expert && experts_apart(); };
+    double total[2] = {0, 0};  // dense, expert GEMM weights
     for (const Op& op : ops)
       if (op.cls == OpClass::gemm || op.cls == OpClass::router)
-        total += static_cast<double>(op.gemm.k) * static_cast<double>(op.gemm.n) * op.gemm.count;
+        total[apart(op)] += static_cast<double>(op.gemm.k) * static_cast<double>(op.gemm.n) * op.gemm.count;
+    const double expert = expert_block_params(block) * act_bytes_;
+    const double bytes[2] = {layer_param_bytes(block) - expert, expert};
     std::vector<GatherUnit> out;
     for (std::size_t j = 0; j < ops.size(); ++j) {
       const Op& op = ops[j];
       if (op.cls != OpClass::gemm && op.cls != OpClass::router) continue;
       const double w = static_cast<double>(op.gemm.k) * static_cast<double>(op.gemm.n) * op.gemm.count;
-      if (w < fw_.param_persistence_threshold || total <= 0) continue;
-      out.push_back({block, static_cast<int>(j), layer_param_bytes(block) * w / total});
+      const bool e = apart(op);
+      if (w < fw_.param_persistence_threshold || total[e] <= 0) continue;
+      out.push_back({block, static_cast<int>(j), bytes[e] * w / total[e], e ? Dim::edp : Dim::dp});
     }
     return out;
   }
@@ -740,7 +753,10 @@ class Builder {
     for (int l : order) {
       if (l < 0 || fw_.gather_unit == sim::GatherUnit::layer) {
         // A block without parameters here (the embedding of a single stage) has no gather.
-        if (layer_param_bytes(l) > 0) f.units.push_back({l, -1, layer_param_bytes(l)});
+        // A MoE layer's experts apart from its dense weights: a second unit, their own group.
+        const Bytes expert = expert_block_params(l) * act_bytes_;
+        if (layer_param_bytes(l) - expert > 0) f.units.push_back({l, -1, layer_param_bytes(l) - expert, Dim::dp});
+        if (expert > 0) f.units.push_back({l, -1, expert, Dim::edp});
         continue;
       }
       auto pieces = submodule_units(l, blocks.ops(s_.model, l));
@@ -783,40 +799,61 @@ class Builder {
     // DeepSpeed before 0.6 calls torch.cuda.synchronize() before each gather
     // (framework_profile.cpp): the host waits for every stream, the gradient reductions
     // on the DP stream included, before it builds the gather's views.
-    if (fw_.gather_blocks_host) wait(out, Dim::dp, static_cast<int>(Dim::dp), 0);
-    const ListGather list = list_gather(u.bytes);
+    if (fw_.gather_blocks_host) {
+      wait(out, Dim::dp, static_cast<int>(Dim::dp), 0);
+      if (experts_apart()) wait(out, Dim::edp, static_cast<int>(Dim::edp), 0);
+    }
+    const ListGather list = list_gather(u.bytes, u.dim);
     push_compute(out, "zero3 gather buffer and per-rank views", list.before);
-    launch(out, Dim::dp, kGatherChannel, CollectiveKind::all_gather, u.bytes,
+    launch(out, u.dim, gather_channel(u.dim), CollectiveKind::all_gather, u.bytes,
            backward ? "zero3 gather (bwd)" : "zero3 gather");
     push_compute(out, "zero3 gather per-rank copies issued", list.during);
   }
 
+  // The parameter-gather channel of a group: the dense one's, or the experts'.
+  static int gather_channel(Dim d) { return d == Dim::edp ? kExpertGatherChannel : kGatherChannel; }
+  // Past the units used together with unit k: a whole block's dense and expert units.
+  static std::size_t block_units_end(const Fetch& f, std::size_t k) {
+    std::size_t end = k + 1;
+    while (end < f.units.size() && f.units[k].op < 0 && f.units[end].block == f.units[k].block && f.units[end].op < 0 &&
+           f.units[end].dim != f.units[end - 1].dim)
+      ++end;
+    return end;
+  }
   // Before computing `op` of `block` (-1: the block as a whole): its unit gathered.
   void fetch_use(std::vector<Instr>& out, Fetch& f, int block, int op, bool backward) {
     std::size_t u = f.next_use;
     while (u < f.units.size() && !(f.units[u].block == block && f.units[u].op == op)) ++u;
     if (u >= f.units.size()) return;
-    f.next_use = u + 1;
-    while (f.launched <= u) launch_unit(out, f.units[f.launched++], backward);
+    const std::size_t last = block_units_end(f, u) - 1;  // a MoE layer's dense and expert units
+    f.next_use = last + 1;
+    while (f.launched <= last) launch_unit(out, f.units[f.launched++], backward);
     if (f.prefetch) {
       const auto ahead = [&] {
         double elems = 0;
-        for (std::size_t k = u + 1; k < f.launched; ++k) elems += f.units[k].bytes / act_bytes_;
+        for (std::size_t k = last + 1; k < f.launched; ++k) elems += f.units[k].bytes / act_bytes_;
         return elems;
       };
       if (fw_.gather_unit == sim::GatherUnit::layer) {
-        if (f.launched < f.units.size() && f.launched == u + 1) launch_unit(out, f.units[f.launched++], backward);
+        if (f.launched < f.units.size() && f.launched == last + 1)
+          for (const std::size_t end = block_units_end(f, f.launched); f.launched < end;)
+            launch_unit(out, f.units[f.launched++], backward);
       } else {
         while (f.launched < f.units.size() && ahead() < fw_.prefetch_bucket_params)
           launch_unit(out, f.units[f.launched++], backward);
       }
     }
-    wait(out, Dim::dp, kGatherChannel, static_cast<int>(f.launched - u - 1));
-    push_compute(out, "zero3 gather per-rank copies", list_gather(f.units[u].bytes).after);
-    if (par_.offload_params) {
-      // ZeRO-Infinity: the shard comes from host memory over PCIe first.
-      const double shard = f.units[u].bytes / group_size(Dim::dp);
-      push_compute(out, "param h2d", to_ticks(shard / compute_->gpu().pcie_bandwidth));
+    for (std::size_t k = u; k <= last; ++k) {
+      const Dim d = f.units[k].dim;
+      int later = 0;  // gathers of its group launched after it
+      for (std::size_t j = k + 1; j < f.launched; ++j) later += f.units[j].dim == d ? 1 : 0;
+      wait(out, d, gather_channel(d), later);
+      push_compute(out, "zero3 gather per-rank copies", list_gather(f.units[k].bytes, d).after);
+      if (par_.offload_params) {
+        // ZeRO-Infinity: the shard comes from host memory over PCIe first.
+        const double shard = f.units[k].bytes / group_size(d);
+        push_compute(out, "param h2d", to_ticks(shard / compute_->gpu().pcie_bandwidth));
+      }
     }
   }
   // What a list-form gather (DeepSpeed before 0.5.5, framework_profile.cpp) adds to
@@ -832,15 +869,15 @@ class Builder {
   struct ListGather {
     Tick before = 0, during = 0, after = 0;
   };
-  ListGather list_gather(Bytes bytes) const {
+  ListGather list_gather(Bytes bytes, Dim d) const {
     if (!fw_.gather_per_rank_ops) return {};
     hw::KernelDesc zero, copy;
     zero.cls = copy.cls = hw::KernelClass::memory;
     zero.bytes = bytes;
     copy.bytes = 2 * bytes;
-    const double views = group_size(Dim::dp) * kEagerOpHostSeconds;
-    const double copies = 2 * group_size(Dim::dp) * kEagerOpHostSeconds;
-    const double launches = (group_size(Dim::dp) - 1) * compute_->gpu().launch_overhead;  // the first is in seconds()
+    const double views = group_size(d) * kEagerOpHostSeconds;
+    const double copies = 2 * group_size(d) * kEagerOpHostSeconds;
+    const double launches = (group_size(d) - 1) * compute_->gpu().launch_overhead;  // the first is in seconds()
     return {to_ticks(compute_->seconds(zero) + views), to_ticks(copies), to_ticks(compute_->seconds(copy) + launches)};
   }
   // Bytes of a block that its gathers bring in (persistent submodules excluded).
@@ -946,7 +983,7 @@ class Builder {
       if (overlapped_param_gather() && l >= 0) {
         wait(f, Dim::dp, kGatherChannel, gather_index + (l - first_layer) + 1, kFirstMicrobatch | kAbsoluteWait);
         if (trainable_block_expert_params(l) > 0)
-          wait(f, Dim::edp, static_cast<int>(Dim::edp), expert_gathers_through(stage, chunk, l),
+          wait(f, Dim::edp, kExpertGatherChannel, expert_gathers_through(stage, chunk, l),
                kFirstMicrobatch | kAbsoluteWait);
       }
       const std::size_t first_instr = f.size();
@@ -1197,7 +1234,7 @@ class Builder {
           launch(sp.prologue, Dim::dp, kGatherChannel, CollectiveKind::all_gather,
                  (trainable_block_params(l) - expert) * act_bytes_, "dp param all-gather");
           // The experts' weights over their own group, on its stream (experts_apart()).
-          launch(sp.prologue, Dim::edp, static_cast<int>(Dim::edp), CollectiveKind::all_gather, expert * act_bytes_,
+          launch(sp.prologue, Dim::edp, kExpertGatherChannel, CollectiveKind::all_gather, expert * act_bytes_,
                  "edp param all-gather");
         }
       }
@@ -1230,6 +1267,7 @@ class Builder {
     if (expert_params > 0) wait(e, Dim::edp, static_cast<int>(Dim::edp), 0);
     // Overlapped parameter gathers of this step must be done before the next.
     if (overlapped_param_gather()) wait(e, Dim::dp, kGatherChannel, 0);
+    if (overlapped_param_gather() && expert_params > 0) wait(e, Dim::edp, kExpertGatherChannel, 0);
     // Gradient norm (clip) and inf check: an all-reduce over the model-parallel group.
     push_coll(e, Dim::mp, CollectiveKind::all_reduce, 8, "grad-norm all-reduce");
     // Adam step on this GPU's optimizer shard: fused kernel reading fp32 master
@@ -1258,14 +1296,14 @@ class Builder {
       // DeepSpeed's allgather_bucket_size buckets, else as one message (the experts'
       // over their own group, on its stream).
       for (const auto& [d, params, channel] : {std::tuple{Dim::dp, dense_params, kGatherChannel},
-                                               std::tuple{Dim::edp, expert_params, static_cast<int>(Dim::edp)}}) {
+                                               std::tuple{Dim::edp, expert_params, kExpertGatherChannel}}) {
         const double bucket = fw_.allgather_bucket_params.value_or(params);
         for (double left = params; left > 0; left -= bucket)
           launch(e, d, channel, CollectiveKind::all_gather, std::min(left, bucket) * act_bytes_,
                  joined({to_string(d), " param all-gather"}));
       }
       wait(e, Dim::dp, kGatherChannel, 0);
-      if (expert_params > 0) wait(e, Dim::edp, static_cast<int>(Dim::edp), 0);
+      if (expert_params > 0) wait(e, Dim::edp, kExpertGatherChannel, 0);
     }
   }
 

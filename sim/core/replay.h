@@ -301,7 +301,10 @@ class Replay {
   void arrive(RankState& r, Dim d, int channel, const Instr& in, Tick at);
   // The stream that runs channel c's ops: the DP stream for the gather channel when the
   // framework runs the DP group's collectives on one stream (Program::dp_one_stream).
-  int stream_of(int c) const { return c == kGatherChannel && program_.dp_one_stream ? static_cast<int>(Dim::dp) : c; }
+  int stream_of(int c) const {
+    if (c < kGatherChannel || !program_.dp_one_stream) return c;
+    return static_cast<int>(channel_dim(c));
+  }
   void start_async(RankState& r, int channel, Tick at);
   void take_members(GroupState& g, Dim d, int gid);
   void settle_members(GroupState& g, Dim d, Tick start, Tick now);
@@ -332,7 +335,9 @@ class Replay {
     return v[static_cast<std::size_t>(gid)];
   }
   // The dimension whose groups async stream `channel` runs collectives of.
-  static Dim channel_dim(int channel) { return channel == kGatherChannel ? Dim::dp : static_cast<Dim>(channel); }
+  static Dim channel_dim(int channel) {
+    return channel == kGatherChannel ? Dim::dp : channel == kExpertGatherChannel ? Dim::edp : static_cast<Dim>(channel);
+  }
   void make_groups(std::vector<GroupState>& groups, Dim dim);
   const GroupShape& shape_of(GroupState& g, Dim d, int gid);
   GroupShape pair_shape(int src, int dst) const;

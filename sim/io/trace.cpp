@@ -128,9 +128,10 @@ std::string trace_json(const Simulation& sim, const Layout& layout) {
                    R"({{"name":"process_sort_index","ph":"M","pid":{},"args":{{"sort_index":{}}}}})", rank, rank);
   }
   for (const auto& [rank, stream] : threads) {
-    const std::string name = stream == 0 ? "compute"
-                             : stream - 1 == kGatherChannel
-                                 ? "dp param gather"
+    const std::string name = stream == 0                    ? "compute"
+                             : stream - 1 == kGatherChannel ? "dp param gather"
+                             : stream - 1 == kExpertGatherChannel
+                                 ? "edp param gather"
                                  : std::string(to_string(static_cast<Dim>(stream - 1))) + " comm";
     sep();
     fmt::format_to(std::back_inserter(out),

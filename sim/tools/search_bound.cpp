@@ -134,6 +134,8 @@ StageBusy stage_busy(const StageProgram& sp, const StepCounts& sched, const Busy
   if (dp_one_stream) {
     ch[static_cast<std::size_t>(Dim::dp)] += ch[kGatherChannel];
     ch[kGatherChannel] = 0;
+    ch[static_cast<std::size_t>(Dim::edp)] += ch[kExpertGatherChannel];
+    ch[kExpertGatherChannel] = 0;
   }
   for (Tick t : ch) s.channels = std::max(s.channels, t);
   s.starts_fwd0 = sched.starts_fwd0;

@@ -256,6 +256,20 @@ training: { global_batch_size: 8, micro_batch_size: 1 }
   const Result v = run(yaml, interleaved);
   EXPECT_GT(v.comm_bytes_per_gpu[edp], 0);
   EXPECT_GT(v.iteration_time_s, 0);
+  // ZeRO-3 (one micro-batch): each kind gathered twice in bf16 and reduce-scattered over its
+  // own group, in fp32 under Megatron-core (4 · (n − 1)/n of its 2-byte volume) and in bf16
+  // under DeepSpeed (3 ·); a MoE layer's dense and expert weights are two gathers (Megatron:
+  // per layer), or its expert GEMMs' own (DeepSpeed: per linear submodule).
+  for (const auto& [framework, units] : {std::pair{"megatron-core", 4.0}, std::pair{"deepspeed", 3.0}}) {
+    const auto zero3 = [units = units](double n, std::int64_t params) {
+      return units * (n - 1) / n * 2.0 * static_cast<double>(params);
+    };
+    const Result z = run(yaml, {"parallel.zero_stage=3", std::string("training.framework=") + framework});
+    // (DeepSpeed keeps modules under stage3_param_persistence_threshold resident: the
+    // routers, 0.03 % of the dense weights here.)
+    EXPECT_NEAR(z.comm_bytes_per_gpu[kDp], zero3(8, lp.dense), 1e-3 * zero3(8, lp.dense)) << framework;
+    EXPECT_NEAR(z.comm_bytes_per_gpu[edp], zero3(2, lp.expert), 1e-6 * zero3(2, lp.expert)) << framework;
+  }
 }
 
 // Megatron's deferred output-layer weight gradient: the last stage skips the logits GEMM's
