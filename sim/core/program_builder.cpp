@@ -590,7 +590,7 @@ class Builder {
   // experts form the expert-data-parallel group (Dim::edp), over which their gradients are
   // reduced, their optimizer state sharded and their updated weights gathered, in buffers of
   // their own: Megatron-core's DDP `expert_parallel_buffers` over
-  // `get_expert_data_parallel_group()` with the same bucket size
+  // its `expt_dp_group` (parallel_state.get_expert_data_parallel_group) with the same bucket size
   // (megatron/core/distributed/distributed_data_parallel.py), its distributed optimizer's
   // expert shards (the same group); DeepSpeed-MoE's `_reduce_expert_gradients` over the
   // expert-data-parallel group (deepspeed/runtime/engine.py). Otherwise they are ordinary
