@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -19,14 +21,60 @@ extern const char presets_yaml[];  // models/presets.yaml, embedded by CMake
 
 namespace ptsim::models {
 
+std::vector<std::uint8_t> parse_moe_layer_pattern(const std::string& text) {
+  std::string t;
+  for (char c : text)
+    if (c != ' ' && c != '\t') t += c;
+  const auto bad = [&](const std::string& what) {
+    throw std::invalid_argument(fmt::format(
+        "'{}' is not a MoE layer pattern ({}): give a layer frequency N or a sum of 0/1 lists like \"([0]*1+[1]*27)\"",
+        text, what));
+  };
+  if (t.size() >= 2 && t.front() == '(' && t.back() == ')') t = t.substr(1, t.size() - 2);
+  if (t.empty()) bad("empty");
+  std::vector<std::uint8_t> out;
+  std::size_t i = 0;
+  for (;;) {
+    if (i >= t.size() || t[i] != '[') bad("a term must start with '['");
+    std::vector<std::uint8_t> term;
+    for (++i;;) {
+      if (i >= t.size() || (t[i] != '0' && t[i] != '1')) bad("list entries are 0 or 1");
+      term.push_back(static_cast<std::uint8_t>(t[i++] - '0'));
+      if (i < t.size() && t[i] == ',') {
+        ++i;
+        continue;
+      }
+      if (i >= t.size() || t[i] != ']') bad("a list must end with ']'");
+      ++i;
+      break;
+    }
+    long repeat = 1;
+    if (i < t.size() && t[i] == '*') {
+      const std::size_t from = ++i;
+      while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) ++i;
+      if (i == from || i - from > 6) bad("'*' takes a count of 1 to 6 digits");
+      repeat = std::stol(t.substr(from, i - from));
+    }
+    if (static_cast<long>(out.size()) + repeat * static_cast<long>(term.size()) > kMaxLayers) bad("too many layers");
+    for (long r = 0; r < repeat; ++r) out.insert(out.end(), term.begin(), term.end());
+    if (i == t.size()) break;
+    if (t[i] != '+') bad(fmt::format("unexpected '{}'", t[i]));
+    ++i;
+  }
+  return out;
+}
+
 bool ModelSpec::is_moe_layer(int layer_index) const {
   if (layer_index < 0 || layer_index >= num_layers) {
     throw std::invalid_argument(
         fmt::format("layer index {} out of range [0, {}) for model '{}'", layer_index, num_layers, name));
   }
   if (!moe || moe->num_experts <= 0) return false;
-  // Megatron-core moe_layer_freq = N: layer i is MoE when i % N == 0
-  // (megatron/core/transformer/moe: moe_layer_pattern).
+  // Megatron-core moe_layer_freq = N: layer i is MoE when i % N == 0, or the list's entry
+  // (megatron/core/transformer/transformer_block.py, moe_layer_pattern).
+  if (!moe->layer_pattern.empty())
+    return static_cast<std::size_t>(layer_index) < moe->layer_pattern.size() &&
+           moe->layer_pattern[static_cast<std::size_t>(layer_index)] != 0;
   return layer_index % moe->layer_freq == 0;
 }
 
@@ -111,7 +159,15 @@ ModelSpec parse_preset(const Origin& o, const YAML::Node& node) {
     s.num_experts = required<int>(o, moe, m.name, "num_experts");
     s.top_k = required<int>(o, moe, m.name, "top_k");
     s.ffn_hidden_size = required<std::int64_t>(o, moe, m.name, "ffn_hidden_size");
-    s.layer_freq = moe["layer_freq"] ? required<int>(o, moe, m.name, "layer_freq") : 1;
+    if (const YAML::Node f = moe["layer_freq"]; f && f.IsScalar() && f.Scalar().find('[') != std::string::npos) {
+      try {
+        s.layer_pattern = parse_moe_layer_pattern(f.Scalar());
+      } catch (const std::invalid_argument& e) {
+        preset_error(o, m.name, "moe.layer_freq", e.what());
+      }
+    } else {
+      s.layer_freq = f ? required<int>(o, moe, m.name, "layer_freq") : 1;
+    }
     s.shared_experts = moe["shared_experts"] ? required<int>(o, moe, m.name, "shared_experts") : 0;
     m.moe = s;
   }
@@ -313,14 +369,63 @@ ModelSpec from_hf_config(const std::string& given) {
     m.attention_dropout = prob("attention_dropout", 0.0);
   }
 
-  if (auto experts = hf_opt_int(j, path, {"num_local_experts", "num_experts"}, kMaxExperts)) {
+  // DeepSeek-V2 / V3's multi-head latent attention compresses K and V (and Q) through
+  // low-rank projections: not the attention ptsim models.
+  for (const char* key : {"kv_lora_rank", "q_lora_rank"})
+    if (const auto it = j.find(key); it != j.end() && !it->is_null())
+      hf_error(path, key, "multi-head latent attention (DeepSeek-V2 / V3) is not modelled");
+
+  // MoE: Mixtral's num_local_experts, Qwen2-MoE's num_experts, DeepSeek's n_routed_experts.
+  if (auto experts = hf_opt_int(j, path, {"num_local_experts", "num_experts", "n_routed_experts"}, kMaxExperts)) {
     MoeSpec s;
     s.num_experts = static_cast<int>(*experts);
     s.top_k = static_cast<int>(hf_int(j, path, {"num_experts_per_tok"}, kMaxExperts));
     s.ffn_hidden_size = hf_opt_int(j, path, {"moe_intermediate_size"}, kMaxFfnHiddenSize).value_or(m.ffn_hidden_size);
-    s.layer_freq = static_cast<int>(hf_opt_int(j, path, {"decoder_sparse_step"}, kMaxLayers).value_or(1));
     if (s.top_k > s.num_experts) {
       hf_error(path, "num_experts_per_tok", fmt::format("{} exceeds the {} experts", s.top_k, s.num_experts));
+    }
+    // Shared experts: DeepSeek's n_shared_experts of the experts' width (modeling_deepseek.py
+    // DeepseekMoE: one MLP of moe_intermediate_size × n_shared_experts); Qwen2-MoE's one MLP of
+    // shared_expert_intermediate_size (modeling_qwen2_moe.py; its sigmoid shared_expert_gate,
+    // hidden_size weights a layer, is not counted).
+    if (auto n = hf_opt_int(j, path, {"n_shared_experts"}, kMaxExperts)) s.shared_experts = static_cast<int>(*n);
+    if (auto w = hf_opt_int(j, path, {"shared_expert_intermediate_size"}, kMaxFfnHiddenSize)) {
+      if (*w % s.ffn_hidden_size != 0)
+        hf_error(path, "shared_expert_intermediate_size",
+                 fmt::format("{} is not a multiple of moe_intermediate_size {}", *w, s.ffn_hidden_size));
+      s.shared_experts = static_cast<int>(*w / s.ffn_hidden_size);
+    }
+    // Which layers are MoE. DeepSeek: layer i when i >= first_k_dense_replace and i %
+    // moe_layer_freq == 0 (DeepseekDecoderLayer). Qwen2-MoE: when i is not in mlp_only_layers
+    // and (i + 1) % decoder_sparse_step == 0 (Qwen2MoeDecoderLayer). The dense layers keep
+    // intermediate_size.
+    const auto count = [&](const char* key) -> std::int64_t {
+      const auto it = j.find(key);
+      if (it == j.end() || it->is_null()) return -1;
+      if (!it->is_number_integer() || it->get<std::int64_t>() < 0 || it->get<std::int64_t>() > kMaxLayers)
+        hf_error(path, key, fmt::format("expected an integer from 0 to {}, got {}", kMaxLayers, it->dump()));
+      return it->get<std::int64_t>();
+    };
+    const std::int64_t first_dense = count("first_k_dense_replace"), freq = count("moe_layer_freq"),
+                       step = count("decoder_sparse_step");
+    for (auto [key, v] : {std::pair{"moe_layer_freq", freq}, std::pair{"decoder_sparse_step", step}})
+      if (v == 0) hf_error(path, key, "must be at least 1");
+    std::vector<std::int64_t> mlp_only;
+    if (const auto it = j.find("mlp_only_layers"); it != j.end() && !it->is_null()) {
+      if (!it->is_array()) hf_error(path, "mlp_only_layers", "expected a list of layer indices");
+      for (const auto& x : *it) {
+        if (!x.is_number_integer() || x.get<std::int64_t>() < 0 || x.get<std::int64_t>() >= m.num_layers)
+          hf_error(path, "mlp_only_layers", fmt::format("{} is not a layer index below {}", x.dump(), m.num_layers));
+        mlp_only.push_back(x.get<std::int64_t>());
+      }
+    }
+    if (first_dense > 0 || freq > 1 || step > 1 || !mlp_only.empty()) {
+      for (std::int64_t i = 0; i < m.num_layers; ++i) {
+        bool sparse = i >= std::max<std::int64_t>(first_dense, 0) && i % std::max<std::int64_t>(freq, 1) == 0;
+        sparse = sparse && (i + 1) % std::max<std::int64_t>(step, 1) == 0 &&
+                 std::find(mlp_only.begin(), mlp_only.end(), i) == mlp_only.end();
+        s.layer_pattern.push_back(sparse ? 1 : 0);
+      }
     }
     m.moe = s;
   }

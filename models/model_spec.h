@@ -14,9 +14,18 @@ struct MoeSpec {
   int num_experts = 0;
   int top_k = 0;
   std::int64_t ffn_hidden_size = 0;
-  int layer_freq = 1;      // every Nth layer is MoE
+  int layer_freq = 1;  // every Nth layer is MoE (layer i when i % N == 0)
+  // Or, when not empty, which layers are: one entry per layer, 1 = MoE (Megatron-core's
+  // --moe-layer-freq given as a list, e.g. "([0]*1+[1]*27)"; parse_moe_layer_pattern).
+  std::vector<std::uint8_t> layer_pattern;
   int shared_experts = 0;  // always-on experts of the same ffn size
 };
+
+// Megatron-core's --moe-layer-freq in its list form (megatron/training/arguments.py
+// moe_freq_type: a Python expression evaluated to a list of 0/1 per layer): a sum of
+// bracketed 0/1 lists, each optionally repeated ("*N"), in optional parentheses, e.g.
+// "([0]*3+[1]*58)" or "[1,0,1,0]". Throws std::invalid_argument saying what is wrong.
+std::vector<std::uint8_t> parse_moe_layer_pattern(const std::string& text);
 
 // Documented limits (README "Limits") on a model's sizes: every reader (scenario, preset,
 // HuggingFace config) rejects a larger value naming its key, so that the products the

@@ -280,6 +280,10 @@ void check_sharding(const ModelSpec& m, const Parallelism& p) {
       throw std::invalid_argument(
           fmt::format("model '{}': moe.layer_freq must be >= 1, got {}", m.name, m.moe->layer_freq));
     }
+    if (!m.moe->layer_pattern.empty() && m.moe->layer_pattern.size() != static_cast<std::size_t>(m.num_layers)) {
+      throw std::invalid_argument(fmt::format("model '{}': the MoE layer pattern has {} entries for {} layers", m.name,
+                                              m.moe->layer_pattern.size(), m.num_layers));
+    }
   } else if (p.ep != 1) {
     throw std::invalid_argument(fmt::format("expert_parallel = {} but model '{}' has no experts", p.ep, m.name));
   }

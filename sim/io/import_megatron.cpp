@@ -106,6 +106,7 @@ class Mapper {
     }
     return v;
   }
+  [[noreturn]] void bad(const Flag& f, const std::string& what) const { throw InputError(source_, f.name, what); }
   std::optional<std::int64_t> whole(const Flag& f) const {
     const auto v = value(f);
     if (!v) return std::nullopt;
@@ -258,13 +259,31 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
         if (const auto x = m.number(*c)) moe["capacity_factor"] = *x;
       if (const Flag* c = use("--moe-layer-freq")) {
         if (const auto x = m.value(*c)) {
-          if (x->find_first_not_of("0123456789") == std::string::npos)
+          if (x->find_first_not_of("0123456789") == std::string::npos) {
             set_whole(moe, "layer_freq", "--moe-layer-freq");
-          else
-            out.warnings.push_back(
-                fmt::format("{}: --moe-layer-freq: the pattern '{}' is not modelled: every layer is MoE", source, *x));
+          } else {
+            // The list form, e.g. "([0]*1+[1]*27)": kept as written, checked here.
+            try {
+              models::parse_moe_layer_pattern(*x);
+              moe["layer_freq"] = *x;
+            } catch (const std::invalid_argument& e) {
+              m.bad(*c, e.what());
+            }
+          }
         }
       }
+      // Megatron's shared experts are one MLP of --moe-shared-expert-intermediate-size;
+      // ptsim counts them in experts of the routed width.
+      if (const Flag* c = use("--moe-shared-expert-intermediate-size"))
+        if (const auto x = m.whole(*c)) {
+          const std::int64_t width = moe["ffn_hidden_size"]     ? moe["ffn_hidden_size"].as<std::int64_t>()
+                                     : model["ffn_hidden_size"] ? model["ffn_hidden_size"].as<std::int64_t>()
+                                                                : 0;
+          if (width > 0 && *x % width == 0)
+            moe["shared_experts"] = *x / width;
+          else
+            m.bad(*c, fmt::format("{} is not a multiple of the experts' width {} (--moe-ffn-hidden-size)", *x, width));
+        }
     }
   }
 

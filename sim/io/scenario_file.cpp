@@ -213,7 +213,26 @@ models::ModelSpec read_model(const hw::StrictReader& r, const YAML::Node& m, Sce
     if (moe["num_experts"]) ms.num_experts = r.integer(moe["num_experts"], "model.moe.num_experts");
     if (moe["top_k"]) ms.top_k = r.integer(moe["top_k"], "model.moe.top_k");
     if (moe["ffn_hidden_size"]) ms.ffn_hidden_size = r.int64(moe["ffn_hidden_size"], "model.moe.ffn_hidden_size");
-    if (moe["layer_freq"]) ms.layer_freq = r.integer(moe["layer_freq"], "model.moe.layer_freq");
+    if (const YAML::Node f = moe["layer_freq"]) {
+      // An integer N, or Megatron's list form: a string like "([0]*1+[1]*27)" or a YAML list.
+      std::string text;
+      if (f.IsSequence()) {
+        for (const auto& x : f) text += (text.empty() ? "[" : ",") + (x.IsScalar() ? x.Scalar() : std::string("?"));
+        text += "]";
+      } else if (f.IsScalar() && f.Scalar().find('[') != std::string::npos) {
+        text = f.Scalar();
+      }
+      if (text.empty()) {
+        ms.layer_freq = r.integer(f, "model.moe.layer_freq");
+        ms.layer_pattern.clear();
+      } else {
+        try {
+          ms.layer_pattern = models::parse_moe_layer_pattern(text);
+        } catch (const std::invalid_argument& e) {
+          r.fail("model.moe.layer_freq", e.what());
+        }
+      }
+    }
     if (moe["shared_experts"]) ms.shared_experts = r.integer(moe["shared_experts"], "model.moe.shared_experts", 0);
     if (ms.num_experts < 1) r.fail("model.moe.num_experts", "a MoE block needs num_experts >= 1");
     if (ms.top_k < 1 || ms.top_k > ms.num_experts)
@@ -225,6 +244,12 @@ models::ModelSpec read_model(const hw::StrictReader& r, const YAML::Node& m, Sce
   if (spec.num_layers <= 0 || spec.hidden_size <= 0)
     r.fail("model", "no architecture: give model.preset, model.hf_config, or every model key",
            "`ptsim list models` lists the presets");
+  if (spec.moe && !spec.moe->layer_pattern.empty() &&
+      spec.moe->layer_pattern.size() != static_cast<std::size_t>(spec.num_layers))
+    r.fail("model.moe.layer_freq",
+           fmt::format("the MoE layer pattern lists {} layers but the model has {} (model.num_layers)",
+                       spec.moe->layer_pattern.size(), spec.num_layers),
+           "give one 0/1 entry per layer, or a layer frequency N");
   if (spec.name.empty() || m["num_layers"] || m["hidden_size"])
     spec.name = spec.name.empty() ? "custom" : spec.name + "-custom";
   return spec;

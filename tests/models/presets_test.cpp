@@ -56,7 +56,7 @@ TEST(Presets, EveryContractPresetExistsWithASource) {
 TEST(Presets, ParsedOnce) {
   // The same vector (not a re-parse) on every call.
   EXPECT_EQ(&presets(), &presets());
-  EXPECT_EQ(presets().size(), 19u);
+  EXPECT_EQ(presets().size(), 20u);
 }
 
 TEST(Presets, GptTable1Row) {
@@ -165,6 +165,47 @@ TEST(ModelSpec, MoeLayerFrequency) {
   EXPECT_FALSE(find_preset("llama2-7b")->is_moe_layer(3));
 }
 
+// Megatron-core's list form of --moe-layer-freq (a Python list expression of 0/1 per layer).
+TEST(ModelSpec, MoeLayerPattern) {
+  EXPECT_EQ(parse_moe_layer_pattern("([0]*1+[1]*3)"), (std::vector<std::uint8_t>{0, 1, 1, 1}));
+  EXPECT_EQ(parse_moe_layer_pattern("[0]*2+[1]*2"), (std::vector<std::uint8_t>{0, 0, 1, 1}));
+  EXPECT_EQ(parse_moe_layer_pattern(" [1, 0] * 2 "), (std::vector<std::uint8_t>{1, 0, 1, 0}));
+  EXPECT_EQ(parse_moe_layer_pattern("[1,1,0]"), (std::vector<std::uint8_t>{1, 1, 0}));
+  for (const char* bad : {"", "()", "[2]", "[0]*", "[0]+", "[0,]", "(0,1)", "[0]*1x", "[0]*9999999", "[0]-[1]"})
+    EXPECT_THROW(parse_moe_layer_pattern(bad), std::invalid_argument) << bad;
+  try {
+    parse_moe_layer_pattern("[0]*2+[3]");
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("0 or 1"), std::string::npos) << e.what();
+  }
+  ModelSpec m = *find_preset("mixtral-8x7b");
+  m.moe->layer_pattern = parse_moe_layer_pattern("[0]*2+[1]*30");
+  EXPECT_FALSE(m.is_moe_layer(0));
+  EXPECT_FALSE(m.is_moe_layer(1));
+  EXPECT_TRUE(m.is_moe_layer(2));
+  EXPECT_TRUE(m.is_moe_layer(31));
+}
+
+// DeepSeekMoE 16B (arXiv 2401.06066: 16.4B parameters, 2.8B activated): a dense first layer
+// (first_k_dense_replace 1), then 64 fine-grained experts of 1408, top-6, and 2 shared.
+TEST(Presets, DeepSeekMoe16bCounts) {
+  const ModelSpec m = *find_preset("deepseek-moe-16b");
+  EXPECT_FALSE(m.is_moe_layer(0));
+  EXPECT_TRUE(m.is_moe_layer(1));
+  EXPECT_TRUE(m.is_moe_layer(27));
+  const ParamCounts c = count_params(m);
+  // Embedding and head 2 · 102400 · 2048; attention 4 · 2048² a layer; the dense MLP
+  // 3 · 2048 · 10944; a MoE layer's 66 experts of 3 · 2048 · 1408 and a 64 × 2048 router;
+  // two RMSNorms a layer and the final one.
+  const std::int64_t h = 2048, attn = 4 * h * h, norms = 2 * h;
+  const std::int64_t expert = 3 * h * 1408;
+  const std::int64_t expected =
+      2 * 102400 * h + (attn + norms + 3 * h * 10944) + 27 * (attn + norms + 66 * expert + 64 * h) + h;
+  EXPECT_EQ(c.total, expected);
+  EXPECT_NEAR(c.total / 1e9, 16.4, 0.05);
+  EXPECT_NEAR(c.active / 1e9, 2.8, 0.05);
+}
+
 TEST(HfConfig, Llama2_7b) {
   const ModelSpec m = from_hf_config(data_path("llama2-7b-config.json"));
   EXPECT_EQ(m.hidden_size, 4096);
@@ -217,6 +258,45 @@ TEST(HfConfig, MixtralExperts) {
   EXPECT_EQ(m.moe->top_k, 2);
   EXPECT_EQ(m.moe->ffn_hidden_size, 14336);
   EXPECT_EQ(count_params(m).total, count_params(*find_preset("mixtral-8x7b")).total);
+}
+
+// DeepSeek (n_routed_experts, n_shared_experts, first_k_dense_replace) and Qwen2-MoE
+// (shared_expert_intermediate_size, decoder_sparse_step counting from layer 1, mlp_only_layers)
+// as their modeling files build them; multi-head latent attention is refused.
+TEST(HfConfig, FineGrainedExpertsAndLayerPatterns) {
+  TempConfig deepseek(R"({"model_type": "deepseek", "hidden_size": 2048, "num_hidden_layers": 28,
+                          "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 10944,
+                          "moe_intermediate_size": 1408, "n_routed_experts": 64, "num_experts_per_tok": 6,
+                          "n_shared_experts": 2, "first_k_dense_replace": 1, "moe_layer_freq": 1,
+                          "vocab_size": 102400, "max_position_embeddings": 4096, "hidden_act": "silu",
+                          "tie_word_embeddings": false})");
+  const ModelSpec d = from_hf_config(deepseek.path());
+  ASSERT_TRUE(d.moe.has_value());
+  EXPECT_EQ(d.moe->shared_experts, 2);
+  EXPECT_EQ(d.moe->layer_pattern, parse_moe_layer_pattern("[0]+[1]*27"));
+  EXPECT_EQ(count_params(d).total, count_params(*find_preset("deepseek-moe-16b")).total);
+
+  TempConfig qwen(R"({"model_type": "qwen2_moe", "hidden_size": 64, "num_hidden_layers": 6,
+                      "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 256,
+                      "moe_intermediate_size": 32, "num_experts": 8, "num_experts_per_tok": 2,
+                      "shared_expert_intermediate_size": 128, "decoder_sparse_step": 2,
+                      "mlp_only_layers": [3], "vocab_size": 100, "max_position_embeddings": 64})");
+  const ModelSpec q = from_hf_config(qwen.path());
+  EXPECT_EQ(q.moe->shared_experts, 4);
+  EXPECT_EQ(q.moe->layer_pattern, (std::vector<std::uint8_t>{0, 1, 0, 0, 0, 1}));  // (i + 1) % 2 == 0, not 3
+
+  std::string text = R"({"model_type": "qwen2_moe", "hidden_size": 64, "num_hidden_layers": 6,
+                         "num_attention_heads": 4, "intermediate_size": 256, "moe_intermediate_size": 32,
+                         "num_experts": 8, "num_experts_per_tok": 2, "vocab_size": 100,
+                         "max_position_embeddings": 64, )";
+  TempConfig odd_shared(text + R"("shared_expert_intermediate_size": 100})");
+  EXPECT_NE(error_of(odd_shared.path()).find("shared_expert_intermediate_size"), std::string::npos);
+  TempConfig bad_layers(text + R"("mlp_only_layers": [9]})");
+  EXPECT_NE(error_of(bad_layers.path()).find("mlp_only_layers"), std::string::npos);
+  TempConfig mla(text + R"("kv_lora_rank": 512, "q_lora_rank": null})");
+  const std::string e = error_of(mla.path());
+  EXPECT_NE(e.find("kv_lora_rank"), std::string::npos) << e;
+  EXPECT_NE(e.find("latent attention"), std::string::npos) << e;
 }
 
 TEST(HfConfig, ErrorsNameFileAndKey) {

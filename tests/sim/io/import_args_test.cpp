@@ -161,6 +161,32 @@ TEST(ImportMegatron, BiasActivationFusion) {
   EXPECT_FALSE(fusion("--no-bias-swiglu-fusion"));
 }
 
+// --moe-layer-freq in its list form (as DeepSeek-style scripts write it) and the shared
+// experts' --moe-shared-expert-intermediate-size, in experts of the routed width.
+TEST(ImportMegatron, MoeLayerPatternAndSharedExperts) {
+  const auto k = import_megatron_args(
+      "--num-layers 4 --num-experts 64 --moe-ffn-hidden-size 1408 --moe-layer-freq ([0]*1+[1]*3) "
+      "--moe-shared-expert-intermediate-size 2816",
+      "ds.sh", 8);
+  EXPECT_EQ(k.keys["model"]["moe"]["layer_freq"].as<std::string>(), "([0]*1+[1]*3)");
+  EXPECT_EQ(k.keys["model"]["moe"]["shared_experts"].as<int>(), 2);
+  EXPECT_EQ(
+      import_megatron_args("--num-experts 8 --moe-layer-freq 2", "a", 8).keys["model"]["moe"]["layer_freq"].as<int>(),
+      2);
+  for (const char* bad : {"--num-experts 8 --moe-layer-freq [0]*1+[2]*3",
+                          "--num-experts 8 --moe-ffn-hidden-size 1408 --moe-shared-expert-intermediate-size 1000"}) {
+    try {
+      import_megatron_args(bad, "ds.sh", 8);
+      ADD_FAILURE() << "accepted: " << bad;
+    } catch (const InputError& e) {
+      const std::string w = e.what();
+      EXPECT_TRUE(w.find("--moe-layer-freq") != std::string::npos ||
+                  w.find("--moe-shared-expert-intermediate-size") != std::string::npos)
+          << w;
+    }
+  }
+}
+
 // --moe-token-dispatcher-type, and Megatron's default (allgather) when a MoE script names none.
 TEST(ImportMegatron, MoeTokenDispatcher) {
   const auto dispatcher = [](const std::string& args) {
