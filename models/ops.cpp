@@ -372,8 +372,10 @@ std::vector<Op> layer_ops(const ModelSpec& m, const Parallelism& p, bool moe_lay
     unpermute.role = OpRole::moe_combine;
     ops.push_back(unpermute);
     if (moe.shared_experts > 0) {
+      const std::size_t shared_from = ops.size();
       add_mlp(ops, "shared_expert", m, x.tokens,
               static_cast<double>(moe.shared_experts) * static_cast<double>(moe.ffn_hidden_size) / p.tp, 1, x);
+      for (std::size_t j = shared_from; j < ops.size(); ++j) ops[j].shared_expert = true;
     }
   }
   ops.push_back(

@@ -53,6 +53,8 @@ struct Op {
   bool frozen = false;
   // A routed expert's GEMM (the experts' weights, sharded apart under expert parallelism).
   bool routed_expert = false;
+  // A shared expert's op (always-on experts of a MoE layer).
+  bool shared_expert = false;
 };
 
 // Throws std::invalid_argument (naming the value) when the plan cannot shard the

@@ -130,6 +130,10 @@ struct FrameworkProfile {
   // Megatron's --moe-grouped-gemm: with Transformer Engine the experts are TEGroupedMLP, whose
   // grouped GEMMs hold TE's multi-stream cuBLAS workspaces (models/memory.cpp).
   bool moe_grouped_gemm = false;
+  // Megatron's --moe-shared-expert-overlap: the shared experts run on a stream of their own,
+  // their first GEMM and activation beside the token dispatch's all-to-all, their second GEMM
+  // beside the combine's, in forward and backward (moe/shared_experts.py, token_dispatcher.py).
+  bool moe_shared_expert_overlap = false;
   // Megatron's bias_activation_fusion (--no-bias-swiglu-fusion / --no-bias-gelu-fusion turn it
   // off): with SwiGLU, MoE experts weight their activation in one fused kernel.
   bool bias_activation_fusion = true;

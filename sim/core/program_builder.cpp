@@ -45,6 +45,10 @@ std::string gemm_dtype(models::Precision p) {
 // duration_under_comm).
 struct OpTicks {
   Tick plain = 0, under_comm = 0;
+  OpTicks& operator+=(const OpTicks& o) {
+    plain += o.plain, under_comm += o.under_comm;
+    return *this;
+  }
 };
 
 class Builder {
@@ -421,28 +425,56 @@ class Builder {
   // is the layer; `bwd_pass`: a recomputation inside the backward).
   void layer_forward(std::vector<Instr>& out, const std::vector<Op>& ops, const std::vector<OpTicks>& fwd,
                      std::uint8_t flags, Fetch* fetch = nullptr, int block = 0, bool bwd_pass = false) {
+    const SharedBeside shared = shared_beside(ops, fwd);
     for (std::size_t j = 0; j < ops.size(); ++j) {
       const Op& op = ops[j];
+      if (shared.on && op.shared_expert) continue;  // beside the all-to-alls below
       if (fetch) fetch_use(out, *fetch, block, static_cast<int>(j), bwd_pass);
       if (op.role == OpRole::attn_enter) tp_boundary(out, true, false, "attn", flags);
       if (op.role == OpRole::mlp_enter) tp_boundary(out, true, false, "mlp", flags);
       if (op.role == OpRole::attn_leave) tp_boundary(out, false, false, "attn", flags);
       if (op.role == OpRole::mlp_leave) tp_boundary(out, false, false, "mlp", flags);
-      if (op.role == OpRole::moe_combine) ep_exchange(out, true, false, flags);
+      if (op.role == OpRole::moe_combine) ep_exchange(out, true, false, flags, shared.second);
       if (op.cls == OpClass::attention) cp_launch(out, false, flags);
       push_compute(out, op.name, fwd[j], flags);
       if (fetch) fetch_done(out, *fetch, block, static_cast<int>(j), bwd_pass);
       if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, flags);
-      if (op.role == OpRole::moe_dispatch) ep_exchange(out, false, false, flags);
+      if (op.role == OpRole::moe_dispatch) ep_exchange(out, false, false, flags, shared.first);
     }
+  }
+
+  // Megatron's --moe-shared-expert-overlap (FrameworkProfile::moe_shared_expert_overlap): the
+  // shared experts' ops of a pass, as the two computes that run beside the dispatch's and the
+  // combine's all-to-alls: the first GEMM and the activation, then the second GEMM (in the
+  // pass's own order: backward, `t` the backward times, the combine's comes first).
+  struct SharedBeside {
+    bool on = false;
+    OpTicks first, second;  // beside the dispatch's all-to-all, beside the combine's
+  };
+  SharedBeside shared_beside(const std::vector<Op>& ops, const std::vector<OpTicks>& t) const {
+    SharedBeside s;
+    s.on = fw_.moe_shared_expert_overlap && par_.ep > 1 && !par_.moe_allgather && !overlap_ep_;
+    if (!s.on) return s;
+    s.on = false;
+    std::size_t second = ops.size();  // the shared MLP's last GEMM
+    for (std::size_t j = 0; j < ops.size(); ++j)
+      if (ops[j].shared_expert && ops[j].cls == OpClass::gemm) second = j;
+    for (std::size_t j = 0; j < ops.size(); ++j)
+      if (ops[j].shared_expert) {
+        s.on = true;
+        (j == second ? s.second : s.first) += t[j];
+      }
+    return s;
   }
 
   void layer_backward(std::vector<Instr>& out, const std::vector<Op>& ops, const std::vector<OpTicks>& fwd,
                       const std::vector<OpTicks>& bwd, Fetch& fetch, int block) {
+    const SharedBeside shared = shared_beside(ops, bwd);
     for (std::size_t j = ops.size(); j-- > 0;) {
       const Op& op = ops[j];
+      if (shared.on && op.shared_expert) continue;  // beside the all-to-alls below
       fetch_use(out, fetch, block, static_cast<int>(j), true);
-      if (op.role == OpRole::moe_dispatch) ep_exchange(out, false, true, kNoFlags);
+      if (op.role == OpRole::moe_dispatch) ep_exchange(out, false, true, kNoFlags, shared.first);
       if (op.recomputed_selective && par_.recompute == models::Recompute::selective) {
         cp_launch(out, false, kRecompute);
         push_compute(out, joined({op.name, " (recompute)"}), fwd[j], kRecompute);
@@ -458,7 +490,7 @@ class Builder {
       push_compute(out, op.name, bwd[j]);
       fetch_done(out, fetch, block, static_cast<int>(j), false);
       if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0);
-      if (op.role == OpRole::moe_combine) ep_exchange(out, true, true, kNoFlags);
+      if (op.role == OpRole::moe_combine) ep_exchange(out, true, true, kNoFlags, shared.second);
       if (op.role == OpRole::attn_leave) tp_boundary(out, false, true, "attn", kNoFlags);
       if (op.role == OpRole::mlp_leave) tp_boundary(out, false, true, "mlp", kNoFlags);
       if (op.role == OpRole::attn_enter) tp_boundary(out, true, true, "attn", kNoFlags);
@@ -502,8 +534,12 @@ class Builder {
 
   // Token dispatch / combine of a MoE layer in the EP group (`combine`: the way back;
   // `backward`: the gradients' pass, which runs the forward's collectives mirrored).
-  void ep_exchange(std::vector<Instr>& out, bool combine, bool backward, std::uint8_t flags) {
-    if (!s_.model.moe || par_.ep <= 1) return;
+  // `beside`: compute that runs beside the all-to-all (the shared experts', shared_beside()).
+  void ep_exchange(std::vector<Instr>& out, bool combine, bool backward, std::uint8_t flags, OpTicks beside = {}) {
+    if (!s_.model.moe || par_.ep <= 1) {
+      push_compute(out, "shared experts", beside, flags);
+      return;
+    }
     const double h = static_cast<double>(s_.model.hidden_size);
     // What the GPU holds of the layer's tokens: the sequence-parallel shard, or (in a
     // tensor-parallel MoE region) the tp-gathered tokens.
@@ -547,10 +583,13 @@ class Builder {
     if (etp_collectives && etp_first)
       push_coll(out, Dim::etp, CollectiveKind::reduce_scatter, etp_bytes,
                 combine ? "etp reduce-scatter" : "etp reduce-scatter (bwd)", flags);
-    if (overlap_ep_)
+    if (overlap_ep_) {
       launch(out, Dim::ep, static_cast<int>(Dim::ep), kind, bytes, name, flags);
-    else
-      push_coll(out, Dim::ep, kind, bytes, name, flags);
+    } else {
+      push_coll(out, Dim::ep, kind, bytes, name,
+                static_cast<std::uint8_t>(flags | (beside.plain > 0 ? kBesideNext : kNoFlags)));
+    }
+    push_compute(out, "shared experts (beside the all-to-all)", beside, flags);
     if (etp_collectives && !etp_first)
       push_coll(out, Dim::etp, CollectiveKind::all_gather, etp_bytes,
                 combine ? "etp all-gather (bwd)" : "etp all-gather", flags);

@@ -162,6 +162,16 @@ void read_megatron(const hw::StrictReader& r, const YAML::Node& m, const YAML::N
   }
   if (m["moe_grouped_gemm"])
     fp.moe_grouped_gemm = r.boolean(m["moe_grouped_gemm"], "training.megatron.moe_grouped_gemm");
+  if (m["moe_shared_expert_overlap"]) {
+    const std::string key = "training.megatron.moe_shared_expert_overlap";
+    fp.moe_shared_expert_overlap = r.boolean(m["moe_shared_expert_overlap"], key);
+    // Megatron-core's TransformerConfig checks (transformer_config.py): shared experts, and a
+    // dispatcher with all-to-alls to hide them behind.
+    if (fp.moe_shared_expert_overlap && !(s.model.moe && s.model.moe->shared_experts > 0))
+      r.fail(key, "the model has no shared experts (model.moe.shared_experts)");
+    if (fp.moe_shared_expert_overlap && s.plan.par.moe_allgather)
+      r.fail(key, "needs the alltoall or flex dispatcher (training.megatron.moe_token_dispatcher_type)");
+  }
   if (m["attention_softmax_in_fp32"])
     fp.softmax_in_fp32 = r.boolean(m["attention_softmax_in_fp32"], "training.megatron.attention_softmax_in_fp32");
   if (m["transformer_impl"])

@@ -387,6 +387,7 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
   // --attention-softmax-in-fp32, which --apply-query-key-layer-scaling implies.
   if (use("--no-masked-softmax-fusion")) train["megatron"]["masked_softmax_fusion"] = false;
   if (use("--moe-grouped-gemm")) train["megatron"]["moe_grouped_gemm"] = true;
+  if (use("--moe-shared-expert-overlap")) train["megatron"]["moe_shared_expert_overlap"] = true;
   if (use("--defer-embedding-wgrad-compute")) {
     train["megatron"]["defer_embedding_wgrad_compute"] = true;
     set_whole(train["megatron"], "wgrad_deferral_limit", "--wgrad-deferral-limit");

@@ -233,6 +233,10 @@ const std::vector<ScenarioKey>& key_table() {
        "the experts' GEMMs as one grouped GEMM (with Transformer Engine, TEGroupedMLP: memory, TE's four multi-stream "
        "cuBLAS workspaces)",
        "--moe-grouped-gemm", ""},
+      {"training.megatron.moe_shared_expert_overlap", "", "false",
+       "the shared experts' GEMMs run beside the token all-to-alls on a stream of their own (alltoall / flex "
+       "dispatcher, a model with shared experts)",
+       "--moe-shared-expert-overlap", ""},
       {"training.megatron.attention_softmax_in_fp32", "", "false",
        "softmax in fp32 (--apply-query-key-layer-scaling implies it)", "--attention-softmax-in-fp32", ""},
       {"training.megatron.gradient_accumulation_fusion", "", "true",

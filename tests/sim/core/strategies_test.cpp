@@ -272,6 +272,28 @@ training: { global_batch_size: 8, micro_batch_size: 1 }
   }
 }
 
+// Megatron's --moe-shared-expert-overlap: the shared experts' GEMMs run beside the token
+// all-to-alls (their first GEMM and activation beside the dispatch's, the second beside the
+// combine's, forward and backward): the same bytes and work, less EP time exposed.
+TEST(Strategies, SharedExpertsOverlapTheTokenAllToAlls) {
+  const std::string yaml = R"(name: shared
+model: { preset: deepseek-moe-16b, num_layers: 5, moe: { layer_freq: "[0]+[1]*4" } }
+cluster: { gpu: h100-sxm, num_gpus: 16, gpus_per_node: 8 }
+parallel: { tensor_parallel: 1, pipeline_parallel: 1, expert_parallel: 16, zero_stage: 1 }
+training: { global_batch_size: 64, micro_batch_size: 2 }
+)";
+  for (const char* extra : {"parallel.recompute=selective", "parallel.recompute=full"}) {
+    const Result plain = run(yaml, {extra});
+    const Result overlap = run(yaml, {extra, "training.megatron.moe_shared_expert_overlap=true"});
+    EXPECT_LT(overlap.iteration_time_s, plain.iteration_time_s) << extra;
+    EXPECT_LT(overlap.exposed_comm_s[kEp], plain.exposed_comm_s[kEp]) << extra;
+    EXPECT_DOUBLE_EQ(overlap.comm_bytes_per_gpu[kEp], plain.comm_bytes_per_gpu[kEp]) << extra;
+    EXPECT_DOUBLE_EQ(overlap.model_flops_per_iteration, plain.model_flops_per_iteration) << extra;
+    // What it hides is at most the shared experts' time: the saving is below the EP time.
+    EXPECT_LT(plain.iteration_time_s - overlap.iteration_time_s, plain.exposed_comm_s[kEp]) << extra;
+  }
+}
+
 // Megatron's deferred output-layer weight gradient: the last stage skips the logits GEMM's
 // weight gradient of the first micro-batches and runs them after its last backward, in the
 // flush; the same work (within 0.1 %: a GEMM no longer beside the input gradient's

@@ -170,6 +170,10 @@ TEST(ImportMegatron, MoeLayerPatternAndSharedExperts) {
       "ds.sh", 8);
   EXPECT_EQ(k.keys["model"]["moe"]["layer_freq"].as<std::string>(), "([0]*1+[1]*3)");
   EXPECT_EQ(k.keys["model"]["moe"]["shared_experts"].as<int>(), 2);
+  EXPECT_FALSE(k.keys["training"]["megatron"]["moe_shared_expert_overlap"]);
+  EXPECT_TRUE(import_megatron_args("--num-experts 8 --moe-shared-expert-overlap", "a", 8)
+                  .keys["training"]["megatron"]["moe_shared_expert_overlap"]
+                  .as<bool>());
   EXPECT_EQ(
       import_megatron_args("--num-experts 8 --moe-layer-freq 2", "a", 8).keys["model"]["moe"]["layer_freq"].as<int>(),
       2);
