@@ -1,4 +1,5 @@
 #include "models/memory.h"
+#include "models/zero3_gathers.h"
 
 #include <fmt/format.h>
 
@@ -598,14 +599,15 @@ double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage) {
   bytes += gathered;
 
   const LayerKinds layers = stage_layer_kinds(m, p, stage);
-  // ZeRO-3: the current layer's gathered parameters plus the prefetched next
-  // layer (DeepSpeed stage3_prefetch_bucket_size / FSDP's one-ahead prefetch).
+  // ZeRO-3: the gathered parameters, as many as the framework holds at once (the current
+  // layer's and the prefetched next one's, DeepSpeed's submodules within its prefetch bucket,
+  // FSDP's SHARD_GRAD_OP the whole forward's; models/zero3_gathers.h).
   if (p.zero_stage == 3 || p.offload_params) {
     const std::int64_t largest =
         max_layers(layers, [&](bool moe) { return layer_params_per_gpu(m, p.tp, p.ep, moe, p.etp).total(); });
     // The gathered copy is in the compute dtype (bf16/fp16; fp32 in fp32 training).
     const double gathered = activation_element_bytes(p.precision);
-    bytes += 2.0 * gathered * static_cast<double>(largest);
+    bytes += zero3_gathered_peak(m, p, stage);
     // FSDP: the unit's unsharded gradient (param dtype) lives until its
     // reduce-scatter has produced the fp32 shard (FlatParamHandle, _post_backward), and
     // beside it, when reduce_dtype differs, its cast copy that the reduce-scatter reads

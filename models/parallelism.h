@@ -103,6 +103,19 @@ struct Parallelism {
   double allocator_overhead = 0.0;
   // training.finetune: LoRA / QLoRA (models/finetune.h); method none = full training.
   FinetuneSpec finetune;
+  // ZeRO-3's parameter gathers as the framework issues them (sim/core/framework_profile.h;
+  // the scenario fills them from training.framework): DeepSpeed's one per linear submodule of
+  // at least persistence_elems parameters, prefetched while fewer than prefetch_elems are in
+  // flight, a layer above reuse_elems gathered again for its backward under full recompute;
+  // else one per layer, the next one prefetched. Without reshard_after_forward (FSDP's
+  // SHARD_GRAD_OP) the forward's gathers stay to the backward, which gathers nothing.
+  struct Zero3Gathers {
+    bool per_submodule = false;
+    double persistence_elems = 0, prefetch_elems = 0, reuse_elems = 0;
+    bool reshard_after_forward = true;
+    bool prefetch = true, backward_prefetch = true;  // units gathered ahead in forward / backward
+  };
+  Zero3Gathers zero3;
 };
 
 // Each enum's spellings, in one place: as the scenario keys write them (CONTRACT §2),

@@ -9,6 +9,7 @@
 #include "models/memory.h"
 #include "models/ops.h"
 #include "models/params.h"
+#include "models/zero3_gathers.h"
 
 namespace ptsim::sim {
 
@@ -634,7 +635,7 @@ class Builder {
   // expert shards (the same group); DeepSpeed-MoE's `_reduce_expert_gradients` over the
   // expert-data-parallel group (deepspeed/runtime/engine.py). Otherwise they are ordinary
   // weights of the dp group.
-  bool experts_apart() const { return s_.model.moe && (par_.ep > 1 || par_.expert_tp() != par_.tp); }
+  bool experts_apart() const { return models::experts_apart(s_.model, par_); }
   // Of a block's parameters on this GPU, the routed experts' when they lie apart (else 0).
   double expert_block_params(int block) const {
     return experts_apart() && block >= 0 && s_.model.is_moe_layer(block) ? moe_layer_expert_local_ : 0;
@@ -734,9 +735,7 @@ class Builder {
   // (overlap_param_gather): one unit ahead, or, for DeepSpeed, while fewer than
   // stage3_prefetch_bucket_size elements are in flight. A block's gathered copy is
   // freed after use (FSDP without reshard_after_forward keeps it to the backward).
-  bool zero3() const {
-    return par_.zero_stage == 3 && (group_size(Dim::dp) > 1 || (experts_apart() && group_size(Dim::edp) > 1));
-  }
+  bool zero3() const { return models::zero3_gathers(s_.model, par_); }
   // Parameters on this GPU of a block: a transformer layer, or the embedding /
   // head (pseudo-layers kEmbedding / kHead).
   static constexpr int kEmbedding = -1, kHead = -2;
@@ -755,29 +754,14 @@ class Builder {
     return static_cast<double>(models::trainable_layer_params(s_.model, par_, s_.model.is_moe_layer(block)).total());
   }
 
-  // A layer's linear submodules as DeepSpeed fetches them: (op index, weight
-  // elements) of each GEMM, in op order; the layer's bytes shared in proportion
-  // (biases and norms ride with them); modules below the persistence threshold
-  // stay resident and are not gathered.
-  // The routed experts' GEMMs, when their weights lie apart (experts_apart()), share the
-  // experts' bytes and gather over their group; the others share the rest.
-  std::vector<GatherUnit> submodule_units(int block, const std::vector<Op>& ops) const {
-    const auto apart = [&](const Op& op) { return op.routed_expert && experts_apart(); };
-    double total[2] = {0, 0};  // dense, expert GEMM weights
-    for (const Op& op : ops)
-      if (op.cls == OpClass::gemm || op.cls == OpClass::router)
-        total[apart(op)] += static_cast<double>(op.gemm.k) * static_cast<double>(op.gemm.n) * op.gemm.count;
-    const double expert = expert_block_params(block) * act_bytes_;
-    const double bytes[2] = {layer_param_bytes(block) - expert, expert};
+  // A block's gather units on this GPU (models::gather_pieces): the block whole, its dense
+  // and expert weights apart, or DeepSpeed's linear submodules (`ops` given; embedding and
+  // head whole).
+  std::vector<GatherUnit> block_units(int block, const std::vector<Op>* ops) const {
     std::vector<GatherUnit> out;
-    for (std::size_t j = 0; j < ops.size(); ++j) {
-      const Op& op = ops[j];
-      if (op.cls != OpClass::gemm && op.cls != OpClass::router) continue;
-      const double w = static_cast<double>(op.gemm.k) * static_cast<double>(op.gemm.n) * op.gemm.count;
-      const bool e = apart(op);
-      if (w < fw_.param_persistence_threshold || total[e] <= 0) continue;
-      out.push_back({block, static_cast<int>(j), bytes[e] * w / total[e], e ? Dim::edp : Dim::dp});
-    }
+    for (const models::GatherPiece& g : models::gather_pieces(par_, block < 0 ? nullptr : ops, block_params(block),
+                                                              expert_block_params(block), act_bytes_))
+      out.push_back({block, g.op, g.bytes, g.expert ? Dim::edp : Dim::dp});
     return out;
   }
 
@@ -790,15 +774,12 @@ class Builder {
     f.prefetch = s_.plan.overlap_param_gather && (!backward || fw_.backward_prefetch != BackwardPrefetch::none) &&
                  !fw_.gather_blocks_host;
     for (int l : order) {
+      // A block without parameters here (the embedding of a single stage) has no gather.
+      auto pieces = block_units(l, l < 0 ? nullptr : &blocks.ops(s_.model, l));
       if (l < 0 || fw_.gather_unit == sim::GatherUnit::layer) {
-        // A block without parameters here (the embedding of a single stage) has no gather.
-        // A MoE layer's experts apart from its dense weights: a second unit, their own group.
-        const Bytes expert = expert_block_params(l) * act_bytes_;
-        if (layer_param_bytes(l) - expert > 0) f.units.push_back({l, -1, layer_param_bytes(l) - expert, Dim::dp});
-        if (expert > 0) f.units.push_back({l, -1, expert, Dim::edp});
+        f.units.insert(f.units.end(), pieces.begin(), pieces.end());
         continue;
       }
-      auto pieces = submodule_units(l, blocks.ops(s_.model, l));
       if (!backward) {
         f.units.insert(f.units.end(), pieces.begin(), pieces.end());
         continue;
@@ -923,7 +904,7 @@ class Builder {
   Bytes gathered_bytes(const ChunkBlocks& blocks, int block) const {
     if (block < 0 || fw_.gather_unit == sim::GatherUnit::layer) return layer_param_bytes(block);
     Bytes total = 0;
-    for (const auto& u : submodule_units(block, blocks.ops(s_.model, block))) total += u.bytes;
+    for (const auto& u : block_units(block, &blocks.ops(s_.model, block))) total += u.bytes;
     return total;
   }
   // After a block: free what this pass gathered of it (a backward without gathers
@@ -1253,14 +1234,10 @@ class Builder {
     sp.prologue.push_back(mem(InstrKind::alloc, MemCat::params, sp.states.params, "params"));
     sp.prologue.push_back(mem(InstrKind::alloc, MemCat::grads, sp.states.grads, "grads"));
     sp.prologue.push_back(mem(InstrKind::alloc, MemCat::optimizer, sp.states.optimizer, "optimizer"));
-    // The analytical buffers include ZeRO-3's two gathered layers (current +
-    // prefetched); the replay allocates those as it gathers, so hold the rest here.
-    Bytes gathered = 0;
-    if (zero3())
-      for (int c = 0; c < par_.vpp; ++c) {
-        const auto r = models::chunk_layers(s_.model, par_, sp.stage, c);
-        for (int l = r.first; l < r.first + r.count; ++l) gathered = std::max(gathered, 2 * layer_param_bytes(l));
-      }
+    // The analytical buffers include ZeRO-3's gathered parameters at their most
+    // (models::zero3_gathered_peak); the replay allocates those as it gathers, so hold the
+    // rest here.
+    const Bytes gathered = models::zero3_gathered_peak(s_.model, par_, sp.stage);
     sp.prologue.push_back(mem(InstrKind::alloc, MemCat::buffers, sp.buffers - gathered, "buffers"));
     if (overlapped_param_gather()) {
       if (stage_holds(sp.stage, models::holds_embedding))

@@ -573,6 +573,19 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
   }
   par.blas_workspace = blas_workspace(r, t["memory"], s.cluster);
   read_framework(r, t, root["parallel"], s);
+  // ZeRO-3's gathers as the framework issues them, for the closed-form memory model to count
+  // what the simulator holds (models/zero3_gathers.h; sim/core/program_builder.cpp plan_fetch).
+  {
+    const FrameworkProfile& fw = s.framework;
+    auto& z = par.zero3;
+    z.per_submodule = fw.gather_unit == GatherUnit::submodule;
+    z.persistence_elems = fw.param_persistence_threshold;
+    z.prefetch_elems = fw.prefetch_bucket_params;
+    z.reuse_elems = fw.max_reuse_distance;
+    z.reshard_after_forward = fw.reshard_after_forward;
+    z.prefetch = s.plan.overlap_param_gather && !fw.gather_blocks_host;
+    z.backward_prefetch = z.prefetch && fw.backward_prefetch != BackwardPrefetch::none;
+  }
   // Transformer Engine's cuBLAS workspaces / Megatron-core's local attention buffer
   // (models/memory.cpp). TE's layers use one (get_workspace). Megatron's MoE router runs its
   // GEMM through TE whenever TE is installed, as in NVIDIA's containers, local layers or not
