@@ -770,13 +770,15 @@ class Builder {
   // (framework_profile.h: the host runs ahead of the GPU), not under none.
   Fetch plan_fetch(const ChunkBlocks& blocks, const std::vector<int>& order, bool backward) const {
     Fetch f;
-    if (!zero3() || (backward && !fw_.reshard_after_forward)) return f;
-    f.prefetch = s_.plan.overlap_param_gather && (!backward || fw_.backward_prefetch != BackwardPrefetch::none) &&
-                 !fw_.gather_blocks_host;
+    // The rules come from the framework through Parallelism::zero3, which the closed-form
+    // memory model walks the same way (models/zero3_gathers.h).
+    const auto& z = par_.zero3;
+    if (!zero3() || (backward && !z.reshard_after_forward)) return f;
+    f.prefetch = backward ? z.backward_prefetch : z.prefetch;
     for (int l : order) {
       // A block without parameters here (the embedding of a single stage) has no gather.
       auto pieces = block_units(l, l < 0 ? nullptr : &blocks.ops(s_.model, l));
-      if (l < 0 || fw_.gather_unit == sim::GatherUnit::layer) {
+      if (l < 0 || !z.per_submodule) {
         f.units.insert(f.units.end(), pieces.begin(), pieces.end());
         continue;
       }
@@ -789,7 +791,7 @@ class Builder {
       // for the backward proper.
       const bool recompute = par_.recompute == models::Recompute::full;
       if (recompute) f.units.insert(f.units.end(), pieces.begin(), pieces.end());
-      if (!recompute || (fw_.max_reuse_distance > 0 && block_params(l) > fw_.max_reuse_distance))
+      if (!recompute || (z.reuse_elems > 0 && block_params(l) > z.reuse_elems))
         f.units.insert(f.units.end(), pieces.rbegin(), pieces.rend());
     }
     f.freed.assign(f.units.size(), false);
@@ -854,12 +856,12 @@ class Builder {
         for (std::size_t k = last + 1; k < f.launched; ++k) elems += f.units[k].bytes / act_bytes_;
         return elems;
       };
-      if (fw_.gather_unit == sim::GatherUnit::layer) {
+      if (!par_.zero3.per_submodule) {
         if (f.launched < f.units.size() && f.launched == last + 1)
           for (const std::size_t end = block_units_end(f, f.launched); f.launched < end;)
             launch_unit(out, f.units[f.launched++], backward);
       } else {
-        while (f.launched < f.units.size() && ahead() < fw_.prefetch_bucket_params)
+        while (f.launched < f.units.size() && ahead() < par_.zero3.prefetch_elems)
           launch_unit(out, f.units[f.launched++], backward);
       }
     }
@@ -902,7 +904,7 @@ class Builder {
   }
   // Bytes of a block that its gathers bring in (persistent submodules excluded).
   Bytes gathered_bytes(const ChunkBlocks& blocks, int block) const {
-    if (block < 0 || fw_.gather_unit == sim::GatherUnit::layer) return layer_param_bytes(block);
+    if (block < 0 || !par_.zero3.per_submodule) return layer_param_bytes(block);
     Bytes total = 0;
     for (const auto& u : block_units(block, &blocks.ops(s_.model, block))) total += u.bytes;
     return total;
@@ -910,7 +912,7 @@ class Builder {
   // After a block: free what this pass gathered of it (a backward without gathers
   // frees what the forward kept).
   void zero3_after(std::vector<Instr>& out, const Fetch& f, const ChunkBlocks& blocks, int block, bool backward) {
-    if (!zero3() || (!backward && !fw_.reshard_after_forward)) return;
+    if (!zero3() || (!backward && !par_.zero3.reshard_after_forward)) return;
     Bytes bytes = 0;
     for (std::size_t k = 0; k < f.units.size(); ++k)
       if (f.units[k].block == block && !f.freed[k]) bytes += f.units[k].bytes;
