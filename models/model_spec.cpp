@@ -154,7 +154,9 @@ ModelSpec parse_preset(const Origin& o, const YAML::Node& node) {
       if (!ModelSpec::valid_dropout(*field)) preset_error(o, m.name, key, "must be in [0, 1)");
     }
   if (const YAML::Node moe = node["moe"]) {
-    reject_unknown_keys(o, moe, {"num_experts", "top_k", "ffn_hidden_size", "layer_freq", "shared_experts"}, m.name);
+    reject_unknown_keys(
+        o, moe, {"num_experts", "top_k", "ffn_hidden_size", "layer_freq", "shared_experts", "shared_expert_gate"},
+        m.name);
     MoeSpec s;
     s.num_experts = required<int>(o, moe, m.name, "num_experts");
     s.top_k = required<int>(o, moe, m.name, "top_k");
@@ -169,6 +171,7 @@ ModelSpec parse_preset(const Origin& o, const YAML::Node& node) {
       s.layer_freq = f ? required<int>(o, moe, m.name, "layer_freq") : 1;
     }
     s.shared_experts = moe["shared_experts"] ? required<int>(o, moe, m.name, "shared_experts") : 0;
+    s.shared_expert_gate = moe["shared_expert_gate"] && required<bool>(o, moe, m.name, "shared_expert_gate");
     m.moe = s;
   }
   return m;
@@ -386,14 +389,14 @@ ModelSpec from_hf_config(const std::string& given) {
     }
     // Shared experts: DeepSeek's n_shared_experts of the experts' width (modeling_deepseek.py
     // DeepseekMoE: one MLP of moe_intermediate_size × n_shared_experts); Qwen2-MoE's one MLP of
-    // shared_expert_intermediate_size (modeling_qwen2_moe.py; its sigmoid shared_expert_gate,
-    // hidden_size weights a layer, is not counted).
+    // shared_expert_intermediate_size with its sigmoid shared_expert_gate (modeling_qwen2_moe.py).
     if (auto n = hf_opt_int(j, path, {"n_shared_experts"}, kMaxExperts)) s.shared_experts = static_cast<int>(*n);
     if (auto w = hf_opt_int(j, path, {"shared_expert_intermediate_size"}, kMaxFfnHiddenSize)) {
       if (*w % s.ffn_hidden_size != 0)
         hf_error(path, "shared_expert_intermediate_size",
                  fmt::format("{} is not a multiple of moe_intermediate_size {}", *w, s.ffn_hidden_size));
       s.shared_experts = static_cast<int>(*w / s.ffn_hidden_size);
+      s.shared_expert_gate = model_type == "qwen2_moe";  // Qwen2MoeSparseMoeBlock.shared_expert_gate
     }
     // Which layers are MoE. DeepSeek: layer i when i >= first_k_dense_replace and i %
     // moe_layer_freq == 0 (DeepseekDecoderLayer). Qwen2-MoE: when i is not in mlp_only_layers

@@ -19,6 +19,10 @@ struct MoeSpec {
   // --moe-layer-freq given as a list, e.g. "([0]*1+[1]*27)"; parse_moe_layer_pattern).
   std::vector<std::uint8_t> layer_pattern;
   int shared_experts = 0;  // always-on experts of the same ffn size
+  // A sigmoid gate on the shared experts' output, a hidden × 1 weight (Qwen2-MoE's
+  // shared_expert_gate; Megatron-core --moe-shared-expert-gate). Its 2·hidden FLOPs a token
+  // are not costed.
+  bool shared_expert_gate = false;
 };
 
 // Megatron-core's --moe-layer-freq in its list form (megatron/training/arguments.py

@@ -64,6 +64,7 @@ LocalParams layer_params_per_gpu(const ModelSpec& m, int tp, int ep, bool moe_la
   // Shared experts act like one dense MLP of shared_experts × ffn (Megatron-core
   // moe_shared_expert_intermediate_size), TP-sharded, not expert-parallel.
   if (moe.shared_experts > 0) p.dense += mlp_params(m, moe.shared_experts * moe.ffn_hidden_size / tp);
+  if (moe.shared_experts > 0 && moe.shared_expert_gate) p.dense += h;  // replicated (shared_experts.py gate_weight)
   // Routed experts: num_experts/ep local experts, each sharded over the experts' own
   // tensor-parallel size (Megatron-core's default expert_tensor_parallel_size = tp).
   p.expert += static_cast<std::int64_t>(moe.num_experts / ep) * mlp_params(m, moe.ffn_hidden_size / et);

@@ -272,6 +272,7 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
           }
         }
       }
+      if (use("--moe-shared-expert-gate")) moe["shared_expert_gate"] = true;
       // Megatron's shared experts are one MLP of --moe-shared-expert-intermediate-size;
       // ptsim counts them in experts of the routed width.
       if (const Flag* c = use("--moe-shared-expert-intermediate-size"))

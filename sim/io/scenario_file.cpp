@@ -234,11 +234,15 @@ models::ModelSpec read_model(const hw::StrictReader& r, const YAML::Node& m, Sce
       }
     }
     if (moe["shared_experts"]) ms.shared_experts = r.integer(moe["shared_experts"], "model.moe.shared_experts", 0);
+    if (moe["shared_expert_gate"])
+      ms.shared_expert_gate = r.boolean(moe["shared_expert_gate"], "model.moe.shared_expert_gate");
     if (ms.num_experts < 1) r.fail("model.moe.num_experts", "a MoE block needs num_experts >= 1");
     if (ms.top_k < 1 || ms.top_k > ms.num_experts)
       r.fail("model.moe.top_k",
              fmt::format("{} must be between 1 and model.moe.num_experts ({})", ms.top_k, ms.num_experts));
     if (ms.ffn_hidden_size == 0) ms.ffn_hidden_size = spec.ffn_hidden_size;
+    if (ms.shared_expert_gate && ms.shared_experts == 0)
+      r.fail("model.moe.shared_expert_gate", "gates the shared experts, but model.moe.shared_experts is 0");
     spec.moe = ms;
   }
   if (spec.num_layers <= 0 || spec.hidden_size <= 0)

@@ -47,6 +47,8 @@ const std::vector<ScenarioKey>& key_table() {
        ""},
       {"model.moe.shared_experts", "", "0", "always-on experts of the expert width",
        "--moe-shared-expert-intermediate-size (÷ the expert width)", ""},
+      {"model.moe.shared_expert_gate", "", "false", "a sigmoid gate (hidden × 1 weight) on the shared experts' output",
+       "--moe-shared-expert-gate", ""},
       {"model.moe.capacity_factor", "", "dropless", "tokens an expert accepts, × the mean",
        "--moe-expert-capacity-factor", ""},
       {"model.moe.load_imbalance", "", "1", "the busiest expert's tokens, × the mean", "", ""},

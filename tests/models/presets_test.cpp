@@ -284,6 +284,12 @@ TEST(HfConfig, FineGrainedExpertsAndLayerPatterns) {
   const ModelSpec q = from_hf_config(qwen.path());
   EXPECT_EQ(q.moe->shared_experts, 4);
   EXPECT_EQ(q.moe->layer_pattern, (std::vector<std::uint8_t>{0, 1, 0, 0, 0, 1}));  // (i + 1) % 2 == 0, not 3
+  // Qwen2-MoE's shared_expert_gate: 64 weights in each of its two MoE layers.
+  EXPECT_TRUE(q.moe->shared_expert_gate);
+  ModelSpec ungated = q;
+  ungated.moe->shared_expert_gate = false;
+  EXPECT_EQ(count_params(q).total - count_params(ungated).total, 2 * 64);
+  EXPECT_FALSE(d.moe->shared_expert_gate);
 
   std::string text = R"({"model_type": "qwen2_moe", "hidden_size": 64, "num_hidden_layers": 6,
                          "num_attention_heads": 4, "intermediate_size": 256, "moe_intermediate_size": 32,

@@ -171,6 +171,10 @@ TEST(ImportMegatron, MoeLayerPatternAndSharedExperts) {
   EXPECT_EQ(k.keys["model"]["moe"]["layer_freq"].as<std::string>(), "([0]*1+[1]*3)");
   EXPECT_EQ(k.keys["model"]["moe"]["shared_experts"].as<int>(), 2);
   EXPECT_FALSE(k.keys["training"]["megatron"]["moe_shared_expert_overlap"]);
+  EXPECT_FALSE(k.keys["model"]["moe"]["shared_expert_gate"]);
+  EXPECT_TRUE(import_megatron_args("--num-experts 8 --moe-shared-expert-gate", "a", 8)
+                  .keys["model"]["moe"]["shared_expert_gate"]
+                  .as<bool>());
   EXPECT_TRUE(import_megatron_args("--num-experts 8 --moe-shared-expert-overlap", "a", 8)
                   .keys["training"]["megatron"]["moe_shared_expert_overlap"]
                   .as<bool>());
