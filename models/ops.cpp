@@ -312,6 +312,17 @@ void check_sharding(const ModelSpec& m, const Parallelism& p) {
   }
 }
 
+double moe_copies_per_token(const ModelSpec& m, const Parallelism& p) {
+  if (!m.moe) return 0;
+  const int k = m.moe->top_k, experts = m.moe->num_experts;
+  if (!p.moe_dedup_per_rank) return k * (p.moe_capacity_factor > 0 ? p.moe_capacity_factor : 1.0);
+  // Probability that none of the k distinct experts lies on a given rank (hypergeometric).
+  const int others = experts - experts / p.ep;
+  double none = 1.0;
+  for (int i = 0; i < k; ++i) none *= others - i > 0 ? static_cast<double>(others - i) / (experts - i) : 0.0;
+  return p.ep * (1.0 - none);
+}
+
 double moe_tokens_per_expert(const ModelSpec& m, const Parallelism& p) {
   const Dims x = dims(m, p);
   if (!m.moe || m.moe->num_experts <= 0) {

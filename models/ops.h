@@ -66,6 +66,11 @@ void check_sharding(const ModelSpec& m, const Parallelism& p);
 // ceil(T·top_k·ep/num_experts × min(moe_load_imbalance, moe_capacity_factor)),
 // T = micro_batch_size·seq_length/cp (no cap when moe_capacity_factor <= 0).
 double moe_tokens_per_expert(const ModelSpec& m, const Parallelism& p);
+// MoE: copies of each token the dispatch sends over the EP group: top_k (× the capacity
+// factor's padding), or, deduplicated per rank (Parallelism::moe_dedup_per_rank), the
+// expected number of EP ranks its top_k experts fall on under balanced routing, ep·(1 −
+// C(E − E/ep, k) / C(E, k)) for E experts, E/ep a rank.
+double moe_copies_per_token(const ModelSpec& m, const Parallelism& p);
 
 // One transformer layer (dense or MoE), per GPU, per micro-batch. With
 // p.finetune active its GEMMs are frozen, each targeted weight is followed by

@@ -47,6 +47,10 @@ struct Parallelism {
   // all-to-all of the routed copies. Its gathered input lives in the GlobalMemoryBuffer the
   // sequence-parallel gather uses (models/memory.cpp buffer_bytes).
   bool moe_allgather = false;
+  // Megatron-core's flex dispatcher on DeepEP (--moe-token-dispatcher-type flex): a token goes
+  // once to each EP rank holding one of its experts (DeepEP's dispatch layout,
+  // is_token_in_rank), not once per expert (models::moe_copies_per_token).
+  bool moe_dedup_per_rank = false;
   // Where the routing weights multiply in (models/memory.cpp activation_bytes_per_layer):
   // Megatron-core weights the experts' activation (true), in a fused weighted-SwiGLU kernel
   // unless moe_fused_weighted_act is false; elsewhere the combine weights the expert output.

@@ -558,10 +558,10 @@ class Builder {
       bytes = par_.ep * held * h * (combine ? 4.0 : act_bytes_);
     } else {
       // All-to-all of the routed copies: dropless routing moves top_k copies of every
-      // token; with a capacity factor the buffers are padded to capacity (GShard).
-      const double cf = par_.moe_capacity_factor > 0 ? par_.moe_capacity_factor : 1.0;
+      // token; with a capacity factor the buffers are padded to capacity (GShard); DeepEP
+      // sends a token once to each rank holding one of its experts (models::moe_copies_per_token).
       const double tp_share = par_.sequence_parallel && par_.expert_tp() == par_.tp ? 1.0 / par_.tp : 1.0;
-      bytes = held * s_.model.moe->top_k * cf * tp_share * h * act_bytes_;
+      bytes = held * models::moe_copies_per_token(s_.model, par_) * tp_share * h * act_bytes_;
     }
     const char* name =
         combine ? (backward ? "ep combine bwd" : "ep combine") : (backward ? "ep dispatch bwd" : "ep dispatch");

@@ -147,9 +147,12 @@ void read_megatron(const hw::StrictReader& r, const YAML::Node& m, const YAML::N
         r.boolean(m["gradient_accumulation_fusion"], "training.megatron.gradient_accumulation_fusion");
   if (m["masked_softmax_fusion"])
     fp.masked_softmax_fusion = r.boolean(m["masked_softmax_fusion"], "training.megatron.masked_softmax_fusion");
-  if (m["moe_token_dispatcher_type"])
-    s.plan.par.moe_allgather = r.choice(m["moe_token_dispatcher_type"], "training.megatron.moe_token_dispatcher_type",
-                                        {"alltoall", "allgather", "flex"}) == "allgather";
+  if (m["moe_token_dispatcher_type"]) {
+    const std::string d = r.choice(m["moe_token_dispatcher_type"], "training.megatron.moe_token_dispatcher_type",
+                                   {"alltoall", "allgather", "flex"});
+    s.plan.par.moe_allgather = d == "allgather";
+    s.plan.par.moe_dedup_per_rank = d == "flex";
+  }
   if (m["bias_activation_fusion"])
     fp.bias_activation_fusion = r.boolean(m["bias_activation_fusion"], "training.megatron.bias_activation_fusion");
   if (m["defer_embedding_wgrad_compute"])

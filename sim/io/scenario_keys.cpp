@@ -219,7 +219,8 @@ const std::vector<ScenarioKey>& key_table() {
        "--no-masked-softmax-fusion", ""},
       {"training.megatron.moe_token_dispatcher_type", "", "alltoall",
        "alltoall | allgather | flex: how MoE tokens reach their experts (allgather: every rank gathers the tokens "
-       "of its tp × ep group and reduce-scatters the output in fp32; flex: DeepEP, costed as alltoall). Megatron's "
+       "of its tp × ep group and reduce-scatters the output in fp32; flex: DeepEP, an all-to-all sending a token once "
+       "to each rank holding one of its experts). Megatron's "
        "own default is allgather, which the importer applies to a script that names none",
        "--moe-token-dispatcher-type", ""},
       {"training.megatron.bias_activation_fusion", "", "true",

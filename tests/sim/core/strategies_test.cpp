@@ -294,6 +294,35 @@ training: { global_batch_size: 64, micro_batch_size: 2 }
   }
 }
 
+// Megatron's flex dispatcher on DeepEP sends a token once to each EP rank holding one of its
+// experts: under balanced routing the expected ranks among ep hit by k of E experts (E/ep a
+// rank), 1 − Π (E − E/ep − i)/(E − i) of each; with one expert a rank nothing is saved.
+TEST(Strategies, DeepEpSendsATokenOnceARank) {
+  const std::string yaml = R"(name: flex
+model: { preset: deepseek-moe-16b, num_layers: 3, moe: { layer_freq: "[0]+[1]*2" } }
+cluster: { gpu: h100-sxm, num_gpus: 16, gpus_per_node: 8 }
+parallel: { tensor_parallel: 1, pipeline_parallel: 1, expert_parallel: 8, zero_stage: 1 }
+training: { global_batch_size: 32, micro_batch_size: 1 }
+)";
+  const auto ratio = [&](const std::string& y, int experts, int top_k, int ep) {
+    const double a2a = run(y).comm_bytes_per_gpu[kEp];
+    const double flex = run(y, {"training.megatron.moe_token_dispatcher_type=flex"}).comm_bytes_per_gpu[kEp];
+    double miss = 1;
+    for (int i = 0; i < top_k; ++i) miss *= static_cast<double>(experts - experts / ep - i) / (experts - i);
+    return std::pair{flex / a2a, ep * (1 - miss) / top_k};
+  };
+  const auto [deepseek, expected] = ratio(yaml, 64, 6, 8);
+  EXPECT_NEAR(deepseek, expected, 1e-9);
+  EXPECT_NEAR(deepseek, 0.7559, 1e-3);
+  const std::string mixtral = R"(name: flex
+model: { preset: mixtral-8x7b, num_layers: 2 }
+cluster: { gpu: h100-sxm, num_gpus: 16, gpus_per_node: 8 }
+parallel: { tensor_parallel: 1, pipeline_parallel: 1, expert_parallel: 8, zero_stage: 1 }
+training: { global_batch_size: 16, micro_batch_size: 1 }
+)";
+  EXPECT_NEAR(ratio(mixtral, 8, 2, 8).first, 1.0, 1e-9);
+}
+
 // Megatron's deferred output-layer weight gradient: the last stage skips the logits GEMM's
 // weight gradient of the first micro-batches and runs them after its last backward, in the
 // flush; the same work (within 0.1 %: a GEMM no longer beside the input gradient's
