@@ -51,10 +51,8 @@ struct Unit {
 // (a block's dense and expert parts) are gathered at first use, the next block's once the
 // current one is in use (per layer) or while fewer than the prefetch bucket's elements are
 // ahead (per submodule); a submodule's copy is freed after its use unless the recompute pass
-// keeps it for the backward; what is left of a block is freed at its end (not in a forward
-// that keeps its gathers).
-double pass_peak(const std::vector<Unit>& u, const Parallelism& p, bool prefetch, bool release_blocks,
-                 double elem_bytes) {
+// keeps it for the backward; what is left of a block is freed at its end.
+double pass_peak(const std::vector<Unit>& u, const Parallelism& p, bool prefetch, double elem_bytes) {
   const std::size_t n = u.size();
   const auto together_end = [&](std::size_t k) {
     std::size_t e = k + 1;
@@ -88,7 +86,7 @@ double pass_peak(const std::vector<Unit>& u, const Parallelism& p, bool prefetch
         keep = !(u[q].block == u[j].block && u[q].piece.op == u[j].piece.op);
       if (!keep) freed[j] = 1, held -= u[j].piece.bytes;
     }
-    if (release_blocks && (end == n || u[end].block != u[k].block))
+    if (end == n || u[end].block != u[k].block)
       for (std::size_t j = 0; j < launched; ++j)
         if (u[j].block == u[k].block && !freed[j]) freed[j] = 1, held -= u[j].piece.bytes;
     k = end;
@@ -162,8 +160,8 @@ double zero3_gathered_peak(const ModelSpec& m, const Parallelism& p, int stage) 
     return peak;
   }
   for (int c = 0; c < p.vpp; ++c) {
-    peak = std::max(peak, pass_peak(chunk_units(c, false), p, p.zero3.prefetch, true, e));
-    peak = std::max(peak, pass_peak(chunk_units(c, true), p, p.zero3.backward_prefetch, true, e));
+    peak = std::max(peak, pass_peak(chunk_units(c, false), p, p.zero3.prefetch, e));
+    peak = std::max(peak, pass_peak(chunk_units(c, true), p, p.zero3.backward_prefetch, e));
   }
   return peak;
 }
