@@ -31,8 +31,14 @@ Command list_command() {
       for (const auto& m : models::presets()) {
         const auto pc = models::count_params(m);
         std::string notes = m.mlp == models::Mlp::swiglu ? "swiglu" : "gelu";
-        if (m.moe)
-          notes += fmt::format(", moe {}x top-{} ({:.1f}B active)", m.moe->num_experts, m.moe->top_k, pc.active / 1e9);
+        if (m.moe) {
+          notes += fmt::format(", moe {}x top-{}", m.moe->num_experts, m.moe->top_k);
+          if (m.moe->shared_experts > 0) notes += fmt::format(" + {} shared", m.moe->shared_experts);
+          int dense = 0;
+          for (int l = 0; l < m.num_layers; ++l) dense += m.is_moe_layer(l) ? 0 : 1;
+          if (dense > 0) notes += fmt::format(", {} dense layer{}", dense, dense == 1 ? "" : "s");
+          notes += fmt::format(" ({:.1f}B active)", pc.active / 1e9);
+        }
         fmt::print("{:<16} {:>6.1f}B {:>7} {:>6} {:>5} {:>7} {:>7} {:>6}  {}\n", m.name, pc.total / 1e9, m.num_layers,
                    m.hidden_size, m.num_attention_heads, m.num_query_groups, m.ffn_hidden_size, m.seq_length, notes);
       }
