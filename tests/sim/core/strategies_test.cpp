@@ -272,16 +272,22 @@ training: { global_batch_size: 8, micro_batch_size: 1 }
   }
 }
 
+// DeepSeekMoE 16B cut to `layers` (the first dense), on 16 H100s with tp 1, pp 1, ZeRO-1.
+std::string small_deepseek_yaml(int layers, int ep, int gbs, int mbs) {
+  return fmt::format(R"(name: deepseek
+model: {{ preset: deepseek-moe-16b, num_layers: {}, moe: {{ layer_freq: "[0]+[1]*{}" }} }}
+cluster: {{ gpu: h100-sxm, num_gpus: 16, gpus_per_node: 8 }}
+parallel: {{ tensor_parallel: 1, pipeline_parallel: 1, expert_parallel: {}, zero_stage: 1 }}
+training: {{ global_batch_size: {}, micro_batch_size: {} }}
+)",
+                     layers, layers - 1, ep, gbs, mbs);
+}
+
 // Megatron's --moe-shared-expert-overlap: the shared experts' GEMMs run beside the token
 // all-to-alls (their first GEMM and activation beside the dispatch's, the second beside the
 // combine's, forward and backward): the same bytes and work, less EP time exposed.
 TEST(Strategies, SharedExpertsOverlapTheTokenAllToAlls) {
-  const std::string yaml = R"(name: shared
-model: { preset: deepseek-moe-16b, num_layers: 5, moe: { layer_freq: "[0]+[1]*4" } }
-cluster: { gpu: h100-sxm, num_gpus: 16, gpus_per_node: 8 }
-parallel: { tensor_parallel: 1, pipeline_parallel: 1, expert_parallel: 16, zero_stage: 1 }
-training: { global_batch_size: 64, micro_batch_size: 2 }
-)";
+  const std::string yaml = small_deepseek_yaml(5, 16, 64, 2);
   for (const char* extra : {"parallel.recompute=selective", "parallel.recompute=full"}) {
     const Result plain = run(yaml, {extra});
     const Result overlap = run(yaml, {extra, "training.megatron.moe_shared_expert_overlap=true"});
@@ -298,12 +304,7 @@ training: { global_batch_size: 64, micro_batch_size: 2 }
 // experts: under balanced routing the expected ranks among ep hit by k of E experts (E/ep a
 // rank), 1 − Π (E − E/ep − i)/(E − i) of each; with one expert a rank nothing is saved.
 TEST(Strategies, DeepEpSendsATokenOnceARank) {
-  const std::string yaml = R"(name: flex
-model: { preset: deepseek-moe-16b, num_layers: 3, moe: { layer_freq: "[0]+[1]*2" } }
-cluster: { gpu: h100-sxm, num_gpus: 16, gpus_per_node: 8 }
-parallel: { tensor_parallel: 1, pipeline_parallel: 1, expert_parallel: 8, zero_stage: 1 }
-training: { global_batch_size: 32, micro_batch_size: 1 }
-)";
+  const std::string yaml = small_deepseek_yaml(3, 8, 32, 1);
   const auto ratio = [&](const std::string& y, int experts, int top_k, int ep) {
     const double a2a = run(y).comm_bytes_per_gpu[kEp];
     const double flex = run(y, {"training.megatron.moe_token_dispatcher_type=flex"}).comm_bytes_per_gpu[kEp];
