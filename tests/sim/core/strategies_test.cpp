@@ -209,18 +209,30 @@ training: { global_batch_size: 64, micro_batch_size: 1 }
   EXPECT_GT(gathered.per_stage[0].buffers, balanced.per_stage[0].buffers);
 }
 
+// A MoE scenario on H100s with tp 1, pp 1 and ZeRO-1: `model` the model mapping.
+std::string moe_yaml(const std::string& model, int gpus, int ep, int gbs, int mbs) {
+  return fmt::format(R"(name: moe
+model: {}
+cluster: {{ gpu: h100-sxm, num_gpus: {}, gpus_per_node: 8 }}
+parallel: {{ tensor_parallel: 1, pipeline_parallel: 1, expert_parallel: {}, zero_stage: 1 }}
+training: {{ global_batch_size: {}, micro_batch_size: {} }}
+)",
+                     model, gpus, ep, gbs, mbs);
+}
+// DeepSeekMoE 16B cut to `layers` (the first dense) on 16 GPUs.
+std::string small_deepseek_yaml(int layers, int ep, int gbs, int mbs) {
+  return moe_yaml(fmt::format(R"({{ preset: deepseek-moe-16b, num_layers: {}, moe: {{ layer_freq: "[0]+[1]*{}" }} }})",
+                              layers, layers - 1),
+                  16, ep, gbs, mbs);
+}
+
 // The routed experts' weights are reduced, sharded and gathered over their own
 // expert-data-parallel group (Megatron-core's expert_parallel_buffers and distributed
 // optimizer), the dense ones over dp: with the distributed optimizer in bf16 each moves
 // 3 · (n − 1)/n of its 2-byte volume over its group (the fp32 reduce-scatter and the bf16
 // all-gather), and experts held by one rank of a stage are not reduced at all.
 TEST(Strategies, ExpertWeightsReduceOverTheirOwnDataParallelGroup) {
-  const std::string yaml = R"(name: moe
-model: { preset: mixtral-8x7b, num_layers: 4 }
-cluster: { gpu: h100-sxm, num_gpus: 8, gpus_per_node: 8 }
-parallel: { tensor_parallel: 1, pipeline_parallel: 1, expert_parallel: 4, zero_stage: 1 }
-training: { global_batch_size: 8, micro_batch_size: 1 }
-)";
+  const std::string yaml = moe_yaml("{ preset: mixtral-8x7b, num_layers: 4 }", 8, 4, 8, 1);
   const int edp = static_cast<int>(Dim::edp);
   // dp 8, ep 4: the experts' group is 8 / 4 = 2 ranks.
   const auto volume = [](double n, std::int64_t params) {
@@ -272,17 +284,6 @@ training: { global_batch_size: 8, micro_batch_size: 1 }
   }
 }
 
-// DeepSeekMoE 16B cut to `layers` (the first dense), on 16 H100s with tp 1, pp 1, ZeRO-1.
-std::string small_deepseek_yaml(int layers, int ep, int gbs, int mbs) {
-  return fmt::format(R"(name: deepseek
-model: {{ preset: deepseek-moe-16b, num_layers: {}, moe: {{ layer_freq: "[0]+[1]*{}" }} }}
-cluster: {{ gpu: h100-sxm, num_gpus: 16, gpus_per_node: 8 }}
-parallel: {{ tensor_parallel: 1, pipeline_parallel: 1, expert_parallel: {}, zero_stage: 1 }}
-training: {{ global_batch_size: {}, micro_batch_size: {} }}
-)",
-                     layers, layers - 1, ep, gbs, mbs);
-}
-
 // Megatron's --moe-shared-expert-overlap: the shared experts' GEMMs run beside the token
 // all-to-alls (their first GEMM and activation beside the dispatch's, the second beside the
 // combine's, forward and backward): the same bytes and work, less EP time exposed.
@@ -315,12 +316,7 @@ TEST(Strategies, DeepEpSendsATokenOnceARank) {
   const auto [deepseek, expected] = ratio(yaml, 64, 6, 8);
   EXPECT_NEAR(deepseek, expected, 1e-9);
   EXPECT_NEAR(deepseek, 0.7559, 1e-3);
-  const std::string mixtral = R"(name: flex
-model: { preset: mixtral-8x7b, num_layers: 2 }
-cluster: { gpu: h100-sxm, num_gpus: 16, gpus_per_node: 8 }
-parallel: { tensor_parallel: 1, pipeline_parallel: 1, expert_parallel: 8, zero_stage: 1 }
-training: { global_batch_size: 16, micro_batch_size: 1 }
-)";
+  const std::string mixtral = moe_yaml("{ preset: mixtral-8x7b, num_layers: 2 }", 16, 8, 16, 1);
   EXPECT_NEAR(ratio(mixtral, 8, 2, 8).first, 1.0, 1e-9);
 }
 
