@@ -387,30 +387,32 @@ ModelSpec from_hf_config(const std::string& given) {
     if (s.top_k > s.num_experts) {
       hf_error(path, "num_experts_per_tok", fmt::format("{} exceeds the {} experts", s.top_k, s.num_experts));
     }
+    // A count from 0 to `max`; `absent` when the key is missing or null.
+    const auto whole = [&](const char* key, std::int64_t max, std::int64_t absent) -> std::int64_t {
+      const auto it = j.find(key);
+      if (it == j.end() || it->is_null()) return absent;
+      if (!it->is_number_integer() || it->get<std::int64_t>() < 0 || it->get<std::int64_t>() > max)
+        hf_error(path, key, fmt::format("expected an integer from 0 to {}, got {}", max, it->dump()));
+      return it->get<std::int64_t>();
+    };
     // Shared experts: DeepSeek's n_shared_experts of the experts' width (modeling_deepseek.py
     // DeepseekMoE: one MLP of moe_intermediate_size × n_shared_experts); Qwen2-MoE's one MLP of
     // shared_expert_intermediate_size with its sigmoid shared_expert_gate (modeling_qwen2_moe.py).
-    if (auto n = hf_opt_int(j, path, {"n_shared_experts"}, kMaxExperts)) s.shared_experts = static_cast<int>(*n);
-    if (auto w = hf_opt_int(j, path, {"shared_expert_intermediate_size"}, kMaxFfnHiddenSize)) {
-      if (*w % s.ffn_hidden_size != 0)
+    s.shared_experts = static_cast<int>(whole("n_shared_experts", kMaxExperts, 0));
+    if (const std::int64_t w = whole("shared_expert_intermediate_size", kMaxFfnHiddenSize, 0); w > 0) {
+      if (w % s.ffn_hidden_size != 0)
         hf_error(path, "shared_expert_intermediate_size",
-                 fmt::format("{} is not a multiple of moe_intermediate_size {}", *w, s.ffn_hidden_size));
-      s.shared_experts = static_cast<int>(*w / s.ffn_hidden_size);
+                 fmt::format("{} is not a multiple of moe_intermediate_size {}", w, s.ffn_hidden_size));
+      s.shared_experts = static_cast<int>(w / s.ffn_hidden_size);
       s.shared_expert_gate = model_type == "qwen2_moe";  // Qwen2MoeSparseMoeBlock.shared_expert_gate
     }
     // Which layers are MoE. DeepSeek: layer i when i >= first_k_dense_replace and i %
     // moe_layer_freq == 0 (DeepseekDecoderLayer). Qwen2-MoE: when i is not in mlp_only_layers
     // and (i + 1) % decoder_sparse_step == 0 (Qwen2MoeDecoderLayer). The dense layers keep
     // intermediate_size.
-    const auto count = [&](const char* key) -> std::int64_t {
-      const auto it = j.find(key);
-      if (it == j.end() || it->is_null()) return -1;
-      if (!it->is_number_integer() || it->get<std::int64_t>() < 0 || it->get<std::int64_t>() > kMaxLayers)
-        hf_error(path, key, fmt::format("expected an integer from 0 to {}, got {}", kMaxLayers, it->dump()));
-      return it->get<std::int64_t>();
-    };
-    const std::int64_t first_dense = count("first_k_dense_replace"), freq = count("moe_layer_freq"),
-                       step = count("decoder_sparse_step");
+    const std::int64_t first_dense = whole("first_k_dense_replace", kMaxLayers, -1),
+                       freq = whole("moe_layer_freq", kMaxLayers, -1),
+                       step = whole("decoder_sparse_step", kMaxLayers, -1);
     for (auto [key, v] : {std::pair{"moe_layer_freq", freq}, std::pair{"decoder_sparse_step", step}})
       if (v == 0) hf_error(path, key, "must be at least 1");
     std::vector<std::int64_t> mlp_only;

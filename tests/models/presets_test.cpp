@@ -295,6 +295,8 @@ TEST(HfConfig, FineGrainedExpertsAndLayerPatterns) {
                          "num_attention_heads": 4, "intermediate_size": 256, "moe_intermediate_size": 32,
                          "num_experts": 8, "num_experts_per_tok": 2, "vocab_size": 100,
                          "max_position_embeddings": 64, )";
+  TempConfig no_shared(text + R"("shared_expert_intermediate_size": 0, "n_shared_experts": 0})");
+  EXPECT_EQ(from_hf_config(no_shared.path()).moe->shared_experts, 0);
   TempConfig odd_shared(text + R"("shared_expert_intermediate_size": 100})");
   EXPECT_NE(error_of(odd_shared.path()).find("shared_expert_intermediate_size"), std::string::npos);
   TempConfig bad_layers(text + R"("mlp_only_layers": [9]})");
