@@ -64,7 +64,7 @@ enum class SpanPhase : std::uint8_t { forward, backward, prologue, epilogue };
 // One traced interval of a rank's stream, with what the trace and the report show of it.
 struct Span {
   std::int32_t rank;
-  std::uint8_t stream;  // 0 = compute, 1 + channel (Dim, or kGatherChannel) for async/comm streams
+  std::uint8_t stream;  // 0 = compute, 1 + channel (Dim, kGatherChannel or kExpertGatherChannel) for async/comm streams
   SpanPhase phase;
   std::uint8_t flags;         // the instruction's InstrFlags (kRecompute marks recomputed work)
   std::uint8_t dim;           // communication: its Dim; kComputeSpan for a compute kernel
