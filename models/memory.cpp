@@ -264,6 +264,29 @@ std::int64_t embedding_block_params(const ModelSpec& m, const Parallelism& p) {
   return word + (m.learned_position_embeddings ? std::int64_t{m.seq_length} * m.hidden_size : 0);
 }
 
+namespace {
+// A stage's parameters on one GPU beyond its transformer layers.
+double non_layer_params(const ModelSpec& m, const Parallelism& p, int stage) {
+  double layers = 0;
+  for (int c = 0; c < p.vpp; ++c) {
+    const LayerRange r = chunk_layers(m, p, stage, c);
+    for (int l = r.first; l < r.first + r.count; ++l)
+      layers += static_cast<double>(layer_params_per_gpu(m, p.tp, p.ep, m.is_moe_layer(l), p.etp).total());
+  }
+  return static_cast<double>(stage_params(m, p, stage).total()) - layers;
+}
+}  // namespace
+
+double embedding_params_held(const ModelSpec& m, const Parallelism& p) {
+  if (two_chunk_schedule(p.schedule)) return static_cast<double>(embedding_block_params(m, p));
+  return p.pp == 1 ? 0.0 : non_layer_params(m, p, 0);
+}
+
+double head_params_held(const ModelSpec& m, const Parallelism& p, int stage, int chunk) {
+  if (two_chunk_schedule(p.schedule)) return static_cast<double>(head_block_params(m, p, stage, chunk));
+  return non_layer_params(m, p, p.pp - 1);
+}
+
 std::int64_t head_block_params(const ModelSpec& m, const Parallelism& p, int stage, int chunk) {
   const auto word = static_cast<std::int64_t>(local_vocab(m, p)) * m.hidden_size;
   const std::int64_t norm = m.norm == Norm::layernorm ? 2 * m.hidden_size : m.hidden_size;  // final norm

@@ -64,6 +64,12 @@ bool holds_head(const Parallelism& p, int stage, int chunk);
 // of the same model copy).
 std::int64_t embedding_block_params(const ModelSpec& m, const Parallelism& p);
 std::int64_t head_block_params(const ModelSpec& m, const Parallelism& p, int stage, int chunk);
+// The same blocks as the simulator gathers and updates them (sim/core/program_builder.cpp,
+// models/zero3_gathers.h): under the two-chunk schedules the blocks above; otherwise what the
+// first / last stage holds beyond its transformer layers, with everything but the layers counted
+// with the head on a single stage (its embedding then holds nothing).
+double embedding_params_held(const ModelSpec& m, const Parallelism& p);
+double head_params_held(const ModelSpec& m, const Parallelism& p, int stage, int chunk);
 
 // Global layer indices [first, first + count) of model chunk `chunk` (0..vpp−1)
 // on pipeline stage `stage`. Megatron-LM interleaving: virtual stage

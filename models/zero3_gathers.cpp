@@ -104,20 +104,6 @@ double zero3_gathered_peak(const ModelSpec& m, const Parallelism& p, int stage) 
   const LocalParams moe_layer = m.moe ? layer_params_per_gpu(m, p.tp, p.ep, true, p.etp) : LocalParams{};
   const std::vector<Op> dense_ops = layer_ops(m, p, false);
   const std::vector<Op> moe_ops = m.moe ? layer_ops(m, p, true) : std::vector<Op>{};
-  // The embedding and the head as the simulator gathers them: whole blocks of what the first /
-  // last stage holds beyond its layers (all of it with the head on a single stage), or their
-  // own blocks under the two-chunk schedules.
-  const auto layers_of = [&](int s) {
-    double total = 0;
-    for (int c = 0; c < p.vpp; ++c) {
-      const LayerRange r = chunk_layers(m, p, s, c);
-      for (int l = r.first; l < r.first + r.count; ++l)
-        total += static_cast<double>((m.is_moe_layer(l) ? moe_layer : dense_layer).total());
-    }
-    return total;
-  };
-  const auto non_layer = [&](int s) { return static_cast<double>(stage_params(m, p, s).total()) - layers_of(s); };
-  const bool two_chunk = two_chunk_schedule(p.schedule);
   const auto chunk_units = [&](int c, bool backward) {
     std::vector<int> order;  // -1 embedding, -2 head
     if (holds_embedding(p, stage, c)) order.push_back(-1);
@@ -128,9 +114,8 @@ double zero3_gathered_peak(const ModelSpec& m, const Parallelism& p, int stage) 
     std::vector<Unit> units;
     for (int b : order) {
       if (b < 0) {
-        const double params =
-            b == -1 ? (two_chunk ? static_cast<double>(embedding_block_params(m, p)) : (p.pp == 1 ? 0.0 : non_layer(0)))
-                    : (two_chunk ? static_cast<double>(head_block_params(m, p, stage, c)) : non_layer(p.pp - 1));
+        // The embedding and the head: whole blocks, as the simulator holds them.
+        const double params = b == -1 ? embedding_params_held(m, p) : head_params_held(m, p, stage, c);
         for (const GatherPiece& g : gather_pieces(p, nullptr, params, 0, e)) units.push_back({b, g, false});
         continue;
       }

@@ -1171,31 +1171,11 @@ class Builder {
           mem(InstrKind::release, MemCat::activations, deferred_head_wgrad_, "deferred output-layer wgrad inputs"));
   }
 
-  // Parameters of the embedding (stage 0) and the head (last stage) on one GPU:
-  // what the stage holds beyond its transformer layers.
-  double layers_local(int stage) const {
-    double total = 0;
-    for (int c = 0; c < par_.vpp; ++c) {
-      const auto r = models::chunk_layers(s_.model, par_, stage, c);
-      for (int l = r.first; l < r.first + r.count; ++l)
-        total += s_.model.is_moe_layer(l) ? moe_layer_local_ : dense_layer_local_;
-    }
-    return total;
-  }
-  // ZB-V and DualPipe place them per (stage, chunk) (models/memory.h); the
-  // others on the first and last stage.
-  double embedding_local_params() const {
-    if (models::two_chunk_schedule(par_.schedule))
-      return static_cast<double>(models::embedding_block_params(s_.model, par_));
-    if (par_.pp == 1) return 0;  // a single stage: everything is counted with the head
-    return stage_local_params(0) - layers_local(0);
-  }
+  // Parameters of the embedding and the head block on one GPU (models::embedding_params_held).
+  double embedding_local_params() const { return models::embedding_params_held(s_.model, par_); }
   double head_local_params() const { return head_local_params(cur_stage_, cur_chunk_); }
   double head_local_params(int stage, int chunk) const {
-    if (models::two_chunk_schedule(par_.schedule))
-      return static_cast<double>(models::head_block_params(s_.model, par_, stage, chunk));
-    const int last = par_.pp - 1;
-    return stage_local_params(last) - layers_local(last);
+    return models::head_params_held(s_.model, par_, stage, chunk);
   }
 
   // Pipeline messages use Megatron's scatter/gather (Narayanan et al. SC'21
@@ -1323,10 +1303,6 @@ class Builder {
       wait(e, Dim::dp, kGatherChannel, 0);
       if (expert_params > 0) wait(e, Dim::edp, kExpertGatherChannel, 0);
     }
-  }
-
-  double stage_local_params(int stage) const {
-    return static_cast<double>(models::stage_params(s_.model, par_, stage).total());
   }
 
   std::uint16_t label_of(std::string_view name) { return opt_.labels ? prog_.label(name) : 0; }
