@@ -117,7 +117,6 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> path, Bytes bytes, Seconds 
   const FlowId id = take_slot(free_ids_, flows_);
   if (stamps_.size() < flows_.size()) stamps_.resize(flows_.size());
   if (due_pos_.size() < flows_.size()) due_pos_.resize(flows_.size(), kNotQueued);
-  if (own_link_.size() < flows_.size()) own_link_.resize(flows_.size());
   Flow& f = flows_[id];
   f.set_path(path, mult);
   f.total = f.remaining = bytes;
@@ -429,15 +428,20 @@ void FlowNetwork::due_remove(FlowId id) {
 void FlowNetwork::take_flow(FlowId id) {
   stamps_[id].mark = stamp_;
   comp_flows_.push_back(id);
-  for (LinkId m : flows_[id].path()) {
+  const Flow& f = flows_[id];
+  const auto path = f.path();
+  for (std::uint32_t i = 0; i < f.hops; ++i) {
+    const LinkId m = path[i];
     LinkState& ms = link_[m];
     if (ms.mark != stamp_) {
       ms.mark = stamp_;
       ms.comp = static_cast<std::uint32_t>(comp_links_.size());
       comp_links_.push_back(m);
     }
+    comp_hops_.push_back({ms.comp, f.slot_weight(i)});
     if (ms.expanded != stamp_ && (ms.seed == stamp_ || saturated(ms))) expand(m);
   }
+  comp_hop_end_.push_back(static_cast<std::uint32_t>(comp_hops_.size()));
 }
 
 void FlowNetwork::expand(LinkId l) {
@@ -479,56 +483,56 @@ void FlowNetwork::search(double level) {
 // Progressive filling of the re-filled flows (comp_flows_) on the component's links;
 // flows not re-filled keep their rates and reserve their capacity: the link's load
 // minus what the re-filled flows carried (exact fixed-point sums: the order does not
-// matter). Leaves each link's slack in LinkState::remaining and each flow's rate in
-// new_rate.
+// matter). Leaves each component link's slack in comp_remaining_ and each flow's rate
+// in new_rate. Works on the component's own dense arrays (indexed by position in
+// comp_links_, each flow's hops listed in comp_hops_ by take_flow): after the first
+// pass the scattered link and flow records are not read again.
 void FlowNetwork::fill() {
   const std::size_t nl = comp_links_.size();
+  const std::size_t nf = comp_flows_.size();
   comp_refilled_.assign(nl, 0);
   comp_unfixed_.assign(nl, 0);
   comp_begin_.assign(nl + 1, 0);
-  for (FlowId id : comp_flows_) {
-    const Flow& f = flows_[id];
-    const auto path = f.path();
+  for (std::size_t k = 0; k < nf; ++k) {
+    const Flow& f = flows_[comp_flows_[k]];
+    const std::uint32_t h0 = comp_hop_end_[k] - f.hops;
     for (std::uint32_t i = 0; i < f.hops; ++i) {
-      const std::uint32_t c = link_[path[i]].comp;
-      comp_refilled_[c] += f.load_q * f.mult(i);
-      comp_unfixed_[c] += f.slot_weight(i);
-      ++comp_begin_[c + 1];
+      const CompHop& h = comp_hops_[h0 + i];
+      comp_refilled_[h.comp] += f.load_q * f.mult(i);
+      comp_unfixed_[h.comp] += h.weight;
+      ++comp_begin_[h.comp + 1];
     }
   }
-  // Each component link's re-filled flows, in comp_flows_ order (a counting sort).
+  // Each component link's re-filled flows (by index in comp_flows_), in comp_flows_
+  // order (a counting sort).
   for (std::size_t i = 0; i < nl; ++i) comp_begin_[i + 1] += comp_begin_[i];
   comp_entries_.resize(comp_begin_[nl]);
   comp_fill_at_.assign(comp_begin_.begin(), comp_begin_.end() - 1);
-  for (FlowId id : comp_flows_)
-    for (LinkId m : flows_[id].path()) comp_entries_[comp_fill_at_[link_[m].comp]++] = id;
+  for (std::uint32_t k = 0, h = 0; k < nf; ++k)
+    for (; h < comp_hop_end_[k]; ++h) comp_entries_[comp_fill_at_[comp_hops_[h].comp]++] = k;
   // Every re-filled flow gets its new_rate below (each of its links pops from the heap).
   // A link crossed by one re-filled flow only can only ever fix that flow: of such
   // links only each flow's tightest joins the heap (the others would pop after the
   // flow is fixed, with nothing left to fix, or tie with it at the same share).
-  ++fill_stamp_;
+  comp_remaining_.resize(nl);
+  comp_fixed_.assign(nf, 0);
+  own_link_.assign(nf, {kNever, 0, 0});
   fill_heap_.clear();
-  for (std::size_t i = 0; i < nl; ++i) {
-    LinkState& ls = link_[comp_links_[i]];
-    ls.remaining = ls.capacity - to_double(ls.load_q - comp_refilled_[i]) / kLoadScale;
-    ls.unfixed = comp_unfixed_[i];
-    if (ls.unfixed == 0) continue;
-    const double share = std::max(0.0, ls.remaining) / ls.unfixed;
+  for (std::uint32_t i = 0; i < nl; ++i) {
+    const LinkState& ls = link_[comp_links_[i]];
+    comp_remaining_[i] = ls.capacity - to_double(ls.load_q - comp_refilled_[i]) / kLoadScale;
+    if (comp_unfixed_[i] == 0) continue;
+    const double share = std::max(0.0, comp_remaining_[i]) / comp_unfixed_[i];
     if (comp_begin_[i + 1] - comp_begin_[i] == 1) {
       OwnLink& own = own_link_[comp_entries_[comp_begin_[i]]];
-      if (own.stamp != fill_stamp_ || share < own.share) own = {share, comp_links_[i], fill_stamp_};
+      if (own.stamp == 0 || share < own.share) own = {share, comp_links_[i], i + 1};
       continue;
     }
-    fill_heap_.push_back({share, comp_links_[i]});
+    fill_heap_.push_back(fill_key(share, comp_links_[i], i));
   }
-  for (FlowId id : comp_flows_) {
-    const OwnLink& own = own_link_[id];
-    if (own.stamp == fill_stamp_) fill_heap_.push_back({own.share, own.link});
-  }
-  const auto later = [](const FillEntry& a, const FillEntry& b) {  // a min-heap on share
-    return a.share > b.share || (a.share == b.share && a.link > b.link);
-  };
-  std::make_heap(fill_heap_.begin(), fill_heap_.end(), later);
+  for (const OwnLink& own : own_link_)
+    if (own.stamp != 0) fill_heap_.push_back(fill_key(own.share, own.link, own.stamp - 1));
+  fill_heap_make();
   // Each round saturates the link of the smallest share and fixes its unfixed flows at
   // that share. A link's share only grows as flows on it are fixed (they take the round's
   // share, at most its own), so its key stays a lower bound and is brought up to date
@@ -536,34 +540,79 @@ void FlowNetwork::fill() {
   // a share that rounding nudged below its key is still the smallest (every other share
   // is at least its key). Ends when every re-filled flow is fixed: the links still queued
   // have none left.
-  std::size_t unfixed_flows = comp_flows_.size();
+  std::size_t unfixed_flows = nf;
   while (unfixed_flows > 0 && !fill_heap_.empty()) {
-    std::pop_heap(fill_heap_.begin(), fill_heap_.end(), later);
-    const FillEntry top = fill_heap_.back();
-    fill_heap_.pop_back();
-    LinkState& ls = link_[top.link];
-    if (ls.unfixed == 0) continue;
-    const double share = std::max(0.0, ls.remaining) / ls.unfixed;
-    if (share > top.share) {
-      fill_heap_.push_back({share, top.link});
-      std::push_heap(fill_heap_.begin(), fill_heap_.end(), later);
+    const FillKey top = fill_heap_pop();
+    const std::uint32_t c = fill_comp(top);
+    if (comp_unfixed_[c] == 0) continue;
+    const double share = std::max(0.0, comp_remaining_[c]) / comp_unfixed_[c];
+    if (share > fill_share(top)) {
+      fill_heap_push(fill_key(share, fill_link(top), c));
       continue;
     }
-    for (std::uint32_t k = comp_begin_[ls.comp]; k < comp_begin_[ls.comp + 1]; ++k) {
-      const FlowId id = comp_entries_[k];
-      if (stamps_[id].fixed == fill_stamp_) continue;
-      stamps_[id].fixed = fill_stamp_;
+    for (std::uint32_t e = comp_begin_[c]; e < comp_begin_[c + 1]; ++e) {
+      const std::uint32_t k = comp_entries_[e];
+      if (comp_fixed_[k]) continue;
+      comp_fixed_[k] = 1;
       --unfixed_flows;
-      Flow& f = flows_[id];
-      f.new_rate = share;
-      const auto path = f.path();
-      for (std::uint32_t i = 0; i < f.hops; ++i) {
-        LinkState& ms = link_[path[i]];
-        ms.remaining -= share * f.slot_weight(i);  // k shares for a k-flow entry, m per multiplicity
-        ms.unfixed -= f.slot_weight(i);
+      flows_[comp_flows_[k]].new_rate = share;
+      for (std::uint32_t h = k == 0 ? 0 : comp_hop_end_[k - 1]; h < comp_hop_end_[k]; ++h) {
+        const CompHop& hop = comp_hops_[h];
+        comp_remaining_[hop.comp] -= share * hop.weight;  // k shares for a k-flow entry, m per multiplicity
+        comp_unfixed_[hop.comp] -= hop.weight;
       }
     }
   }
+}
+
+// The filling's heap (a binary min-heap on FillKey): the smaller child is picked with an
+// integer compare, no branch; a pop moves the hole to a leaf along the smaller children
+// and sifts the last entry up from there (Floyd), which rarely climbs.
+void FlowNetwork::fill_heap_make() {
+  const auto n = static_cast<std::uint32_t>(fill_heap_.size());
+  for (std::uint32_t s = n / 2; s-- > 0;) {
+    const FillKey e = fill_heap_[s];
+    std::uint32_t i = s;
+    for (std::uint32_t c; (c = 2 * i + 1) < n; i = c) {
+      c += static_cast<std::uint32_t>(c + 1 < n && fill_heap_[c + 1] < fill_heap_[c]);
+      if (!(fill_heap_[c] < e)) break;
+      fill_heap_[i] = fill_heap_[c];
+    }
+    fill_heap_[i] = e;
+  }
+}
+
+void FlowNetwork::fill_heap_push(FillKey k) {
+  auto i = static_cast<std::uint32_t>(fill_heap_.size());
+  fill_heap_.push_back(k);
+  while (i > 0) {
+    const std::uint32_t p = (i - 1) / 2;
+    if (!(k < fill_heap_[p])) break;
+    fill_heap_[i] = fill_heap_[p];
+    i = p;
+  }
+  fill_heap_[i] = k;
+}
+
+FlowNetwork::FillKey FlowNetwork::fill_heap_pop() {
+  const FillKey top = fill_heap_.front();
+  const FillKey last = fill_heap_.back();
+  fill_heap_.pop_back();
+  const auto n = static_cast<std::uint32_t>(fill_heap_.size());
+  if (n == 0) return top;
+  std::uint32_t i = 0;
+  for (std::uint32_t c; (c = 2 * i + 1) < n; i = c) {
+    c += static_cast<std::uint32_t>(c + 1 < n && fill_heap_[c + 1] < fill_heap_[c]);
+    fill_heap_[i] = fill_heap_[c];
+  }
+  while (i > 0) {
+    const std::uint32_t p = (i - 1) / 2;
+    if (!(last < fill_heap_[p])) break;
+    fill_heap_[i] = fill_heap_[p];
+    i = p;
+  }
+  fill_heap_[i] = last;
+  return top;
 }
 
 // Max-min rates for the flows that a change since the last solve can move (see the
@@ -578,6 +627,8 @@ void FlowNetwork::solve() {
   resolve_level_ = kNever;
   comp_links_.clear();
   comp_flows_.clear();
+  comp_hops_.clear();
+  comp_hop_end_.clear();
   for (LinkId l : dirty_links_) {
     LinkState& ls = link_[l];
     if (ls.seed != stamp_) {  // only lost flows, and was not saturated: no flow depends on it
@@ -596,9 +647,9 @@ void FlowNetwork::solve() {
   for (;;) {
     fill();
     const std::size_t had = comp_flows_.size();
-    for (LinkId m : comp_links_) {
-      LinkState& ms = link_[m];
-      if (ms.expanded != stamp_ && ms.remaining <= ms.capacity * kSaturated) expand(m);
+    for (std::size_t i = 0; i < comp_links_.size(); ++i) {
+      const LinkState& ms = link_[comp_links_[i]];
+      if (ms.expanded != stamp_ && comp_remaining_[i] <= ms.capacity * kSaturated) expand(comp_links_[i]);
     }
     search(level);
     if (comp_flows_.size() == had) break;
