@@ -439,14 +439,17 @@ void FlowNetwork::take_flow(FlowId id) {
       comp_links_.push_back(m);
     }
     comp_hops_.push_back({ms.comp, f.slot_weight(i)});
-    if (ms.expanded != stamp_ && (ms.seed == stamp_ || saturated(ms))) expand(m);
+    if (ms.expanded != stamp_ && (ms.seed == stamp_ || saturated(ms))) expand(m, false);
   }
   comp_hop_end_.push_back(static_cast<std::uint32_t>(comp_hops_.size()));
 }
 
-void FlowNetwork::expand(LinkId l) {
-  link_[l].expanded = stamp_;
-  expand_q_.push_back(l);
+void FlowNetwork::expand(LinkId l, bool full) {
+  LinkState& ls = link_[l];
+  if (ls.full == stamp_ || (!full && ls.expanded == stamp_)) return;
+  ls.expanded = stamp_;
+  if (full) ls.full = stamp_;
+  expand_q_.push_back({l, full});
 }
 
 // Re-fills every flow at or above the level on the queued links; their links join in
@@ -455,8 +458,9 @@ void FlowNetwork::expand(LinkId l) {
 // so a search from the root that stops at entries below the level finds them all.
 void FlowNetwork::search(double level) {
   while (!expand_q_.empty()) {
-    LinkState& ls = link_[expand_q_.back()];
+    const Expansion x = expand_q_.back();
     expand_q_.pop_back();
+    LinkState& ls = link_[x.link];
     const auto size = static_cast<std::uint32_t>(ls.flows.size());
     for (std::uint32_t j = ls.heap_n; j < size; ++j) {  // unsolved: all re-filled
       ++stats_.entries;
@@ -465,19 +469,45 @@ void FlowNetwork::search(double level) {
     }
     const std::uint32_t n = ls.heap_n;
     if (n == 0) continue;
+    // Not full: the flows at the link's top rate (ties within a relative 1e-9).
+    const double from = x.full ? level : std::max(level, ls.flows[0].key * (1 - 1e-9));
     dfs_.clear();
     dfs_.push_back(0);
     while (!dfs_.empty()) {
       const std::uint32_t j = dfs_.back();
       dfs_.pop_back();
       const LinkEntry& e = ls.flows[j];
-      if (e.key < level) continue;  // and so is its whole subtree
+      if (e.key < from) continue;  // and so is its whole subtree
       if (2 * j + 1 < n) dfs_.push_back(2 * j + 1);
       if (2 * j + 2 < n) dfs_.push_back(2 * j + 2);
       ++stats_.entries;
       if (stamps_[e.id].mark != stamp_) take_flow(e.id);
     }
   }
+}
+
+// The fastest flow at or above the level on link `l` that this solve does not re-fill
+// (0: none): a search of its heap that stops below the level and at the first kept
+// entry of each path (the entries under it are no faster).
+double FlowNetwork::faster_kept(LinkId l, double level) {
+  const LinkState& ls = link_[l];
+  if (ls.full == stamp_ || ls.heap_n == 0) return 0;
+  double best = 0;
+  dfs_.clear();
+  dfs_.push_back(0);
+  while (!dfs_.empty()) {
+    const std::uint32_t j = dfs_.back();
+    dfs_.pop_back();
+    const LinkEntry& e = ls.flows[j];
+    if (e.key < level || e.key <= best) continue;
+    if (stamps_[e.id].mark != stamp_) {
+      best = e.key;
+      continue;
+    }
+    if (2 * j + 1 < ls.heap_n) dfs_.push_back(2 * j + 1);
+    if (2 * j + 2 < ls.heap_n) dfs_.push_back(2 * j + 2);
+  }
+  return best;
 }
 
 // Progressive filling of the re-filled flows (comp_flows_) on the component's links;
@@ -503,6 +533,28 @@ void FlowNetwork::fill() {
       ++comp_begin_[h.comp + 1];
     }
   }
+  comp_remaining_.resize(nl);
+  for (std::uint32_t i = 0; i < nl; ++i) {
+    const LinkState& ls = link_[comp_links_[i]];
+    comp_remaining_[i] = ls.capacity - to_double(ls.load_q - comp_refilled_[i]) / kLoadScale;
+  }
+  comp_fix_share_.assign(nl, -1.0);
+  if (nf == 1) {
+    // One flow (a quarter of the ZeRO-3 bench run's solves): the first link to pop, the
+    // smallest share, fixes it; the same values as the heap's, without it.
+    double share = kNever;
+    for (std::uint32_t i = 0; i < nl; ++i)
+      if (comp_unfixed_[i] > 0) share = std::min(share, std::max(0.0, comp_remaining_[i]) / comp_unfixed_[i]);
+    flows_[comp_flows_[0]].new_rate = share;
+    for (std::uint32_t i = 0; i < nl; ++i)  // the first link of the smallest share, as a pop would take
+      if (comp_unfixed_[i] > 0 && std::max(0.0, comp_remaining_[i]) / comp_unfixed_[i] == share) {
+        comp_fix_share_[i] = share;
+        break;
+      }
+    for (std::uint32_t h = 0; h < comp_hop_end_[0]; ++h)
+      comp_remaining_[comp_hops_[h].comp] -= share * comp_hops_[h].weight;
+    return;
+  }
   // Each component link's re-filled flows (by index in comp_flows_), in comp_flows_
   // order (a counting sort).
   for (std::size_t i = 0; i < nl; ++i) comp_begin_[i + 1] += comp_begin_[i];
@@ -514,13 +566,10 @@ void FlowNetwork::fill() {
   // A link crossed by one re-filled flow only can only ever fix that flow: of such
   // links only each flow's tightest joins the heap (the others would pop after the
   // flow is fixed, with nothing left to fix, or tie with it at the same share).
-  comp_remaining_.resize(nl);
   comp_fixed_.assign(nf, 0);
   own_link_.assign(nf, {kNever, 0, 0});
   fill_heap_.clear();
   for (std::uint32_t i = 0; i < nl; ++i) {
-    const LinkState& ls = link_[comp_links_[i]];
-    comp_remaining_[i] = ls.capacity - to_double(ls.load_q - comp_refilled_[i]) / kLoadScale;
     if (comp_unfixed_[i] == 0) continue;
     const double share = std::max(0.0, comp_remaining_[i]) / comp_unfixed_[i];
     if (comp_begin_[i + 1] - comp_begin_[i] == 1) {
@@ -550,6 +599,7 @@ void FlowNetwork::fill() {
       fill_heap_push(fill_key(share, fill_link(top), c));
       continue;
     }
+    comp_fix_share_[c] = share;
     for (std::uint32_t e = comp_begin_[c]; e < comp_begin_[c + 1]; ++e) {
       const std::uint32_t k = comp_entries_[e];
       if (comp_fixed_[k]) continue;
@@ -637,20 +687,19 @@ void FlowNetwork::solve() {
     }
     ls.comp = static_cast<std::uint32_t>(comp_links_.size());
     comp_links_.push_back(l);
-    expand(l);
+    expand(l, false);
   }
   dirty_links_.clear();
   search(level);
-  // Fill; a component link that was left out of the search (not saturated before) but
-  // is saturated now may hold flows at or above the level that the filling would have
-  // to slow down: search it and fill again.
-  for (;;) {
+  // Fill (when the search found flows to re-fill); a component link that was left out of the search (not saturated
+  // before) but is saturated now may hold flows at or above the level that the filling would have to slow down: search
+  // it and fill again.
+  while (!comp_flows_.empty()) {
     fill();
     const std::size_t had = comp_flows_.size();
-    for (std::size_t i = 0; i < comp_links_.size(); ++i) {
-      const LinkState& ms = link_[comp_links_[i]];
-      if (ms.expanded != stamp_ && comp_remaining_[i] <= ms.capacity * kSaturated) expand(comp_links_[i]);
-    }
+    for (std::uint32_t i = 0; i < comp_links_.size(); ++i)
+      if (comp_fix_share_[i] >= 0 && faster_kept(comp_links_[i], level) > comp_fix_share_[i] * (1 + 1e-9))
+        expand(comp_links_[i], true);
     search(level);
     if (comp_flows_.size() == had) break;
     ++stats_.refills;

@@ -46,31 +46,35 @@
 //        a link the removal left empty: no flow is there to re-fill. (Measured in
 //        finish() before the load drops; loads only drop between solves, adds carry no
 //        load until solved.)
-//    (b) Search: a seed's flows at or above L join S; a link of an S flow that is a seed
-//        or saturated (old) has its flows at or above L join S too, and so on. A link of
-//        an S flow that is not saturated only constrains the filling (its other flows
-//        keep their rates and reserve their capacity).
-//    (c) Check: after the filling, a component link not searched in (b) that the new
-//        rates saturate is searched; if that adds flows, the filling runs again on the
-//        larger S (SolveStats::refills; rare: 0.8 % and 2.4 % of the solves of the
-//        MoE 4:1 and 1:1 bench runs, 0.3 % of ZeRO-3's).
+//    (b) Search: the flows added since the last solve join S, and so do a seed's flows
+//        at its top rate (the fastest there, ties within a relative 1e-9, at or above L);
+//        a link of an S flow that is saturated (old) has the flows at its top rate join S
+//        too, and so on. The other flows on these links, and on an S flow's unsaturated
+//        links, keep their rates and reserve their capacity in the filling. (A flow below
+//        a link's top rate has its bottleneck elsewhere; it only moves if that link's new
+//        share drops below its rate, which (c) finds.)
+//    (c) Check: after the filling, each component link m that fixed flows (at share s_m)
+//        is checked: if a flow kept at or above L crosses m faster than s_m (beyond a
+//        relative 1e-9), all of m's flows at or above L join S and the filling runs again
+//        on the larger S (SolveStats::refills: 6.0 % and 9.6 % of the solves of the MoE
+//        1:1 and 4:1 bench runs, none of ZeRO-3's).
 //    Proof that the result is the max-min allocation: a flow j not in S (at or above
-//    L) had an old bottleneck l, saturated with j fastest there. If any S flow crossed
-//    l, or l were a seed, (b) would have put j in S; so l has the same flows at the same
-//    rates as before, still saturated, j still fastest. A flow i in S is fixed by the
-//    filling on a link m that the filling saturates, where no S flow is faster; m was
-//    searched (by (b), or by (c), which repeats until every saturated component link
-//    was searched), so every flow at or above L on m is in S. The allocation is
-//    feasible (the filling respects each link's capacity less what the others reserve).
-//    So every flow has a bottleneck: it is the max-min allocation, the one a from-
-//    scratch solve finds. Breaking (a), (b) or (c) on purpose (dropping the removal
-//    seeds, searching only seeds, skipping the check) fails the randomized reference
-//    tests (tests/hw/net/flow_network_reference_test.cpp). Not done: stopping the
-//    search at S flows whose rate does not change (one that keeps its rate can still
-//    be some flow's bottleneck-mate, so it needs a check per link of its own).
-//    Per solve on the MoE 4:1 / 1:1 bench runs this re-fills 218 / 53 flows (was 596 /
-//    164 with the level bound alone) on 64 / 34 links (was 223 / 131), of which 161 /
-//    36 change rate; ZeRO-3 on 1,024 GPUs: 11.9 flows (was 12), 76 links (was 87).
+//    L) had an old bottleneck l, saturated with j fastest there, so at l's top rate. If
+//    any S flow crossed l, or l were a seed, (b) would have put j in S; so l has the same
+//    flows at the same rates as before, still saturated, j still fastest. A flow i in S
+//    is fixed by the filling on a link m that the filling saturates, where no S flow is
+//    faster; by (c), which repeats until it holds, no kept flow at or above L on m is
+//    faster either, and the flows below L are slower (the rates at or above L stay at or
+//    above L). The allocation is feasible (the filling respects each link's capacity
+//    less what the others reserve). So every flow has a bottleneck: it is the max-min
+//    allocation, the one a from-scratch solve finds. Breaking (a), (b) or (c) on purpose
+//    (dropping the removal seeds, taking no flow at a link's top rate, skipping the
+//    check) fails the randomized reference tests
+//    (tests/hw/net/flow_network_reference_test.cpp, flow_network_incremental_test.cpp).
+//    Per solve on the MoE 1:1 / 4:1 bench runs this re-fills 11.3 / 34.2 flows (34.2 /
+//    58.6 when (b) took every flow at or above L on a searched link and (c) searched
+//    any newly saturated link) on 31.8 / 80.6 links (67.5 / 117.8); the runs took 0.64 /
+//    0.73 s instead of 1.18 / 0.95 s. ZeRO-3 on 1,024 GPUs: 6.3 flows, 28 links.
 //  - A solve costs what it re-fills, not what its links carry: each link keeps its
 //    flows in a max-heap by rate (unsolved flows behind it), so the flows at or above the
 //    level are found without visiting those below; a link's reserved capacity is its
@@ -271,7 +275,8 @@ class FlowNetwork {
     std::uint32_t comp = 0;        // solver scratch: index in comp_links_
     Load load_q = 0;               // Σ weight × rate of its flows (exact sums)
     std::uint32_t seed = 0;        // == stamp_ at the next solve: a seed of the re-fill (see the header)
-    std::uint32_t expanded = 0;    // == stamp_: its flows at or above the level are re-filled
+    std::uint32_t expanded = 0;    // == stamp_: its flows at its top rate (at or above the level) are re-filled
+    std::uint32_t full = 0;        // == stamp_: all its flows at or above the level are re-filled
     BytesPerSecond capacity = 0;
     std::uint32_t weight = 0;  // Σ weight of `flows`
     std::uint32_t heap_n = 0;  // solved entries at the front of `flows`
@@ -353,7 +358,8 @@ class FlowNetwork {
   static bool saturated(const LinkState& ls) { return ls.load >= ls.capacity * (1 - kSaturated); }
   void touch(LinkId l, bool seed);
   void take_flow(FlowId id);
-  void expand(LinkId l);
+  void expand(LinkId l, bool full);
+  double faster_kept(LinkId l, double level);
   void search(double level);
   void fill();
   void solve();
@@ -409,10 +415,15 @@ class FlowNetwork {
   std::vector<std::uint32_t> comp_begin_;    // ... from comp_begin_[i] (by index in comp_links_)
   std::vector<Load> comp_refilled_;          // solver scratch: re-filled flows' load on each component link
   std::vector<std::uint32_t> comp_unfixed_;  // ... and their weight (the filling: of the unfixed ones)
+  std::vector<double> comp_fix_share_;  // solver scratch: the share at which a component link fixed flows (-1: none)
   std::vector<double> comp_remaining_;       // solver scratch: each component link's slack in the filling
   std::vector<std::uint8_t> comp_fixed_;     // solver scratch: by index in comp_flows_, fixed in this filling
   std::vector<std::uint32_t> comp_fill_at_;  // solver scratch: next free slot of each link's entries
-  std::vector<LinkId> expand_q_;             // solver scratch: links whose flows the search visits next
+  struct Expansion {
+    LinkId link;
+    bool full;
+  };
+  std::vector<Expansion> expand_q_;          // solver scratch: links whose flows the search visits next
   std::vector<std::uint32_t> dfs_;           // solver scratch: heap positions to visit
   std::uint32_t stamp_ = 0;
   SolveStats stats_;

@@ -1,6 +1,7 @@
 // FlowNetwork's re-fill set (hw/net/flow_network.h, "Which flows a solve re-fills"):
 // a removal seeds the re-fill only at links that were saturated, the search grows only
-// through saturated links, and a link the filling saturates is searched after all.
+// through saturated links and takes only their flows at the top rate, and a link the
+// filling saturates below a kept flow's rate is searched after all.
 // Each case checks the rates against the max-min solution worked out by hand and the
 // re-filled flows counted by solve_stats().
 #include <gtest/gtest.h>
@@ -96,6 +97,63 @@ TEST(FlowNetworkRefill, ALinkTheFillingSaturatesIsSearchedAndFilledAgain) {
   const auto after = net.solve_stats();
   EXPECT_EQ(after.refills - before.refills, 1u);
   EXPECT_EQ(after.flows - before.flows, 3u);
+}
+
+// One link C shared by h (C only), g (also on B) and k (also on D); B and D are the
+// bottlenecks of g and k.
+struct Star {
+  Topology t;
+  LinkId b = 0, c = 0, d = 0;
+  Star(BytesPerSecond cap_b, BytesPerSecond cap_c, BytesPerSecond cap_d) {
+    std::vector<VertexId> v;
+    for (int i = 0; i < 4; ++i) v.push_back(t.add_vertex(VertexKind::gpu, "v" + std::to_string(i), i));
+    b = t.connect(v[0], v[1], cap_b, 0);
+    c = t.connect(v[1], v[2], cap_c, 0);
+    d = t.connect(v[2], v[3], cap_d, 0);
+  }
+};
+
+TEST(FlowNetworkRefill, ARemovalReFillsOnlyTheFlowsAtTheTopRateOfASaturatedLink) {
+  // C = 10, B = 3, D = 1 GB/s: k = 1 (D), g = 3 (B), h = 6 GB/s (C, saturated). Cancelling
+  // k (level 1 GB/s) re-fills h alone, the one at C's top rate: g, at or above the level
+  // but bottlenecked on B, keeps 3 GB/s and reserves it; h goes to 7 GB/s.
+  Star r(3 * kGB, 10 * kGB, 1 * kGB);
+  FlowNetwork net(r.t);
+  const std::vector<LinkId> hc = {r.c}, gc = {r.b, r.c}, kc = {r.c, r.d};
+  const FlowId h = net.add_flow(hc, 1e3 * kGB, 0), g = net.add_flow(gc, 1e3 * kGB, 0),
+               k = net.add_flow(kc, 1e3 * kGB, 0);
+  std::vector<FlowId> done;
+  net.advance_to(0, done);
+  EXPECT_DOUBLE_EQ(net.rate(h), 6 * kGB);
+  EXPECT_DOUBLE_EQ(net.rate(g), 3 * kGB);
+  const auto before = net.solve_stats();
+  net.cancel(k);
+  EXPECT_DOUBLE_EQ(net.rate(h), 7 * kGB);
+  EXPECT_DOUBLE_EQ(net.rate(g), 3 * kGB);
+  const auto after = net.solve_stats();
+  EXPECT_EQ(after.flows - before.flows, 1u);  // h only
+  EXPECT_EQ(after.refills, before.refills);
+}
+
+TEST(FlowNetworkRefill, AKeptFlowFasterThanTheNewShareIsReFilledToo) {
+  // C = 12, B = 5 GB/s: g = 5 (B), h = 7 GB/s (C). Two flows join C (level 12 / 4 = 3 GB/s):
+  // the first filling re-fills them and h (C's top rate) on C's 12 - 5 = 7 GB/s left by g,
+  // 2.33 GB/s each, below g's 5 GB/s; the check takes g too and fills again: all 3 GB/s.
+  Star r(5 * kGB, 12 * kGB, 1 * kGB);
+  FlowNetwork net(r.t);
+  const std::vector<LinkId> hc = {r.c}, gc = {r.b, r.c};
+  const FlowId h = net.add_flow(hc, 1e3 * kGB, 0), g = net.add_flow(gc, 1e3 * kGB, 0);
+  std::vector<FlowId> done;
+  net.advance_to(0, done);
+  EXPECT_DOUBLE_EQ(net.rate(h), 7 * kGB);
+  EXPECT_DOUBLE_EQ(net.rate(g), 5 * kGB);
+  const auto before = net.solve_stats();
+  const FlowId n1 = net.add_flow(hc, 1e3 * kGB, net.now()), n2 = net.add_flow(hc, 1e3 * kGB, net.now());
+  net.advance_to(net.now(), done);
+  for (FlowId f : {h, g, n1, n2}) EXPECT_DOUBLE_EQ(net.rate(f), 3 * kGB);
+  const auto after = net.solve_stats();
+  EXPECT_EQ(after.refills - before.refills, 1u);
+  EXPECT_EQ(after.flows - before.flows, 4u);
 }
 
 }  // namespace
