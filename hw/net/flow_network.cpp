@@ -452,10 +452,26 @@ void FlowNetwork::expand(LinkId l, bool full) {
   expand_q_.push_back({l, full});
 }
 
-// Re-fills every flow at or above the level on the queued links; their links join in
-// turn (take_flow). A link's heap yields those flows without visiting the ones below
-// the level: in a max-heap every entry at or above the level has only such ancestors,
-// so a search from the root that stops at entries below the level finds them all.
+// Visits the entries of a link's heap from the root down, into the children of those for
+// which `visit` returns true.
+template <class Visit>
+void FlowNetwork::walk_heap(const LinkState& ls, Visit visit) {
+  dfs_.clear();
+  dfs_.push_back(0);
+  while (!dfs_.empty()) {
+    const std::uint32_t j = dfs_.back();
+    dfs_.pop_back();
+    if (!visit(ls.flows[j])) continue;
+    if (2 * j + 1 < ls.heap_n) dfs_.push_back(2 * j + 1);
+    if (2 * j + 2 < ls.heap_n) dfs_.push_back(2 * j + 2);
+  }
+}
+
+// Re-fills the queued links' flows at their top rate (all at or above the level for a
+// full expansion) and the unsolved ones; their links join in turn (take_flow). A link's
+// heap yields those flows without visiting the ones below: in a max-heap every entry at
+// or above a rate has only such ancestors, so a walk from the root that stops at entries
+// below it finds them all.
 void FlowNetwork::search(double level) {
   while (!expand_q_.empty()) {
     const Expansion x = expand_q_.back();
@@ -467,22 +483,15 @@ void FlowNetwork::search(double level) {
       const FlowId id = ls.flows[j].id;
       if (stamps_[id].mark != stamp_) take_flow(id);
     }
-    const std::uint32_t n = ls.heap_n;
-    if (n == 0) continue;
+    if (ls.heap_n == 0) continue;
     // Not full: the flows at the link's top rate (ties within a relative 1e-9).
     const double from = x.full ? level : std::max(level, ls.flows[0].key * (1 - 1e-9));
-    dfs_.clear();
-    dfs_.push_back(0);
-    while (!dfs_.empty()) {
-      const std::uint32_t j = dfs_.back();
-      dfs_.pop_back();
-      const LinkEntry& e = ls.flows[j];
-      if (e.key < from) continue;  // and so is its whole subtree
-      if (2 * j + 1 < n) dfs_.push_back(2 * j + 1);
-      if (2 * j + 2 < n) dfs_.push_back(2 * j + 2);
+    walk_heap(ls, [&](const LinkEntry& e) {
+      if (e.key < from) return false;  // and so is its whole subtree
       ++stats_.entries;
       if (stamps_[e.id].mark != stamp_) take_flow(e.id);
-    }
+      return true;
+    });
   }
 }
 
@@ -493,20 +502,12 @@ double FlowNetwork::faster_kept(LinkId l, double level) {
   const LinkState& ls = link_[l];
   if (ls.full == stamp_ || ls.heap_n == 0) return 0;
   double best = 0;
-  dfs_.clear();
-  dfs_.push_back(0);
-  while (!dfs_.empty()) {
-    const std::uint32_t j = dfs_.back();
-    dfs_.pop_back();
-    const LinkEntry& e = ls.flows[j];
-    if (e.key < level || e.key <= best) continue;
-    if (stamps_[e.id].mark != stamp_) {
-      best = e.key;
-      continue;
-    }
-    if (2 * j + 1 < ls.heap_n) dfs_.push_back(2 * j + 1);
-    if (2 * j + 2 < ls.heap_n) dfs_.push_back(2 * j + 2);
-  }
+  walk_heap(ls, [&](const LinkEntry& e) {
+    if (e.key < level || e.key <= best) return false;
+    if (stamps_[e.id].mark == stamp_) return true;  // re-filled: look below it
+    best = e.key;
+    return false;
+  });
   return best;
 }
 
@@ -632,9 +633,8 @@ void FlowNetwork::fill_heap_make() {
   }
 }
 
-void FlowNetwork::fill_heap_push(FillKey k) {
-  auto i = static_cast<std::uint32_t>(fill_heap_.size());
-  fill_heap_.push_back(k);
+// Puts `k` into the hole at i, moving it up past larger parents.
+void FlowNetwork::fill_heap_up(std::uint32_t i, FillKey k) {
   while (i > 0) {
     const std::uint32_t p = (i - 1) / 2;
     if (!(k < fill_heap_[p])) break;
@@ -642,6 +642,11 @@ void FlowNetwork::fill_heap_push(FillKey k) {
     i = p;
   }
   fill_heap_[i] = k;
+}
+
+void FlowNetwork::fill_heap_push(FillKey k) {
+  fill_heap_.push_back(k);
+  fill_heap_up(static_cast<std::uint32_t>(fill_heap_.size() - 1), k);
 }
 
 FlowNetwork::FillKey FlowNetwork::fill_heap_pop() {
@@ -655,13 +660,7 @@ FlowNetwork::FillKey FlowNetwork::fill_heap_pop() {
     c += static_cast<std::uint32_t>(c + 1 < n && fill_heap_[c + 1] < fill_heap_[c]);
     fill_heap_[i] = fill_heap_[c];
   }
-  while (i > 0) {
-    const std::uint32_t p = (i - 1) / 2;
-    if (!(last < fill_heap_[p])) break;
-    fill_heap_[i] = fill_heap_[p];
-    i = p;
-  }
-  fill_heap_[i] = last;
+  fill_heap_up(i, last);
   return top;
 }
 
@@ -691,9 +690,9 @@ void FlowNetwork::solve() {
   }
   dirty_links_.clear();
   search(level);
-  // Fill (when the search found flows to re-fill); a component link that was left out of the search (not saturated
-  // before) but is saturated now may hold flows at or above the level that the filling would have to slow down: search
-  // it and fill again.
+  // Fill (when the search found flows to re-fill); where a link fixed flows below the rate
+  // of a flow it kept, re-fill all of that link's flows at or above the level (the
+  // header's check (c)) and fill again.
   while (!comp_flows_.empty()) {
     fill();
     const std::size_t had = comp_flows_.size();

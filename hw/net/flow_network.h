@@ -309,6 +309,7 @@ class FlowNetwork {
   static LinkId fill_link(FillKey k) { return static_cast<LinkId>(k >> 32); }
   void fill_heap_make();
   void fill_heap_push(FillKey k);
+  void fill_heap_up(std::uint32_t i, FillKey k);
   FillKey fill_heap_pop();
   struct CompHop {         // a re-filled flow's link (take_flow): the filling's view of its path
     std::uint32_t comp;    // the link's index in comp_links_
@@ -360,6 +361,8 @@ class FlowNetwork {
   void take_flow(FlowId id);
   void expand(LinkId l, bool full);
   double faster_kept(LinkId l, double level);
+  template <class Visit>
+  void walk_heap(const LinkState& ls, Visit visit);
   void search(double level);
   void fill();
   void solve();

@@ -99,27 +99,14 @@ TEST(FlowNetworkRefill, ALinkTheFillingSaturatesIsSearchedAndFilledAgain) {
   EXPECT_EQ(after.flows - before.flows, 3u);
 }
 
-// One link C shared by h (C only), g (also on B) and k (also on D); B and D are the
-// bottlenecks of g and k.
-struct Star {
-  Topology t;
-  LinkId b = 0, c = 0, d = 0;
-  Star(BytesPerSecond cap_b, BytesPerSecond cap_c, BytesPerSecond cap_d) {
-    std::vector<VertexId> v;
-    for (int i = 0; i < 4; ++i) v.push_back(t.add_vertex(VertexKind::gpu, "v" + std::to_string(i), i));
-    b = t.connect(v[0], v[1], cap_b, 0);
-    c = t.connect(v[1], v[2], cap_c, 0);
-    d = t.connect(v[2], v[3], cap_d, 0);
-  }
-};
-
 TEST(FlowNetworkRefill, ARemovalReFillsOnlyTheFlowsAtTheTopRateOfASaturatedLink) {
-  // C = 10, B = 3, D = 1 GB/s: k = 1 (D), g = 3 (B), h = 6 GB/s (C, saturated). Cancelling
-  // k (level 1 GB/s) re-fills h alone, the one at C's top rate: g, at or above the level
-  // but bottlenecked on B, keeps 3 GB/s and reserves it; h goes to 7 GB/s.
-  Star r(3 * kGB, 10 * kGB, 1 * kGB);
+  // The rig's links as a star: h crosses B alone, g crosses A and B, k crosses B and C.
+  // B = 10, A = 3, C = 1 GB/s: k = 1 (C), g = 3 (A), h = 6 GB/s (B, saturated). Cancelling
+  // k (level 1 GB/s) re-fills h alone, the one at B's top rate: g, at or above the level
+  // but bottlenecked on A, keeps 3 GB/s and reserves it; h goes to 7 GB/s.
+  Rig r(3 * kGB, 10 * kGB, 1 * kGB);
   FlowNetwork net(r.t);
-  const std::vector<LinkId> hc = {r.c}, gc = {r.b, r.c}, kc = {r.c, r.d};
+  const std::vector<LinkId> hc = {r.b}, gc = {r.a, r.b}, kc = {r.b, r.c};
   const FlowId h = net.add_flow(hc, 1e3 * kGB, 0), g = net.add_flow(gc, 1e3 * kGB, 0),
                k = net.add_flow(kc, 1e3 * kGB, 0);
   std::vector<FlowId> done;
@@ -136,12 +123,13 @@ TEST(FlowNetworkRefill, ARemovalReFillsOnlyTheFlowsAtTheTopRateOfASaturatedLink)
 }
 
 TEST(FlowNetworkRefill, AKeptFlowFasterThanTheNewShareIsReFilledToo) {
-  // C = 12, B = 5 GB/s: g = 5 (B), h = 7 GB/s (C). Two flows join C (level 12 / 4 = 3 GB/s):
-  // the first filling re-fills them and h (C's top rate) on C's 12 - 5 = 7 GB/s left by g,
-  // 2.33 GB/s each, below g's 5 GB/s; the check takes g too and fills again: all 3 GB/s.
-  Star r(5 * kGB, 12 * kGB, 1 * kGB);
+  // h crosses B alone, g crosses A and B. B = 12, A = 5 GB/s: g = 5 (A), h = 7 GB/s (B).
+  // Two flows join B (level 12 / 4 = 3 GB/s): the first filling re-fills them and h (B's top
+  // rate) on B's 12 - 5 = 7 GB/s left by g, 2.33 GB/s each, below g's 5 GB/s; the check
+  // takes g too and fills again: all 3 GB/s.
+  Rig r(5 * kGB, 12 * kGB, 1 * kGB);
   FlowNetwork net(r.t);
-  const std::vector<LinkId> hc = {r.c}, gc = {r.b, r.c};
+  const std::vector<LinkId> hc = {r.b}, gc = {r.a, r.b};
   const FlowId h = net.add_flow(hc, 1e3 * kGB, 0), g = net.add_flow(gc, 1e3 * kGB, 0);
   std::vector<FlowId> done;
   net.advance_to(0, done);
