@@ -242,9 +242,10 @@ LayerRange chunk_layers(const ModelSpec& m, const Parallelism& p, int stage, int
 int forward_chunk(const Parallelism& p, int k) {
   if (k < 0) throw std::invalid_argument(fmt::format("forward index must be >= 0, got {}", k));
   if (!interleaved(p)) return 0;
-  // Megatron-LM pipeline_parallel/schedules.py, get_model_chunk_id (forward):
-  // groups of pp micro-batches run chunk 0, then chunk 1, ...
-  return (k / p.pp) % p.vpp;
+  // Megatron-core's schedule table (schedules.py get_model_chunk_id, forward): groups of
+  // microbatch_group_size_per_vp_stage (default pp) micro-batches run chunk 0, then 1, ...
+  const int m = std::max(1, p.num_microbatches);
+  return models::interleaved_slot(m, p.vpp, microbatch_group_size(p), k % (m * p.vpp)).chunk;
 }
 
 bool holds_embedding(const Parallelism& p, int stage, int chunk) {
@@ -553,12 +554,13 @@ int in_flight_microbatch_chunks(const Parallelism& p, int stage) {
     return std::min(m, p.pp - stage);
   }
   // Megatron-core forward_backward_pipelining_with_interleaving (schedules.py
-  // get_pp_rank_microbatches): warm-up forwards (pp − rank − 1)·2 + (vpp − 1)·pp,
-  // capped at m·vpp (then all forwards run first); one more forward runs before
-  // the first backward frees anything. (2021 Megatron-LM also ran every forward
-  // first when m == pp; Megatron-core dropped that case.)
+  // get_pp_rank_microbatches): warm-up forwards (pp − rank − 1)·2 + (vpp − 1)·N, N the
+  // micro-batch group (microbatch_group_size_per_vp_stage, default pp), capped at m·vpp
+  // (then all forwards run first); one more forward runs before the first backward
+  // frees anything. (2021 Megatron-LM also ran every forward first when m == pp;
+  // Megatron-core dropped that case.)
   const int total = m * p.vpp;
-  const int warmup = (p.pp - stage - 1) * 2 + (p.vpp - 1) * p.pp;
+  const int warmup = (p.pp - stage - 1) * 2 + (p.vpp - 1) * microbatch_group_size(p);
   return std::min(total, warmup + 1);
 }
 
@@ -728,7 +730,7 @@ std::vector<StageMemory> analytical_memory(const ModelSpec& m, const Parallelism
     // which the per-stage figure then already counts.)
     const bool head_here = stage == p.pp - 1;
     if (!activations_at_peak) sm.activations += head_here ? std::max(0.0, working_set - head) : working_set;
-    if (!activations_at_peak && head_here) sm.activations += deferred_head_wgrad_bytes(m, p);
+    if (head_here && !splits_backward(p.schedule)) sm.activations += deferred_head_wgrad_bytes(m, p);
     sm.buffers = buffer_bytes(m, p, stage);
     double allocated = sm.params + sm.grads + sm.optimizer + sm.activations + sm.buffers;
     // The optimizer step's own allocation, after the activations are freed.

@@ -63,6 +63,9 @@ struct Parallelism {
   bool defer_head_wgrad = false;
   int wgrad_deferral_limit = 0;
   int vpp = 1;  // virtual pipeline stages (model chunks per rank)
+  // Interleaved 1F1B: the micro-batches each model chunk runs back to back before the next
+  // chunk's (Megatron-core's microbatch_group_size_per_vp_stage); 0 = pp, its default.
+  int microbatch_group = 0;
   bool sequence_parallel = false;
   int zero_stage = 0;  // 0..3
   Recompute recompute = Recompute::none;
@@ -121,6 +124,27 @@ struct Parallelism {
   };
   Zero3Gathers zero3;
 };
+
+// The interleaved schedule's micro-batch group (Parallelism::microbatch_group, default pp).
+inline int microbatch_group_size(const Parallelism& p) { return p.microbatch_group > 0 ? p.microbatch_group : p.pp; }
+
+// The k-th forward of an interleaved stage (k < m·v) as (micro-batch, model chunk), in
+// Megatron-core's schedule table (schedules.py get_schedule_table): micro-batches in groups
+// of n, each group through chunk 0, then chunk 1, ..., the last group with what is left
+// (m − n·⌊(m − 1) / n⌋ micro-batches). The k-th backward is the same micro-batch on chunk
+// v − 1 − chunk.
+struct InterleavedSlot {
+  int microbatch, chunk;
+};
+inline InterleavedSlot interleaved_slot(int m, int v, int n, int k) {
+  const int before_last = (m - 1) / n;  // full groups before the last one
+  if (k < before_last * n * v) {
+    const int in_group = k % (n * v);
+    return {k / (n * v) * n + in_group % n, in_group / n};
+  }
+  const int first = before_last * n, size = m - first, in_group = k - first * v;
+  return {first + in_group % size, in_group / size};
+}
 
 // Each enum's spellings, in one place: as the scenario keys write them (CONTRACT §2),
 // in enum order. to_string, from_string and every parser of these names read them.

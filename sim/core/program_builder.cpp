@@ -106,7 +106,7 @@ class Builder {
     }
     compute_ = default_compute_;
     if (!opt_.schedule_steps) return std::move(prog_);
-    auto steps = build_schedules(par_.schedule, p, par_.num_microbatches, v, {}, pass_times());
+    auto steps = build_schedules(par_.schedule, p, par_.num_microbatches, v, {}, pass_times(), par_.microbatch_group);
     for (int stage = 0; stage < p; ++stage)
       prog_.stages[static_cast<std::size_t>(stage)].steps = std::move(steps[static_cast<std::size_t>(stage)]);
     return std::move(prog_);

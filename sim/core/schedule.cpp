@@ -13,17 +13,7 @@ namespace ptsim::sim {
 
 namespace {
 
-// Megatron's interleaved mapping from a virtual micro-batch index k (the k-th
-// forward or backward this rank runs) to its model chunk and micro-batch
-// (schedules.py: get_model_chunk_id / microbatch id within the group of p).
-int interleaved_chunk(int k, int p, int v, bool forward) {
-  const int in_group = k % (p * v);
-  const int chunk = in_group / p;
-  return forward ? chunk : v - 1 - chunk;
-}
-int interleaved_microbatch(int k, int p, int v) { return (k / (p * v)) * p + k % p; }
-
-std::vector<ScheduleStep> classic_schedule(models::Schedule kind, int stage, int p, int m, int v) {
+std::vector<ScheduleStep> classic_schedule(models::Schedule kind, int stage, int p, int m, int v, int group) {
   std::vector<ScheduleStep> steps;
   steps.reserve(static_cast<std::size_t>(2 * m * v));
   switch (kind) {
@@ -45,21 +35,28 @@ std::vector<ScheduleStep> classic_schedule(models::Schedule kind, int stage, int
       break;
     }
     case models::Schedule::interleaved_1f1b: {
+      const int n = group > 0 ? group : p;
       const int total = m * v;
+      // Megatron-core's schedule table (models::interleaved_slot, get_model_chunk_id).
+      const auto fwd = [&](int k) {
+        const auto s = models::interleaved_slot(m, v, n, k);
+        return ScheduleStep{Phase::forward, s.microbatch, s.chunk};
+      };
+      const auto bwd = [&](int k) {
+        const auto s = models::interleaved_slot(m, v, n, k);
+        return ScheduleStep{Phase::backward, s.microbatch, v - 1 - s.chunk};
+      };
       // Megatron-core schedules.py (get_pp_rank_microbatches): warm-up
-      // (p − rank − 1)·2 + (v − 1)·p, all of them only when that reaches m·v (the
+      // (p − rank − 1)·2 + (v − 1)·n, all of them only when that reaches m·v (the
       // 2021 Megatron-LM's "m == p: all warm-up" special case is gone).
-      const int warmup = std::min(total, (p - stage - 1) * 2 + (v - 1) * p);
+      const int warmup = std::min(total, (p - stage - 1) * 2 + (v - 1) * n);
       const int steady = total - warmup;
-      for (int k = 0; k < warmup; ++k)
-        steps.push_back({Phase::forward, interleaved_microbatch(k, p, v), interleaved_chunk(k, p, v, true)});
+      for (int k = 0; k < warmup; ++k) steps.push_back(fwd(k));
       for (int i = 0; i < steady; ++i) {
-        const int kf = warmup + i;
-        steps.push_back({Phase::forward, interleaved_microbatch(kf, p, v), interleaved_chunk(kf, p, v, true)});
-        steps.push_back({Phase::backward, interleaved_microbatch(i, p, v), interleaved_chunk(i, p, v, false)});
+        steps.push_back(fwd(warmup + i));
+        steps.push_back(bwd(i));
       }
-      for (int k = steady; k < total; ++k)
-        steps.push_back({Phase::backward, interleaved_microbatch(k, p, v), interleaved_chunk(k, p, v, false)});
+      for (int k = steady; k < total; ++k) steps.push_back(bwd(k));
       break;
     }
     default:
@@ -67,7 +64,6 @@ std::vector<ScheduleStep> classic_schedule(models::Schedule kind, int stage, int
   }
   return steps;
 }
-
 
 // 1F1B's order of forwards and B passes with `warmup` forwards first, each W
 // following the B `defer` B passes after its own (ZB-H1: warm-up p − s − 1, defer
@@ -256,7 +252,7 @@ std::vector<ScheduleStep> dualpipe_schedule(int rank, int p, int m) {
 
 }  // namespace
 
-std::string schedule_requirement(models::Schedule kind, int p, int m, int v) {
+std::string schedule_requirement(models::Schedule kind, int p, int m, int v, int group) {
   using models::Schedule;
   const bool two = models::two_chunk_schedule(kind);
   if (two && v != 2)
@@ -274,13 +270,29 @@ std::string schedule_requirement(models::Schedule kind, int p, int m, int v) {
           2 * p, m);
   }
   if (kind == Schedule::zb_v && p < 2) return "zb-v needs pipeline_parallel >= 2";
+  if (kind == Schedule::interleaved_1f1b && v > 1) {
+    // Megatron-core forward_backward_pipelining_with_interleaving: the group N in [p, m],
+    // and a last group of 0 or at least p micro-batches ("otherwise, it introduces
+    // dependency bubbles").
+    const int n = group > 0 ? group : p;
+    if (n < p || n > m)
+      return fmt::format(
+          "interleaved-1f1b takes micro-batches in groups of {} per model chunk, which must lie in "
+          "[pipeline_parallel, micro-batches] = [{}, {}]",
+          n, p, m);
+    if (m % n != 0 && m % n < p)
+      return fmt::format(
+          "interleaved-1f1b with {} micro-batches in groups of {} leaves a last group of {}, fewer than "
+          "pipeline_parallel ({})",
+          m, n, m % n, p);
+  }
   return {};
 }
 
 std::vector<std::vector<ScheduleStep>> build_schedules(models::Schedule kind, int p, int m, int v, PassTimes times,
-                                                       const std::vector<PassTimes>& per_chunk) {
+                                                       const std::vector<PassTimes>& per_chunk, int group) {
   PTSIM_CHECK(p >= 1 && m >= 1 && v >= 1, "schedule: {} stages, {} micro-batches, {} chunks", p, m, v);
-  const std::string why = schedule_requirement(kind, p, m, v);
+  const std::string why = schedule_requirement(kind, p, m, v, group);
   PTSIM_CHECK(why.empty(), "{}", why);
   std::vector<std::vector<ScheduleStep>> out;
   switch (kind) {
@@ -303,25 +315,25 @@ std::vector<std::vector<ScheduleStep>> build_schedules(models::Schedule kind, in
       for (int s = 0; s < p; ++s) out.push_back(deferred_w_schedule(m, 2 * (p - s - 1), 2 * s));
       return out;
     default:
-      for (int s = 0; s < p; ++s) out.push_back(classic_schedule(kind, s, p, m, v));
+      for (int s = 0; s < p; ++s) out.push_back(classic_schedule(kind, s, p, m, v, group));
       return out;
   }
 }
 
-const std::vector<std::vector<ScheduleStep>>& cached_schedules(models::Schedule kind, int p, int m, int v) {
+const std::vector<std::vector<ScheduleStep>>& cached_schedules(models::Schedule kind, int p, int m, int v, int group) {
   struct Entry {
-    std::array<int, 4> key{-1, 0, 0, 0};
+    std::array<int, 5> key{-1, 0, 0, 0, 0};
     std::vector<std::vector<ScheduleStep>> steps;
   };
   constexpr std::size_t kEntries = 8;  // a family's schedules (mbs x schedule kinds) in turn
   thread_local std::array<Entry, kEntries> cache;
   thread_local std::size_t next = 0;
-  const std::array<int, 4> key{static_cast<int>(kind), p, m, v};
+  const std::array<int, 5> key{static_cast<int>(kind), p, m, v, group};
   for (const Entry& e : cache)
     if (e.key == key) return e.steps;
   Entry& e = cache[next];
   next = (next + 1) % kEntries;
-  e.steps = build_schedules(kind, p, m, v);
+  e.steps = build_schedules(kind, p, m, v, {}, {}, group);
   e.key = key;
   return e.steps;
 }
@@ -346,7 +358,7 @@ StepCounts zb_v_counts(int m) {
   return s;
 }
 
-std::vector<ScheduleStep> build_schedule(models::Schedule kind, int stage, int p, int m, int v) {
+std::vector<ScheduleStep> build_schedule(models::Schedule kind, int stage, int p, int m, int v, int group) {
   PTSIM_CHECK(stage >= 0 && stage < p && m >= 1 && v >= 1, "schedule: stage {} of {}, {} micro-batches, {} chunks",
               stage, p, m, v);
   if (kind == models::Schedule::zb_v) return build_schedules(kind, p, m, v)[static_cast<std::size_t>(stage)];
@@ -357,7 +369,11 @@ std::vector<ScheduleStep> build_schedule(models::Schedule kind, int stage, int p
   }
   if (kind == models::Schedule::zb_h1) return deferred_w_schedule(m, p - stage - 1, stage);
   if (kind == models::Schedule::zb_h2) return deferred_w_schedule(m, 2 * (p - stage - 1), 2 * stage);
-  return classic_schedule(kind, stage, p, m, v);
+  if (kind == models::Schedule::interleaved_1f1b) {
+    const std::string why = schedule_requirement(kind, p, m, v, group);
+    PTSIM_CHECK(why.empty(), "{}", why);
+  }
+  return classic_schedule(kind, stage, p, m, v, group);
 }
 
 PipelinePeer pipeline_source(models::Schedule kind, Phase phase, int stage, int chunk, int p, int v) {

@@ -4,7 +4,9 @@
 //   1F1B (Narayanan et al. 2021, PipeDream-Flush): p − s − 1 warm-up forwards,
 //     then one forward / one backward, then the cool-down backwards.
 //   Interleaved 1F1B (Megatron-LM SC'21 §2.2.2; megatron/core/pipeline_parallel/
-//     schedules.py): v model chunks per stage, warm-up (p − s − 1)·2 + (v − 1)·p.
+//     schedules.py): v model chunks per stage, micro-batches taken in groups of N
+//     (microbatch_group_size_per_vp_stage, default p: get_schedule_table), each group
+//     through chunk 0, then chunk 1, ...; warm-up (p − s − 1)·2 + (v − 1)·N.
 // With the backward split into B (input gradient) and W (weight gradient):
 //   ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, §3.1): 1F1B's
 //     p − s − 1 warm-up forwards; the W of micro-batch i runs after B of i + s,
@@ -54,19 +56,21 @@ struct PassTimes {
 };
 
 // Why (kind, p, m, v) cannot run, naming what to change; empty when it can.
-std::string schedule_requirement(models::Schedule kind, int p, int m, int v);
+// `group`: the interleaved schedule's micro-batch group N (0 = p).
+std::string schedule_requirement(models::Schedule kind, int p, int m, int v, int group = 0);
 
 // The steps of every stage, 0..p−1, for p stages, m micro-batches, v chunks.
 // `times`: ZB-V places its passes for these (equal T_F, T_B, T_W by default),
 // per (stage, chunk) at index stage·v + chunk when `per_chunk` has p·v entries.
-std::vector<std::vector<ScheduleStep>> build_schedules(models::Schedule kind, int p, int m, int v,
-                                                       PassTimes times = {},
-                                                       const std::vector<PassTimes>& per_chunk = {});
+// `group`: the interleaved schedule's micro-batch group N (0 = p).
+std::vector<std::vector<ScheduleStep>> build_schedules(models::Schedule kind, int p, int m, int v, PassTimes times = {},
+                                                       const std::vector<PassTimes>& per_chunk = {}, int group = 0);
 // build_schedules(kind, p, m, v) with the default pass times, from a small per-thread
 // cache of the last ones built: the plan search's pre-pass asks for the same schedule for
 // every candidate of a family that differs only in ZeRO, recompute or sequence
 // parallelism. The reference is valid until the thread's next call.
-const std::vector<std::vector<ScheduleStep>>& cached_schedules(models::Schedule kind, int p, int m, int v);
+const std::vector<std::vector<ScheduleStep>>& cached_schedules(models::Schedule kind, int p, int m, int v,
+                                                               int group = 0);
 // What a bound reads of one stage's steps: how often each chunk runs each pass (once per
 // micro-batch, but DualPipe's chunks carry half of them each), and whether the stage
 // starts with chunk 0's forward and ends with chunk 0's backward.
@@ -81,7 +85,7 @@ StepCounts count_steps(const std::vector<ScheduleStep>& steps);
 // ends with a weight pass (each B's W comes after it).
 StepCounts zb_v_counts(int m);
 // The steps of `stage` (0-based) alone.
-std::vector<ScheduleStep> build_schedule(models::Schedule kind, int stage, int p, int m, int v);
+std::vector<ScheduleStep> build_schedule(models::Schedule kind, int stage, int p, int m, int v, int group = 0);
 
 // Where the input of (phase, chunk) on `stage` comes from and where its output
 // goes, in (stage, chunk) terms; stage = -1 when there is none (the first

@@ -7,7 +7,7 @@
 namespace ptsim::sim {
 
 std::vector<double> schedule_activation_peaks(const models::ModelSpec& m, const models::Parallelism& p) {
-  const auto& steps = cached_schedules(p.schedule, p.pp, p.num_microbatches, p.vpp);
+  const auto& steps = cached_schedules(p.schedule, p.pp, p.num_microbatches, p.vpp, p.microbatch_group);
   const bool split = models::splits_backward(p.schedule);
   const double emb = models::embedding_activation_bytes(m, p), head = models::head_activation_bytes(m, p);
   std::vector<double> peaks;
@@ -44,7 +44,10 @@ std::vector<double> schedule_activation_peaks(const models::ModelSpec& m, const 
 }
 
 std::vector<models::StageMemory> schedule_memory(const models::ModelSpec& m, const models::Parallelism& p) {
-  if (!models::splits_backward(p.schedule)) return models::analytical_memory(m, p);
+  // The in-flight count alone fixes the peak when the first forwards are the ones in flight
+  // at it; with interleaved micro-batch groups other than pp, the chunks in flight (the last
+  // stage's head among them) change in the steady state: the steps tell.
+  if (!models::splits_backward(p.schedule) && p.microbatch_group == 0) return models::analytical_memory(m, p);
   const std::vector<double> peaks = schedule_activation_peaks(m, p);
   return models::analytical_memory(m, p, &peaks);
 }

@@ -163,6 +163,14 @@ void read_megatron(const hw::StrictReader& r, const YAML::Node& m, const YAML::N
       r.fail("training.megatron.wgrad_deferral_limit", "given without defer_embedding_wgrad_compute: true");
     s.plan.par.wgrad_deferral_limit = r.integer(m["wgrad_deferral_limit"], "training.megatron.wgrad_deferral_limit", 0);
   }
+  if (m["microbatch_group_size_per_vp_stage"]) {
+    const std::string key = "training.megatron.microbatch_group_size_per_vp_stage";
+    // Megatron-core's (ModelParallelConfig, schedules.py get_schedule_table); the 2021
+    // Megatron-LM grouped micro-batches by pipeline_parallel only.
+    if (fp.framework != Framework::megatron_core)
+      r.fail(key, "is Megatron-core's (training.framework: megatron-core); megatron-lm groups by pipeline_parallel");
+    s.plan.par.microbatch_group = r.integer(m["microbatch_group_size_per_vp_stage"], key, 1);
+  }
   if (m["moe_grouped_gemm"])
     fp.moe_grouped_gemm = r.boolean(m["moe_grouped_gemm"], "training.megatron.moe_grouped_gemm");
   if (m["moe_shared_expert_overlap"]) {

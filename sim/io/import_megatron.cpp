@@ -388,6 +388,8 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
   // --attention-softmax-in-fp32, which --apply-query-key-layer-scaling implies.
   if (use("--no-masked-softmax-fusion")) train["megatron"]["masked_softmax_fusion"] = false;
   if (use("--moe-grouped-gemm")) train["megatron"]["moe_grouped_gemm"] = true;
+  set_whole(train["megatron"], "microbatch_group_size_per_vp_stage",
+            "--microbatch-group-size-per-virtual-pipeline-stage");
   if (use("--moe-shared-expert-overlap")) train["megatron"]["moe_shared_expert_overlap"] = true;
   if (use("--defer-embedding-wgrad-compute")) {
     train["megatron"]["defer_embedding_wgrad_compute"] = true;

@@ -19,6 +19,7 @@
 #include "models/memory.h"
 #include "sim/core/errors.h"
 #include "sim/core/mixed_cluster.h"
+#include "sim/core/schedule.h"
 #include "sim/io/finetune_section.h"
 #include "sim/io/framework_section.h"
 #include "sim/io/gpus_section.h"
@@ -857,12 +858,27 @@ void validate_batches(const hw::StrictReader& r, const Scenario& s) {
                        "pipeline_parallel = {} (half enter the pipeline at each end)",
                        m_count, 2 * par.pp),
            "raise training.global_batch_size or lower training.micro_batch_size");
-  if (par.schedule == models::Schedule::interleaved_1f1b && m_count % par.pp != 0)
-    r.fail("training.global_batch_size",
-           fmt::format(
-               "interleaved-1f1b needs the number of micro-batches ({}) to be a multiple of pipeline_parallel ({})",
-               m_count, par.pp),
-           "Megatron-LM requires it too");
+  if (par.microbatch_group > 0 && !(par.schedule == models::Schedule::interleaved_1f1b && par.vpp > 1))
+    r.fail("training.megatron.microbatch_group_size_per_vp_stage",
+           "groups the micro-batches of the interleaved schedule only",
+           "set parallel.pipeline_schedule: interleaved-1f1b with virtual_pipeline_stages > 1, or drop the key");
+  if (par.schedule == models::Schedule::interleaved_1f1b && par.vpp > 1) {
+    // Megatron-core's rules (schedules.py forward_backward_pipelining_with_interleaving):
+    // groups of N in [pp, m] micro-batches, the last one 0 or at least pp. With N = pp, its
+    // default, m must be a multiple of pp (as in Megatron-LM).
+    const int n = models::microbatch_group_size(par);
+    const auto m = static_cast<int>(m_count);
+    if (par.microbatch_group > 0 && (n < par.pp || n > m))
+      r.fail("training.megatron.microbatch_group_size_per_vp_stage",
+             fmt::format("{} is outside [pipeline_parallel, micro-batches] = [{}, {}]", n, par.pp, m),
+             "Megatron-core requires it too");
+    const std::string why = schedule_requirement(par.schedule, par.pp, m, par.vpp, par.microbatch_group);
+    if (!why.empty())
+      r.fail("training.global_batch_size", fmt::format("implies {} micro-batches: {}", m_count, why),
+             par.microbatch_group > 0 ? "Megatron-core requires it too"
+                                      : "use a multiple of pipeline_parallel (Megatron requires it too), or set "
+                                        "training.megatron.microbatch_group_size_per_vp_stage");
+  }
 }
 
 // Sequence and context parallelism.

@@ -232,6 +232,10 @@ const std::vector<ScenarioKey>& key_table() {
        "--defer-embedding-wgrad-compute", ""},
       {"training.megatron.wgrad_deferral_limit", "", "0",
        "with defer_embedding_wgrad_compute: how many micro-batches defer (0: all)", "--wgrad-deferral-limit", ""},
+      {"training.megatron.microbatch_group_size_per_vp_stage", "", "pipeline_parallel",
+       "interleaved-1f1b: micro-batches each model chunk runs back to back (in [pipeline_parallel, micro-batches]; "
+       "a last group of 0 or at least pipeline_parallel); megatron-core only",
+       "--microbatch-group-size-per-virtual-pipeline-stage", ""},
       {"training.megatron.moe_grouped_gemm", "", "false",
        "the experts' GEMMs as one grouped GEMM (with Transformer Engine, TEGroupedMLP: memory, TE's four multi-stream "
        "cuBLAS workspaces)",

@@ -259,8 +259,9 @@ double iteration_time_lower_bound(const Scenario& s, const hw::ComputeCostModel&
   // schedules' counts come from their steps in the per-thread cache, which the pre-pass
   // hits for most candidates (schedule.h).
   const std::vector<std::vector<ScheduleStep>>* cached =
-      par.schedule == models::Schedule::zb_v ? nullptr
-                                             : &cached_schedules(par.schedule, par.pp, par.num_microbatches, par.vpp);
+      par.schedule == models::Schedule::zb_v
+          ? nullptr
+          : &cached_schedules(par.schedule, par.pp, par.num_microbatches, par.vpp, par.microbatch_group);
   const Layout layout(par.tp, par.cp, par.dp, par.pp, par.ep, s.cluster.gpus_per_node, par.etp);
   std::vector<StageBusy> stages(static_cast<std::size_t>(par.pp));
   for (const auto& sp : prog.stages) {

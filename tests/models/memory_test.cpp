@@ -323,10 +323,20 @@ TEST(Pipeline, LayerAssignment) {
   EXPECT_EQ(chunk_layers(m, p, 0, 1).first, 12);
   EXPECT_EQ(chunk_layers(m, p, 1, 1).first, 18);
   EXPECT_EQ(chunk_layers(m, p, 1, 1).count, 6);
-  // Megatron get_model_chunk_id: forwards 0–1 chunk 0, 2–3 chunk 1, 4 chunk 0.
+  // Megatron get_model_chunk_id, 4 micro-batches: forwards 0–1 chunk 0, 2–3 chunk 1, 4 chunk 0.
+  p.num_microbatches = 4;
   EXPECT_EQ(forward_chunk(p, 1), 0);
   EXPECT_EQ(forward_chunk(p, 2), 1);
   EXPECT_EQ(forward_chunk(p, 4), 0);
+  // microbatch_group_size_per_vp_stage 3, 5 micro-batches: schedules.py's own example
+  // ("PP2 N3M5 with VP2"): chunks 0 0 0 1 1 1 0 0 1 1.
+  p.num_microbatches = 5;
+  p.microbatch_group = 3;
+  std::vector<int> chunks;
+  for (int k = 0; k < 10; ++k) chunks.push_back(forward_chunk(p, k));
+  EXPECT_EQ(chunks, (std::vector<int>{0, 0, 0, 1, 1, 1, 0, 0, 1, 1}));
+  p.microbatch_group = 0;
+  p.num_microbatches = 1;
   // One count per virtual stage (pp × vpp, chunk-major): taken as given, the ends may be 0.
   p.pipeline_layers = {5, 6, 7, 6};  // chunk 0: stage 0 5, stage 1 6; chunk 1: stage 0 7, stage 1 6
   EXPECT_EQ(layers_per_stage(m, p), (std::vector<int>{12, 12}));

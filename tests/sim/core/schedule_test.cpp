@@ -117,6 +117,36 @@ TEST(Schedule, InterleavedFollowsMegatronOrder) {
   EXPECT_EQ(s[5].chunk, 1);
 }
 
+TEST(Schedule, InterleavedMicroBatchGroupsFollowMegatronCoresTable) {
+  // Megatron-core schedules.py, get_schedule_table's own example, "PP2 N3M5 with VP2":
+  // micro-batches 0 1 2 0 1 2 3 4 3 4 on chunks 0 0 0 1 1 1 0 0 1 1; stage 0 warms up
+  // (p − 0 − 1)·2 + (v − 1)·N = 5 forwards, then alternates, the k-th backward on the
+  // k-th entry's micro-batch and chunk v − 1 − chunk.
+  const auto s = build_schedule(Schedule::interleaved_1f1b, 0, 2, 5, 2, 3);
+  ASSERT_EQ(s.size(), 20u);
+  std::vector<std::pair<int, int>> fwd, bwd;
+  for (const auto& st : s) (st.phase == Phase::forward ? fwd : bwd).emplace_back(st.microbatch, st.chunk);
+  EXPECT_EQ(fwd, (std::vector<std::pair<int, int>>{
+                     {0, 0}, {1, 0}, {2, 0}, {0, 1}, {1, 1}, {2, 1}, {3, 0}, {4, 0}, {3, 1}, {4, 1}}));
+  EXPECT_EQ(bwd, (std::vector<std::pair<int, int>>{
+                     {0, 1}, {1, 1}, {2, 1}, {0, 0}, {1, 0}, {2, 0}, {3, 1}, {4, 1}, {3, 0}, {4, 0}}));
+  for (int k = 0; k < 5; ++k) EXPECT_EQ(s[k].phase, Phase::forward) << k;
+  EXPECT_EQ(s[5].phase, Phase::forward);
+  EXPECT_EQ(s[6].phase, Phase::backward);
+  // The default group is p: the same steps as without it.
+  const auto d = build_schedule(Schedule::interleaved_1f1b, 1, 4, 8, 3);
+  const auto g = build_schedule(Schedule::interleaved_1f1b, 1, 4, 8, 3, 4);
+  ASSERT_EQ(d.size(), g.size());
+  for (std::size_t i = 0; i < d.size(); ++i)
+    EXPECT_TRUE(d[i].phase == g[i].phase && d[i].microbatch == g[i].microbatch && d[i].chunk == g[i].chunk) << i;
+  // Megatron-core's limits: N in [p, m], a last group of 0 or at least p.
+  EXPECT_NE(schedule_requirement(Schedule::interleaved_1f1b, 4, 16, 2, 3), "");
+  EXPECT_NE(schedule_requirement(Schedule::interleaved_1f1b, 4, 16, 2, 17), "");
+  EXPECT_NE(schedule_requirement(Schedule::interleaved_1f1b, 4, 16, 2, 5), "");  // last group 1
+  EXPECT_EQ(schedule_requirement(Schedule::interleaved_1f1b, 4, 16, 2, 6), "");  // last group 4
+  EXPECT_NE(schedule_requirement(Schedule::interleaved_1f1b, 4, 10, 2), "");     // N = p = 4: last group 2
+}
+
 TEST(Schedule, PipelinePeersWrapAroundChunks) {
   // Stage p−1 chunk 0 feeds stage 0 chunk 1 in the interleaved layout.
   const auto d = pipeline_destination(Phase::forward, 3, 0, 4, 2);

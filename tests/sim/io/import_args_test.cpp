@@ -142,6 +142,16 @@ TEST(ImportMegatron, MoeGroupedGemm) {
   EXPECT_FALSE(import_megatron_args("--num-experts 8", "a", 8).keys["training"]["megatron"]["moe_grouped_gemm"]);
 }
 
+// --microbatch-group-size-per-virtual-pipeline-stage (the interleaved schedule's groups).
+TEST(ImportMegatron, MicrobatchGroupSize) {
+  EXPECT_EQ(import_megatron_args("--microbatch-group-size-per-virtual-pipeline-stage 6", "a", 8)
+                .keys["training"]["megatron"]["microbatch_group_size_per_vp_stage"]
+                .as<int>(),
+            6);
+  EXPECT_FALSE(
+      import_megatron_args("--bf16", "a", 8).keys["training"]["megatron"]["microbatch_group_size_per_vp_stage"]);
+}
+
 // --defer-embedding-wgrad-compute with its --wgrad-deferral-limit.
 TEST(ImportMegatron, DeferEmbeddingWgrad) {
   const auto k = import_megatron_args("--defer-embedding-wgrad-compute --wgrad-deferral-limit 2", "a", 8);

@@ -182,6 +182,22 @@ TEST(Scenario, EveryConstraintNamesItsKeys) {
                {"virtual_pipeline_stages", "interleaved"});
   expect_error(kBase, {"parallel.virtual_pipeline_stages=2", "training.global_batch_size=40"},
                {"multiple of pipeline_parallel"});
+  expect_error(kBase, {"training.megatron.microbatch_group_size_per_vp_stage=8"},
+               {"training.megatron.microbatch_group_size_per_vp_stage", "interleaved schedule only"});
+  // 8 micro-batches on 2 stages with 2 chunks: groups in [2, 8], a last one of 0 or >= 2.
+  const std::string vpp2 = "parallel.virtual_pipeline_stages=2";
+  expect_error(kBase, {vpp2, "training.megatron.microbatch_group_size_per_vp_stage=1"},
+               {"training.megatron.microbatch_group_size_per_vp_stage", "[pipeline_parallel, micro-batches] = [2, 8]"});
+  expect_error(kBase, {vpp2, "training.megatron.microbatch_group_size_per_vp_stage=9"},
+               {"training.megatron.microbatch_group_size_per_vp_stage", "outside"});
+  expect_error(kBase, {vpp2, "training.megatron.microbatch_group_size_per_vp_stage=7"},
+               {"training.global_batch_size", "last group of 1"});
+  expect_error(kBase,
+               {vpp2, "training.framework=megatron-lm", "training.megatron.microbatch_group_size_per_vp_stage=4"},
+               {"training.megatron.microbatch_group_size_per_vp_stage", "megatron-core"});
+  EXPECT_EQ(parse_scenario(kBase, "s.yaml", {vpp2, "training.megatron.microbatch_group_size_per_vp_stage=3"})
+                .plan.par.microbatch_group,
+            3);
   expect_error(kBase, {"parallel.zero_stage=4"}, {"parallel.zero_stage"});
   expect_error(kBase, {"parallel.expert_parallel=2"}, {"parallel.expert_parallel", "MoE"});
   expect_error(kBase, {"parallel.context_parallel=3", "parallel.tensor_parallel=1"}, {"context_parallel"});
