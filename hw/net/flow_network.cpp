@@ -423,8 +423,8 @@ void FlowNetwork::due_remove(FlowId id) {
 }
 
 // Adds flow `id` (at or above the level, not yet in the component) to the re-filled set
-// and its links to the component; a link joins the search (all its flows at or above
-// the level are re-filled too) when it is a seed or saturated (see the header).
+// and its links to the component; a link joins the search (its flows at its top rate are
+// re-filled too) when it is a seed or saturated (see the header, rule (b)).
 void FlowNetwork::take_flow(FlowId id) {
   stamps_[id].mark = stamp_;
   comp_flows_.push_back(id);
@@ -444,6 +444,8 @@ void FlowNetwork::take_flow(FlowId id) {
   comp_hop_end_.push_back(static_cast<std::uint32_t>(comp_hops_.size()));
 }
 
+// Queues link `l` for the search: its flows at its top rate, or (full) all at or above the
+// level; a link is searched once each way at most.
 void FlowNetwork::expand(LinkId l, bool full) {
   LinkState& ls = link_[l];
   if (ls.full == stamp_ || (!full && ls.expanded == stamp_)) return;
