@@ -543,17 +543,18 @@ void FlowNetwork::fill() {
   }
   comp_fix_share_.assign(nl, -1.0);
   if (nf == 1) {
-    // One flow (a quarter of the ZeRO-3 bench run's solves): the first link to pop, the
-    // smallest share, fixes it; the same values as the heap's, without it.
+    // One flow (a fifth of the ZeRO-3 bench run's solves): its link of the smallest share
+    // fixes it (the first in component order on a tie: any tied link is a bottleneck), the
+    // value the heap's first pop gives, without the heap.
     double share = kNever;
-    for (std::uint32_t i = 0; i < nl; ++i)
-      if (comp_unfixed_[i] > 0) share = std::min(share, std::max(0.0, comp_remaining_[i]) / comp_unfixed_[i]);
+    std::uint32_t at = 0;
+    for (std::uint32_t i = 0; i < nl; ++i) {
+      if (comp_unfixed_[i] == 0) continue;
+      const double s = std::max(0.0, comp_remaining_[i]) / comp_unfixed_[i];
+      if (s < share) share = s, at = i;
+    }
     flows_[comp_flows_[0]].new_rate = share;
-    for (std::uint32_t i = 0; i < nl; ++i)  // the first link of the smallest share, as a pop would take
-      if (comp_unfixed_[i] > 0 && std::max(0.0, comp_remaining_[i]) / comp_unfixed_[i] == share) {
-        comp_fix_share_[i] = share;
-        break;
-      }
+    comp_fix_share_[at] = share;
     for (std::uint32_t h = 0; h < comp_hop_end_[0]; ++h)
       comp_remaining_[comp_hops_[h].comp] -= share * comp_hops_[h].weight;
     return;
@@ -577,13 +578,13 @@ void FlowNetwork::fill() {
     const double share = std::max(0.0, comp_remaining_[i]) / comp_unfixed_[i];
     if (comp_begin_[i + 1] - comp_begin_[i] == 1) {
       OwnLink& own = own_link_[comp_entries_[comp_begin_[i]]];
-      if (own.stamp == 0 || share < own.share) own = {share, comp_links_[i], i + 1};
+      if (own.comp_plus_one == 0 || share < own.share) own = {share, comp_links_[i], i + 1};
       continue;
     }
     fill_heap_.push_back(fill_key(share, comp_links_[i], i));
   }
   for (const OwnLink& own : own_link_)
-    if (own.stamp != 0) fill_heap_.push_back(fill_key(own.share, own.link, own.stamp - 1));
+    if (own.comp_plus_one != 0) fill_heap_.push_back(fill_key(own.share, own.link, own.comp_plus_one - 1));
   fill_heap_make();
   // Each round saturates the link of the smallest share and fixes its unfixed flows at
   // that share. A link's share only grows as flows on it are fixed (they take the round's

@@ -402,7 +402,7 @@ class FlowNetwork {
   struct OwnLink {                  // solver scratch by index in comp_flows_: its tightest link
     double share;                   // that no other re-filled flow crosses
     LinkId link;
-    std::uint32_t stamp;  // its index in comp_links_ + 1; 0: none
+    std::uint32_t comp_plus_one;  // its index in comp_links_ + 1; 0: none
   };
   std::vector<OwnLink> own_link_;
   std::vector<HeapEntry> pending_heap_;  // activations by time

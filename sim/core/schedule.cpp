@@ -361,18 +361,12 @@ StepCounts zb_v_counts(int m) {
 std::vector<ScheduleStep> build_schedule(models::Schedule kind, int stage, int p, int m, int v, int group) {
   PTSIM_CHECK(stage >= 0 && stage < p && m >= 1 && v >= 1, "schedule: stage {} of {}, {} micro-batches, {} chunks",
               stage, p, m, v);
+  const std::string why = schedule_requirement(kind, p, m, v, group);  // as build_schedules checks
+  PTSIM_CHECK(why.empty(), "{}", why);
   if (kind == models::Schedule::zb_v) return build_schedules(kind, p, m, v)[static_cast<std::size_t>(stage)];
-  if (kind == models::Schedule::dualpipe) {
-    const std::string why = schedule_requirement(kind, p, m, v);
-    PTSIM_CHECK(why.empty(), "{}", why);
-    return dualpipe_schedule(stage, p, m);
-  }
+  if (kind == models::Schedule::dualpipe) return dualpipe_schedule(stage, p, m);
   if (kind == models::Schedule::zb_h1) return deferred_w_schedule(m, p - stage - 1, stage);
   if (kind == models::Schedule::zb_h2) return deferred_w_schedule(m, 2 * (p - stage - 1), 2 * stage);
-  if (kind == models::Schedule::interleaved_1f1b) {
-    const std::string why = schedule_requirement(kind, p, m, v, group);
-    PTSIM_CHECK(why.empty(), "{}", why);
-  }
   return classic_schedule(kind, stage, p, m, v, group);
 }
 
