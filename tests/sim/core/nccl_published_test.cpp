@@ -1,9 +1,9 @@
 // The collective model (NCCL's tuning model on the cluster graph, sim/core/network_cost.h)
 // against published multi-node nccl-tests all_reduce_perf curves of >= 64 GPUs
 // (tests/hw/net/data/nccl_tests_published.csv, each curve cited there), over the whole
-// size range each publication ran. Constants are global: every curve uses the same GPU
-// catalog entry, NIC efficiency and NCCL tables; only the published cluster shape (GPUs,
-// NICs, NIC speed, forced algorithm, NVLS on/off) differs.
+// size range each publication ran. Constants are global: every curve uses its GPU's
+// catalog entry (H100 for A-C, A100 for D), the same NIC efficiency and NCCL tables; only
+// the published cluster shape (GPUs, NICs, NIC speed, forced algorithm, NVLS on/off) differs.
 //
 // Tolerance, and why (not fitted: no constant was changed to pass this):
 //  - bandwidth end (>= 2 GB): within ±20 % per point. Here the model is NCCL's
@@ -32,8 +32,8 @@ namespace ptsim::sim {
 namespace {
 
 struct Point {
-  std::string curve;
-  int gpus = 0, per_node = 0;
+  std::string curve, gpu;
+  int gpus = 0, per_node = 0, nics = 0;
   double nic_gbit = 0;
   std::string algo;
   double bytes = 0, time_us = 0;
@@ -49,10 +49,13 @@ std::vector<Point> load() {
     Point p;
     std::string f;
     std::getline(s, p.curve, ',');
+    std::getline(s, p.gpu, ',');
     std::getline(s, f, ',');
     p.gpus = std::stoi(f);
     std::getline(s, f, ',');
     p.per_node = std::stoi(f);
+    std::getline(s, f, ',');
+    p.nics = std::stoi(f);
     std::getline(s, f, ',');
     p.nic_gbit = std::stod(f);
     std::getline(s, p.algo, ',');
@@ -66,11 +69,11 @@ std::vector<Point> load() {
 }
 
 Seconds predict(const Point& p) {
-  ClusterConfig c = default_cluster("h100-sxm", p.gpus);
+  ClusterConfig c = default_cluster(p.gpu, p.gpus);
   c.gpus_per_node = p.per_node;
-  c.nics_per_node = 8;
+  c.nics_per_node = p.nics;
   c.nic_bandwidth = p.nic_gbit * 1e9 / 8;
-  c.nvls = p.algo == "auto";  // H100 NVSwitch: NCCL's default; curve C disabled it
+  c.nvls = p.algo == "auto" && p.gpu.rfind("h100", 0) == 0;  // H100 NVSwitch: NCCL's default; curve C disabled it
   if (p.algo != "auto") c.collective_algorithms = {{"all_reduce", p.algo}};
   Layout layout(1, 1, p.gpus, 1, 1, p.per_node);
   NetworkModel model(c, layout);
@@ -99,6 +102,21 @@ TEST(NcclPublished, AllReduceCurvesOfAtLeast64GpusWithinTolerance) {
     EXPECT_LE(m.first / m.second, 0.30) << curve;
     std::printf("curve %s: mean |error| %.1f %% over %d sizes\n", curve.c_str(), 100 * m.first / m.second, m.second);
   }
+}
+
+TEST(NcclPublished, SmallAllReduceOver256A100sCostsWhatNcclMeasured) {
+  // Curve D, the latency end on A100 at scale: 4-128 byte all-reduces over 32 DGX-class
+  // nodes took 62-69 us (NVIDIA/nccl #652). NCCL's tuner picks tree/LL there; its latency,
+  // 2 x (7 NVLink hops + log2(32) network hops) plus the base, must land within 10 % of
+  // each measured point (nothing in the model was set from these figures).
+  int n = 0;
+  for (const auto& p : load()) {
+    if (p.curve != "D") continue;
+    ++n;
+    const double t = predict(p) * 1e6;
+    EXPECT_NEAR(t, p.time_us, 0.10 * p.time_us) << p.bytes << " B";
+  }
+  EXPECT_GE(n, 5);
 }
 
 TEST(NcclPublished, RingAllGatherOf100MbOver1536RanksIsLatencyBound) {
