@@ -322,7 +322,7 @@ void expect_published_rankings_that_hold(const ValidationReport& rep) {
       EXPECT_NEAR(k.published_ratio, 153.0 / 141.0, 1e-9);
 }
 
-// Both checks on one validation of the whole reference set (53 runs), which under the
+// Both checks on one validation of the whole reference set (62 runs), which under the
 // sanitizers (scripts/sanitize.sh) takes about a minute: once for both, not once each.
 TEST(Validate, CommittedBandsAndPublishedRankingsOnTheWholeSet) {
   const auto rep = run_validation(reference_dir());
