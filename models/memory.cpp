@@ -601,6 +601,8 @@ double buffer_bytes(const ModelSpec& m, const Parallelism& p, int stage) {
   // Transformer Engine's GEMMs run on its own workspaces (get_workspace, one tensor; the
   // grouped GEMMs' multi-stream ones), beside PyTorch's.
   bytes += p.te_workspace;
+  // --tp-comm-overlap: Transformer Engine's userbuffers, allocated once at start-up.
+  bytes += p.te_userbuffers;
   // Megatron-core's local attention computes QK^T into a buffer of Megatron's
   // GlobalMemoryBuffer (megatron/core/transformer/dot_product_attention.py:
   // get_global_memory_buffer().get_tensor((b·np, sq, sk), dtype, "mpu")), kept from step to

@@ -99,6 +99,9 @@ struct Parallelism {
   // transformer_engine, Megatron's MoE router, moe_grouped_gemm; hw/gpus.yaml te_workspace
   // each; sim/io/scenario_file.cpp counts them); 0 = no Transformer Engine GEMMs.
   double te_workspace = 0.0;
+  // Transformer Engine's userbuffers under Megatron's --tp-comm-overlap, bytes in all
+  // (sim/io/scenario_file.cpp); 0 = none.
+  double te_userbuffers = 0.0;
   // Megatron-core's local DotProductAttention keeps its s × s scores in the
   // GlobalMemoryBuffer (naive attention only; training.megatron.transformer_impl local).
   bool score_buffer = false;

@@ -134,6 +134,14 @@ struct FrameworkProfile {
   // their first GEMM and activation beside the token dispatch's all-to-all, their second GEMM
   // beside the combine's, in forward and backward (moe/shared_experts.py, token_dispatcher.py).
   bool moe_shared_expert_overlap = false;
+  // Megatron's --tp-comm-overlap: Transformer Engine's userbuffers hide the sequence-parallel
+  // tensor-parallel collectives inside the GEMMs next to them (TE v1.9 module/base.py
+  // initialize_ub, its default methods): the forward all-gathers before QKV and FC1 and the
+  // backward all-gathers of the output gradient before the proj / FC2 input-gradient GEMMs by
+  // ring exchange over copy engines ("ring_exchange", num_sm 1, use_ce), the forward
+  // reduce-scatters after proj and FC2 pipelined with their GEMM in 4 splits ("pipeline",
+  // num_sm 16), the column-parallel backward in bulk beside its GEMMs (as async_tp does).
+  bool tp_comm_overlap = false;
   // Megatron's bias_activation_fusion (--no-bias-swiglu-fusion / --no-bias-gelu-fusion turn it
   // off): with SwiGLU, MoE experts weight their activation in one fused kernel.
   bool bias_activation_fusion = true;

@@ -248,7 +248,8 @@ class Builder {
   // stream; the context-parallel ring's send/recv with two peers takes 2 × NCCL's
   // channels per peer, a few CTAs, not modelled here.
   int comm_sms() const {
-    if (group_size(Dim::dp) <= 1 && !(experts_apart() && group_size(Dim::edp) > 1) && !ep_overlap() && !async_tp())
+    if (group_size(Dim::dp) <= 1 && !(experts_apart() && group_size(Dim::edp) > 1) && !ep_overlap() && !async_tp() &&
+        !ub_overlap())
       return 0;
     return std::min(compute_->gpu().sm_count - 1, hw::net::nccl_channels(s_.cluster.nics_per_node));
   }
@@ -256,6 +257,20 @@ class Builder {
   // Megatron's column-parallel backward runs tensor-parallel collectives under its GEMMs.
   bool async_tp() const {
     return fw_.async_tp_backward && par_.tp > 1 && !split() && (par_.sequence_parallel || fw_.async_tp_allreduce);
+  }
+  // Transformer Engine's userbuffer overlap (Megatron's --tp-comm-overlap, FrameworkProfile::
+  // tp_comm_overlap) of the sequence-parallel collectives at a dense layer's TE linears.
+  bool ub_overlap() const { return fw_.tp_comm_overlap && par_.tp > 1 && par_.sequence_parallel; }
+  // TE's "pipeline" GEMM + reduce-scatter runs in num_splits = 4 chunks (module/base.py
+  // initialize_ub): each chunk's reduce-scatter under the next chunk's GEMM, the last one's after.
+  static constexpr double kUbPipelineSplits = 4;
+  // A ring exchange moves the chunks with copy engines (use_ce): the GEMM beside it keeps its SMs.
+  static OpTicks on_copy_engines(OpTicks t) { return {t.plain, t.plain}; }
+  // The row-parallel GEMM whose output leaves the tensor-parallel region next (proj, FC2 of a
+  // dense layer; a MoE layer's experts are not TE's userbuffer linears).
+  static bool leaves_next(const std::vector<Op>& ops, std::size_t j) {
+    return ops[j].cls == OpClass::gemm && !ops[j].shared_expert && !ops[j].routed_expert && j + 1 < ops.size() &&
+           (ops[j + 1].role == OpRole::attn_leave || ops[j + 1].role == OpRole::mlp_leave);
   }
   // DualPipe runs its expert-parallel all-to-alls under the paired chunk's compute.
   bool ep_overlap() const { return par_.schedule == models::Schedule::dualpipe && par_.ep > 1; }
@@ -431,10 +446,37 @@ class Builder {
       const Op& op = ops[j];
       if (shared.on && op.shared_expert) continue;  // beside the all-to-alls below
       if (fetch) fetch_use(out, *fetch, block, static_cast<int>(j), bwd_pass);
+      const bool ub_enter =
+          ub_overlap() && op.cls == OpClass::gemm && (op.role == OpRole::attn_enter || op.role == OpRole::mlp_enter);
+      if (ub_enter) {
+        // Ring exchange: the input shards travel around the group while the GEMM runs on the
+        // ones at hand (TE's qkv_fprop / fc1_fprop).
+        push_coll(out, Dim::tp, CollectiveKind::all_gather, hidden_msg_,
+                  joined({"tp all-gather ", op.role == OpRole::attn_enter ? "attn" : "mlp", " (userbuffers)"}),
+                  static_cast<std::uint8_t>(flags | kBesideNext));
+        push_compute(out, op.name, on_copy_engines(fwd[j]), flags);
+        if (fetch) fetch_done(out, *fetch, block, static_cast<int>(j), bwd_pass);
+        continue;
+      }
+      const bool ub_leave = ub_overlap() && leaves_next(ops, j);
+      if (ub_leave) {
+        // Pipelined GEMM + reduce-scatter (TE's proj_fprop / fc2_fprop): all but the last
+        // split's reduce-scatter under the GEMM, the last one after it.
+        const char* blk = ops[j + 1].role == OpRole::attn_leave ? "attn" : "mlp";
+        push_coll(out, Dim::tp, CollectiveKind::reduce_scatter, hidden_msg_ * (1 - 1 / kUbPipelineSplits),
+                  joined({"tp reduce-scatter ", blk, " (userbuffers)"}),
+                  static_cast<std::uint8_t>(flags | kBesideNext));
+        push_compute(out, op.name, fwd[j], flags);
+        push_coll(out, Dim::tp, CollectiveKind::reduce_scatter, hidden_msg_ / kUbPipelineSplits,
+                  joined({"tp reduce-scatter ", blk, " (userbuffers, last split)"}), flags);
+        if (fetch) fetch_done(out, *fetch, block, static_cast<int>(j), bwd_pass);
+        continue;
+      }
       if (op.role == OpRole::attn_enter) tp_boundary(out, true, false, "attn", flags);
       if (op.role == OpRole::mlp_enter) tp_boundary(out, true, false, "mlp", flags);
-      if (op.role == OpRole::attn_leave) tp_boundary(out, false, false, "attn", flags);
-      if (op.role == OpRole::mlp_leave) tp_boundary(out, false, false, "mlp", flags);
+      const bool after_ub = ub_overlap() && j > 0 && leaves_next(ops, j - 1);
+      if (op.role == OpRole::attn_leave && !after_ub) tp_boundary(out, false, false, "attn", flags);
+      if (op.role == OpRole::mlp_leave && !after_ub) tp_boundary(out, false, false, "mlp", flags);
       if (op.role == OpRole::moe_combine) ep_exchange(out, true, false, flags, shared.second);
       if (op.cls == OpClass::attention) cp_launch(out, false, flags);
       push_compute(out, op.name, fwd[j], flags);
@@ -482,6 +524,18 @@ class Builder {
         wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, kRecompute);
       }
       if (op.cls == OpClass::attention) cp_launch(out, true, kNoFlags);
+      if (ub_overlap() && !split() && leaves_next(ops, j)) {
+        // The output gradient's all-gather by ring exchange beside the input-gradient GEMM
+        // (TE's proj_dgrad / fc2_dgrad); the weight-gradient GEMM, which needs all of it, after.
+        push_coll(
+            out, Dim::tp, CollectiveKind::all_gather, hidden_msg_,
+            joined({"tp all-gather ", ops[j + 1].role == OpRole::attn_leave ? "attn" : "mlp", " (bwd, userbuffers)"}),
+            kBesideNext);
+        push_compute(out, joined({op.name, " dgrad"}), on_copy_engines(gemm_half(op, false)));
+        push_compute(out, joined({op.name, " wgrad"}), gemm_half(op, true));
+        fetch_done(out, fetch, block, static_cast<int>(j), false);
+        continue;
+      }
       const bool enter = op.role == OpRole::attn_enter || op.role == OpRole::mlp_enter;
       if (enter && async_tp_backward(op)) {
         column_parallel_backward(out, op, op.role == OpRole::attn_enter ? "attn" : "mlp");
@@ -492,8 +546,9 @@ class Builder {
       fetch_done(out, fetch, block, static_cast<int>(j), false);
       if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0);
       if (op.role == OpRole::moe_combine) ep_exchange(out, true, true, kNoFlags, shared.second);
-      if (op.role == OpRole::attn_leave) tp_boundary(out, false, true, "attn", kNoFlags);
-      if (op.role == OpRole::mlp_leave) tp_boundary(out, false, true, "mlp", kNoFlags);
+      const bool before_ub = ub_overlap() && !split() && j > 0 && leaves_next(ops, j - 1);
+      if (op.role == OpRole::attn_leave && !before_ub) tp_boundary(out, false, true, "attn", kNoFlags);
+      if (op.role == OpRole::mlp_leave && !before_ub) tp_boundary(out, false, true, "mlp", kNoFlags);
       if (op.role == OpRole::attn_enter) tp_boundary(out, true, true, "attn", kNoFlags);
       if (op.role == OpRole::mlp_enter) tp_boundary(out, true, true, "mlp", kNoFlags);
     }

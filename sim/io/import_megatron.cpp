@@ -391,6 +391,7 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
   set_whole(train["megatron"], "microbatch_group_size_per_vp_stage",
             "--microbatch-group-size-per-virtual-pipeline-stage");
   if (use("--moe-shared-expert-overlap")) train["megatron"]["moe_shared_expert_overlap"] = true;
+  if (use("--tp-comm-overlap")) train["megatron"]["tp_comm_overlap"] = true;
   if (use("--defer-embedding-wgrad-compute")) {
     train["megatron"]["defer_embedding_wgrad_compute"] = true;
     set_whole(train["megatron"], "wgrad_deferral_limit", "--wgrad-deferral-limit");

@@ -603,6 +603,15 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
   int te_workspaces = s.framework.transformer_engine || megatron_moe ? 1 : 0;
   if (megatron_moe && s.framework.transformer_engine && s.framework.moe_grouped_gemm) te_workspaces += 4;
   par.te_workspace = te_workspaces * largest(s.cluster, &hw::GpuSpec::te_workspace);
+  // --tp-comm-overlap: TE's initialize_ub makes one userbuffer per overlapped GEMM name (ten:
+  // qkv/fc1 fprop, proj/fc2 dgrad, proj/fc2 fprop, qkv/fc1 dgrad and wgrad; module/base.py v1.9),
+  // each of the shape Megatron passes, (seq_length · micro_batch_size / cp) × hidden
+  // (megatron/training/initialize.py _initialize_tp_communicators), in bf16 (initialize_ub's
+  // dtype), the six all-gather ones (layers_all_gather_overlap) in one byte under fp8 (fp8_buf).
+  const double ub_elems = static_cast<double>(s.model.seq_length) * s.plan.par.micro_batch_size / s.plan.par.cp *
+                          static_cast<double>(s.model.hidden_size);
+  const double gather_bytes = s.plan.par.precision == models::Precision::fp8 ? 1.0 : 2.0;
+  par.te_userbuffers = s.framework.tp_comm_overlap ? ub_elems * (4 * 2.0 + 6 * gather_bytes) : 0.0;
   // Megatron-core's experts apply the routing weights to their activation (models/memory.cpp);
   // fused only for SwiGLU (weighted_bias_swiglu_impl).
   par.moe_probs_in_experts = megatron_moe;

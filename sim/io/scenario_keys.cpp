@@ -244,6 +244,11 @@ const std::vector<ScenarioKey>& key_table() {
        "the shared experts' GEMMs run beside the token all-to-alls on a stream of their own (alltoall / flex "
        "dispatcher, a model with shared experts)",
        "--moe-shared-expert-overlap", ""},
+      {"training.megatron.tp_comm_overlap", "", "false",
+       "Transformer Engine's userbuffers hide the sequence-parallel tensor-parallel all-gathers and reduce-scatters "
+       "inside the GEMMs next to them (needs sequence_parallel and transformer_impl transformer_engine; memory: ten "
+       "s x b x h userbuffers)",
+       "--tp-comm-overlap", ""},
       {"training.megatron.attention_softmax_in_fp32", "", "false",
        "softmax in fp32 (--apply-query-key-layer-scaling implies it)", "--attention-softmax-in-fp32", ""},
       {"training.megatron.gradient_accumulation_fusion", "", "true",

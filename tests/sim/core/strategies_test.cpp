@@ -111,6 +111,27 @@ TEST(Strategies, ContextParallelExchangesKeysAndValues) {
   EXPECT_NEAR(r.per_stage[0].activations, no_cp.per_stage[0].activations / 2, 0.05 * r.per_stage[0].activations);
 }
 
+// Megatron's --tp-comm-overlap (Transformer Engine's userbuffers, TE v1.9 defaults): the
+// sequence-parallel all-gathers run beside the QKV / FC1 GEMMs and the proj / FC2
+// input-gradient GEMMs, the reduce-scatters beside proj / FC2 but for the last of four
+// splits. The same bytes and FLOPs; less tensor-parallel time exposed, never less than the
+// last splits' reduce-scatters; ten s x b x h bf16 userbuffers more memory.
+TEST(Strategies, TpCommOverlapHidesTheSequenceParallelCollectivesInTheirGemms) {
+  const std::string yaml = tiny_gpt_yaml(2, 1, 4, 4, 8, "  sequence_parallel: true", 51200);
+  for (const char* recompute : {"parallel.recompute=none", "parallel.recompute=full"}) {
+    const Result plain = run(yaml, {recompute});
+    const Result ub = run(yaml, {recompute, "training.megatron.tp_comm_overlap=true"});
+    EXPECT_LT(ub.iteration_time_s, plain.iteration_time_s) << recompute;
+    EXPECT_LT(ub.exposed_comm_s[kTp], 0.5 * plain.exposed_comm_s[kTp]) << recompute;
+    EXPECT_GT(ub.exposed_comm_s[kTp], 0) << recompute;
+    EXPECT_NEAR(ub.comm_bytes_per_gpu[kTp], plain.comm_bytes_per_gpu[kTp], 1e-9 * plain.comm_bytes_per_gpu[kTp])
+        << recompute;
+    EXPECT_DOUBLE_EQ(ub.model_flops_per_iteration, plain.model_flops_per_iteration) << recompute;
+    // s = 128 tokens, micro-batch 1, h = 1024: 10 x 128 x 1024 x 2 bytes.
+    EXPECT_NEAR(ub.per_stage[0].buffers - plain.per_stage[0].buffers, 10.0 * 128 * 1024 * 2, 1.0) << recompute;
+  }
+}
+
 TEST(Strategies, RecomputeTradesTimeForMemory) {
   const std::string yaml = tiny_gpt_yaml(2, 1, 2, 4, 8, "  sequence_parallel: true", 51200);
   const Result none = run(yaml, {"parallel.recompute=none", "training.attention=naive"});

@@ -157,6 +157,20 @@ TEST(FrameworkSection, DeepSpeedPipelineEngineLimits) {
   expect_error(bloom("  zero_stage: 2", "  framework: deepspeed"), {"parallel.zero_stage", "ZeRO stage <= 1"});
 }
 
+// Megatron's --tp-comm-overlap runs on Transformer Engine's userbuffers and needs sequence
+// parallelism (megatron/training/arguments.py asserts it).
+TEST(FrameworkSection, TpCommOverlapNeedsSequenceParallelismAndTransformerEngine) {
+  const std::string split = "  pipeline_layers: [6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 4]";
+  const std::string sp = split + "\n  sequence_parallel: true";
+  EXPECT_TRUE(parse_scenario(bloom(sp, "  megatron: {tp_comm_overlap: true}"), "s.yaml").framework.tp_comm_overlap);
+  expect_error(bloom(split, "  megatron: {tp_comm_overlap: true}"),
+               {"training.megatron.tp_comm_overlap", "sequence parallelism", "parallel.sequence_parallel"});
+  expect_error(bloom(sp, "  megatron: {tp_comm_overlap: true, transformer_impl: local}"),
+               {"training.megatron.tp_comm_overlap", "Transformer Engine", "transformer_impl"});
+  expect_error(bloom(sp, "  framework: megatron-lm\n  megatron: {tp_comm_overlap: true}"),
+               {"training.megatron.tp_comm_overlap", "megatron-core"});
+}
+
 TEST(FrameworkSection, MegatronDistributedOptimizerIsZero1) {
   EXPECT_EQ(parse_scenario(bloom("",
                                  "  megatron: {use_distributed_optimizer: true, decoder_first_pipeline_num_layers: "

@@ -185,6 +185,9 @@ TEST(ImportMegatron, MoeLayerPatternAndSharedExperts) {
   EXPECT_TRUE(import_megatron_args("--num-experts 8 --moe-shared-expert-gate", "a", 8)
                   .keys["model"]["moe"]["shared_expert_gate"]
                   .as<bool>());
+  EXPECT_TRUE(import_megatron_args("--tp-comm-overlap --sequence-parallel --tensor-model-parallel-size 2", "a", 8)
+                  .keys["training"]["megatron"]["tp_comm_overlap"]
+                  .as<bool>());
   EXPECT_TRUE(import_megatron_args("--num-experts 8 --moe-shared-expert-overlap", "a", 8)
                   .keys["training"]["megatron"]["moe_shared_expert_overlap"]
                   .as<bool>());
