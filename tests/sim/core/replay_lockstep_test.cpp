@@ -93,6 +93,8 @@ std::vector<Case> plan_kinds() {
       {"zero-bubble schedule", repo("scenarios/zero-bubble-llama3-70b.yaml", {"training.global_batch_size=32"}), true},
       {"mixed A100 / H100", repo("scenarios/mixed-a100-h100-llama2-13b.yaml", {"training.global_batch_size=16"}), true},
       {"context parallel", repo("scenarios/default.yaml", with({"parallel.context_parallel=2"})), true},
+      {"Transformer Engine userbuffers (--tp-comm-overlap)",
+       repo("scenarios/default.yaml", with({"training.megatron.tp_comm_overlap=true"})), true},
       {"MoE, expert parallel, DualPipe (held sends)",
        parse_scenario(testing::tiny_moe_yaml("dualpipe"), "moe.yaml",
                       {"parallel.tensor_parallel=2", "cluster.num_gpus=8", "cluster.gpus_per_node=8"}),
