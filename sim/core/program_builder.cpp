@@ -266,11 +266,18 @@ class Builder {
   static constexpr double kUbPipelineSplits = 4;
   // A ring exchange moves the chunks with copy engines (use_ce): the GEMM beside it keeps its SMs.
   static OpTicks on_copy_engines(OpTicks t) { return {t.plain, t.plain}; }
-  // The row-parallel GEMM whose output leaves the tensor-parallel region next (proj, FC2 of a
-  // dense layer; a MoE layer's experts are not TE's userbuffer linears).
-  static bool leaves_next(const std::vector<Op>& ops, std::size_t j) {
-    return ops[j].cls == OpClass::gemm && !ops[j].shared_expert && !ops[j].routed_expert && j + 1 < ops.size() &&
+  // ops[j] is the row-parallel GEMM whose output leaves the tensor-parallel region next (proj,
+  // FC2 of a dense layer; a MoE layer's experts are not TE's userbuffer linears) and the
+  // userbuffers overlap its collective: in forward always, in backward unless the schedule
+  // splits the backward (then the collective blocks, as without them).
+  bool ub_row_parallel(const std::vector<Op>& ops, std::size_t j, bool backward) const {
+    return ub_overlap() && !(backward && split()) && j + 1 < ops.size() && ops[j].cls == OpClass::gemm &&
+           !ops[j].shared_expert && !ops[j].routed_expert &&
            (ops[j + 1].role == OpRole::attn_leave || ops[j + 1].role == OpRole::mlp_leave);
+  }
+  // The block whose tensor-parallel region ops[j + 1] leaves.
+  static const char* leaving_block(const std::vector<Op>& ops, std::size_t j) {
+    return ops[j + 1].role == OpRole::attn_leave ? "attn" : "mlp";
   }
   // DualPipe runs its expert-parallel all-to-alls under the paired chunk's compute.
   bool ep_overlap() const { return par_.schedule == models::Schedule::dualpipe && par_.ep > 1; }
@@ -458,11 +465,10 @@ class Builder {
         if (fetch) fetch_done(out, *fetch, block, static_cast<int>(j), bwd_pass);
         continue;
       }
-      const bool ub_leave = ub_overlap() && leaves_next(ops, j);
-      if (ub_leave) {
+      if (ub_row_parallel(ops, j, false)) {
         // Pipelined GEMM + reduce-scatter (TE's proj_fprop / fc2_fprop): all but the last
         // split's reduce-scatter under the GEMM, the last one after it.
-        const char* blk = ops[j + 1].role == OpRole::attn_leave ? "attn" : "mlp";
+        const char* blk = leaving_block(ops, j);
         push_coll(out, Dim::tp, CollectiveKind::reduce_scatter, hidden_msg_ * (1 - 1 / kUbPipelineSplits),
                   joined({"tp reduce-scatter ", blk, " (userbuffers)"}),
                   static_cast<std::uint8_t>(flags | kBesideNext));
@@ -474,7 +480,7 @@ class Builder {
       }
       if (op.role == OpRole::attn_enter) tp_boundary(out, true, false, "attn", flags);
       if (op.role == OpRole::mlp_enter) tp_boundary(out, true, false, "mlp", flags);
-      const bool after_ub = ub_overlap() && j > 0 && leaves_next(ops, j - 1);
+      const bool after_ub = j > 0 && ub_row_parallel(ops, j - 1, false);
       if (op.role == OpRole::attn_leave && !after_ub) tp_boundary(out, false, false, "attn", flags);
       if (op.role == OpRole::mlp_leave && !after_ub) tp_boundary(out, false, false, "mlp", flags);
       if (op.role == OpRole::moe_combine) ep_exchange(out, true, false, flags, shared.second);
@@ -524,13 +530,11 @@ class Builder {
         wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, kRecompute);
       }
       if (op.cls == OpClass::attention) cp_launch(out, true, kNoFlags);
-      if (ub_overlap() && !split() && leaves_next(ops, j)) {
+      if (ub_row_parallel(ops, j, true)) {
         // The output gradient's all-gather by ring exchange beside the input-gradient GEMM
         // (TE's proj_dgrad / fc2_dgrad); the weight-gradient GEMM, which needs all of it, after.
-        push_coll(
-            out, Dim::tp, CollectiveKind::all_gather, hidden_msg_,
-            joined({"tp all-gather ", ops[j + 1].role == OpRole::attn_leave ? "attn" : "mlp", " (bwd, userbuffers)"}),
-            kBesideNext);
+        push_coll(out, Dim::tp, CollectiveKind::all_gather, hidden_msg_,
+                  joined({"tp all-gather ", leaving_block(ops, j), " (bwd, userbuffers)"}), kBesideNext);
         push_compute(out, joined({op.name, " dgrad"}), on_copy_engines(gemm_half(op, false)));
         push_compute(out, joined({op.name, " wgrad"}), gemm_half(op, true));
         fetch_done(out, fetch, block, static_cast<int>(j), false);
@@ -546,7 +550,7 @@ class Builder {
       fetch_done(out, fetch, block, static_cast<int>(j), false);
       if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0);
       if (op.role == OpRole::moe_combine) ep_exchange(out, true, true, kNoFlags, shared.second);
-      const bool before_ub = ub_overlap() && !split() && j > 0 && leaves_next(ops, j - 1);
+      const bool before_ub = j > 0 && ub_row_parallel(ops, j - 1, true);
       if (op.role == OpRole::attn_leave && !before_ub) tp_boundary(out, false, true, "attn", kNoFlags);
       if (op.role == OpRole::mlp_leave && !before_ub) tp_boundary(out, false, true, "mlp", kNoFlags);
       if (op.role == OpRole::attn_enter) tp_boundary(out, true, true, "attn", kNoFlags);

@@ -183,6 +183,11 @@ void read_megatron(const hw::StrictReader& r, const YAML::Node& m, const YAML::N
     if (fp.moe_shared_expert_overlap && s.plan.par.moe_allgather)
       r.fail(key, "needs the alltoall or flex dispatcher (training.megatron.moe_token_dispatcher_type)");
   }
+  if (m["attention_softmax_in_fp32"])
+    fp.softmax_in_fp32 = r.boolean(m["attention_softmax_in_fp32"], "training.megatron.attention_softmax_in_fp32");
+  if (m["transformer_impl"])
+    fp.transformer_engine = r.choice(m["transformer_impl"], "training.megatron.transformer_impl",
+                                     {"transformer_engine", "local"}) == "transformer_engine";
   if (m["tp_comm_overlap"]) {
     const std::string key = "training.megatron.tp_comm_overlap";
     fp.tp_comm_overlap = r.boolean(m["tp_comm_overlap"], key);
@@ -193,16 +198,11 @@ void read_megatron(const hw::StrictReader& r, const YAML::Node& m, const YAML::N
       r.fail(key, "is Megatron-core's with Transformer Engine (training.framework: megatron-core)");
     if (fp.tp_comm_overlap && !s.plan.par.sequence_parallel)
       r.fail(key, "needs sequence parallelism (parallel.sequence_parallel: true), as Megatron asserts");
+    if (fp.tp_comm_overlap && !fp.transformer_engine)
+      r.fail(key,
+             "needs Transformer Engine's layers (training.megatron.transformer_impl: transformer_engine), whose "
+             "userbuffers it runs on");
   }
-  if (m["attention_softmax_in_fp32"])
-    fp.softmax_in_fp32 = r.boolean(m["attention_softmax_in_fp32"], "training.megatron.attention_softmax_in_fp32");
-  if (m["transformer_impl"])
-    fp.transformer_engine = r.choice(m["transformer_impl"], "training.megatron.transformer_impl",
-                                     {"transformer_engine", "local"}) == "transformer_engine";
-  if (fp.tp_comm_overlap && !fp.transformer_engine)
-    r.fail("training.megatron.tp_comm_overlap",
-           "needs Transformer Engine's layers (training.megatron.transformer_impl: "
-           "transformer_engine), whose userbuffers it runs on");
   fp.embedding_in_split = flag("account_for_embedding_in_pipeline_split");
   fp.loss_in_split = flag("account_for_loss_in_pipeline_split");
   // transformer_config.py: not with the explicit first / last stage counts.

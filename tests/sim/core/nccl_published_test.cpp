@@ -73,7 +73,7 @@ Seconds predict(const Point& p) {
   c.gpus_per_node = p.per_node;
   c.nics_per_node = p.nics;
   c.nic_bandwidth = p.nic_gbit * 1e9 / 8;
-  c.nvls = p.algo == "auto" && p.gpu.rfind("h100", 0) == 0;  // H100 NVSwitch: NCCL's default; curve C disabled it
+  c.nvls = p.algo == "auto" && c.gpu.nvls;  // NVSwitch SHARP where the GPU has it: NCCL's default; curve C disabled it
   if (p.algo != "auto") c.collective_algorithms = {{"all_reduce", p.algo}};
   Layout layout(1, 1, p.gpus, 1, 1, p.per_node);
   NetworkModel model(c, layout);
