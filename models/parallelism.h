@@ -128,8 +128,10 @@ struct Parallelism {
   Zero3Gathers zero3;
 };
 
-// The interleaved schedule's micro-batch group (Parallelism::microbatch_group, default pp).
-inline int microbatch_group_size(const Parallelism& p) { return p.microbatch_group > 0 ? p.microbatch_group : p.pp; }
+// The interleaved schedule's micro-batch group: `group` when given (> 0), else pp, Megatron-core's
+// default (Parallelism::microbatch_group).
+inline int microbatch_group_size(int group, int pp) { return group > 0 ? group : pp; }
+inline int microbatch_group_size(const Parallelism& p) { return microbatch_group_size(p.microbatch_group, p.pp); }
 
 // The k-th forward of an interleaved stage (k < m·v) as (micro-batch, model chunk), in
 // Megatron-core's schedule table (schedules.py get_schedule_table): micro-batches in groups

@@ -35,7 +35,7 @@ std::vector<ScheduleStep> classic_schedule(models::Schedule kind, int stage, int
       break;
     }
     case models::Schedule::interleaved_1f1b: {
-      const int n = group > 0 ? group : p;
+      const int n = models::microbatch_group_size(group, p);
       const int total = m * v;
       // Megatron-core's schedule table (models::interleaved_slot, get_model_chunk_id).
       const auto fwd = [&](int k) {
@@ -274,7 +274,7 @@ std::string schedule_requirement(models::Schedule kind, int p, int m, int v, int
     // Megatron-core forward_backward_pipelining_with_interleaving: the group N in [p, m],
     // and a last group of 0 or at least p micro-batches ("otherwise, it introduces
     // dependency bubbles").
-    const int n = group > 0 ? group : p;
+    const int n = models::microbatch_group_size(group, p);
     if (n < p || n > m)
       return fmt::format(
           "interleaved-1f1b takes micro-batches in groups of {} per model chunk, which must lie in "
