@@ -503,8 +503,11 @@ double head_activation_bytes(const ModelSpec& m, const Parallelism& p) {
   // Final-norm input and logits-GEMM input (SP keeps the sharded copy and
   // re-gathers in backward, Korthikanti §4.2.2); Megatron's
   // vocab_parallel_cross_entropy saves the fp32 softmax (s·b·V/t·4) and its
-  // backward turns it into the logits gradient (s·b·V/t·e), both live at once.
-  return 2.0 * e * sbh * rep + tokens * vocab * (4.0 + e);
+  // backward turns it into the logits gradient (s·b·V/t·e), both live at once. A
+  // fused loss kernel (flash-attn's cross entropy) saves the logits themselves and
+  // writes the gradient beside them (2e).
+  const double per_logit = p.loss_kernel == LossKernel::fused ? 2.0 * e : 4.0 + e;
+  return 2.0 * e * sbh * rep + tokens * vocab * per_logit;
 }
 
 double deferred_head_wgrad_bytes(const ModelSpec& m, const Parallelism& p) {

@@ -436,10 +436,31 @@ std::vector<Op> head_ops(const ModelSpec& m, const Parallelism& p) {
   // Vocab-parallel logits: h × ceil(V/tp) per GPU (Megatron pads V to a multiple of tp).
   const double vocab_local = std::ceil(static_cast<double>(m.vocab_size) / p.tp);
   ops.push_back(gemm("logits", x.tokens, vocab_local, x.h, 1, x));
-  // Vocab-parallel cross entropy (Megatron vocab_parallel_cross_entropy): forward
-  // reads the logits, writes the fp32 softmax it keeps for backward (max, sub,
-  // exp, sum, divide ≈ 5 FLOPs); backward reads it and writes the logits gradient.
-  ops.push_back(pointwise("cross_entropy", OpClass::loss, x.tokens * vocab_local, 5.0, x.ab + 4.0, 2.0, 4.0 + x.ab));
+  // Cross entropy over the logits (max, sub, exp, sum, divide ≈ 5 FLOPs forward, the
+  // softmax minus the target times the loss gradient backward), HBM bytes per logit:
+  //  - fused: one kernel reads the logits and writes the fp32 softmax it keeps for
+  //    backward, which reads it and writes the logits gradient.
+  //  - megatron: vocab_parallel_cross_entropy (megatron/core/tensor_parallel/
+  //    cross_entropy.py, the same in 2021's megatron/mpu/cross_entropy.py) as PyTorch ops
+  //    on an fp32 copy: .float() (read ab, write 4), max (read 4), sub_ (8), exp out= in
+  //    place (8), sum (read 4), div_ (8); backward mul_ by the loss gradient (8) and
+  //    autograd's cast of the fp32 gradient back to the logits' dtype (read 4, write ab).
+  //  - megatron_compiled: the same functions under torch.compile (megatron/core/fusions/
+  //    fused_cross_entropy.py, Megatron-core's jit_fuser from PyTorch 2.2): cast + max
+  //    (read ab, write the fp32 copy), sub + exp + sum (8), div_ (8); backward mul and
+  //    the cast to bf16 in one kernel (read 4, write ab).
+  const double logits = x.tokens * vocab_local;
+  switch (p.loss_kernel) {
+    case LossKernel::fused:
+      ops.push_back(pointwise("cross_entropy", OpClass::loss, logits, 5.0, x.ab + 4.0, 2.0, 4.0 + x.ab));
+      break;
+    case LossKernel::megatron:
+      ops.push_back(pointwise("cross_entropy", OpClass::loss, logits, 5.0, x.ab + 36.0, 2.0, 12.0 + x.ab));
+      break;
+    case LossKernel::megatron_compiled:
+      ops.push_back(pointwise("cross_entropy", OpClass::loss, logits, 5.0, x.ab + 20.0, 2.0, 4.0 + x.ab));
+      break;
+  }
   if (p.finetune.active())
     for (Op& op : ops) freeze(op, x);  // the output layer stays frozen: dgrad only
   return ops;

@@ -26,6 +26,10 @@ enum class StateLayout { megatron, deepspeed, fsdp };
 // name one (FlashAttention-2, FlashAttention-3, cuDNN fused attention); naive materialises
 // the scores. All flash kinds do the same FLOPs and HBM traffic; their rates differ.
 enum class AttentionImpl { flash, naive, fa2, fa3, cudnn };
+// The loss kernels over a GPU's T × V/tp logits (models/ops.cpp head_ops): one fused pass
+// (flash-attn's cross entropy), Megatron's vocab_parallel_cross_entropy as PyTorch ops, or
+// that code under torch.compile (Megatron-core's --cross-entropy-loss-fusion).
+enum class LossKernel { fused, megatron, megatron_compiled };
 
 struct Parallelism {
   int expert_tp() const { return etp > 0 ? etp : tp; }
@@ -108,6 +112,8 @@ struct Parallelism {
   // Megatron's unfused softmax in fp32 (masked_softmax_fusion off, attention_softmax_in_fp32):
   // naive attention saves its probabilities in fp32, 4 bytes per score.
   bool fp32_softmax_saved = false;
+  // How the framework computes the cross-entropy loss (the training framework decides).
+  LossKernel loss_kernel = LossKernel::megatron;
   // PyTorch caching-allocator gap: reserved = allocated × (1 + allocator_overhead)
   // at the peak (fragmentation, rounding to blocks). 0 reports max allocated.
   double allocator_overhead = 0.0;

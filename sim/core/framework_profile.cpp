@@ -113,6 +113,12 @@ FrameworkProfile default_profile(Framework f) {
       // backward all-reduces the input gradient blocking (async_tp_backward stays false).
       return p;
     case Framework::fsdp:
+      // The loss is the model's, not FSDP's: llm-foundry's ComposerMPTCausalLM takes
+      // model.loss_fn "fused_crossentropy" by default, flash-attn's CrossEntropyLoss (one
+      // kernel over the logits, llmfoundry/models/mpt/modeling_mpt.py); the Megatron-based
+      // profiles keep Megatron's unfused vocab_parallel_cross_entropy (its
+      // --cross-entropy-loss-fusion is store_true, megatron/training/arguments.py).
+      p.loss_kernel = models::LossKernel::fused;
       // PyTorch FSDP (torch.distributed.fsdp.FullyShardedDataParallel, 2.x docs):
       // wrapping unit = one transformer layer (transformer_auto_wrap_policy), the
       // default sharding_strategy FULL_SHARD reshards after forward, backward_prefetch

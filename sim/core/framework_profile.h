@@ -145,6 +145,11 @@ struct FrameworkProfile {
   // Megatron's bias_activation_fusion (--no-bias-swiglu-fusion / --no-bias-gelu-fusion turn it
   // off): with SwiGLU, MoE experts weight their activation in one fused kernel.
   bool bias_activation_fusion = true;
+  // The cross-entropy loss kernels (models::LossKernel; framework_profile.cpp cites each):
+  // Megatron's vocab_parallel_cross_entropy as PyTorch ops (Megatron-LM, Megatron-core and
+  // Megatron-DeepSpeed), under torch.compile with Megatron-core's --cross-entropy-loss-fusion
+  // (training.megatron.cross_entropy_loss_fusion), or one fused kernel (FSDP's runs).
+  models::LossKernel loss_kernel = models::LossKernel::megatron;
   // Pipeline engine: DeepSpeed's PipelineEngine reduces gradients after the whole
   // schedule (no overlap with backward) and has no interleaved schedule.
   bool pipeline_reduces_after_schedule = false;

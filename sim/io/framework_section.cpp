@@ -153,6 +153,13 @@ void read_megatron(const hw::StrictReader& r, const YAML::Node& m, const YAML::N
     s.plan.par.moe_allgather = d == "allgather";
     s.plan.par.moe_dedup_per_rank = d == "flex";
   }
+  if (m["cross_entropy_loss_fusion"]) {
+    const std::string key = "training.megatron.cross_entropy_loss_fusion";
+    // Megatron-core's fused_cross_entropy.py (2024); Megatron-LM's own loss had no fused form.
+    if (fp.framework != Framework::megatron_core)
+      r.fail(key, "is a megatron-core option (training.framework: megatron-core)");
+    if (r.boolean(m["cross_entropy_loss_fusion"], key)) fp.loss_kernel = models::LossKernel::megatron_compiled;
+  }
   if (m["bias_activation_fusion"])
     fp.bias_activation_fusion = r.boolean(m["bias_activation_fusion"], "training.megatron.bias_activation_fusion");
   if (m["defer_embedding_wgrad_compute"])

@@ -392,6 +392,7 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
             "--microbatch-group-size-per-virtual-pipeline-stage");
   if (use("--moe-shared-expert-overlap")) train["megatron"]["moe_shared_expert_overlap"] = true;
   if (use("--tp-comm-overlap")) train["megatron"]["tp_comm_overlap"] = true;
+  if (use("--cross-entropy-loss-fusion")) train["megatron"]["cross_entropy_loss_fusion"] = true;
   if (use("--defer-embedding-wgrad-compute")) {
     train["megatron"]["defer_embedding_wgrad_compute"] = true;
     set_whole(train["megatron"], "wgrad_deferral_limit", "--wgrad-deferral-limit");

@@ -617,6 +617,7 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
   par.moe_probs_in_experts = megatron_moe;
   par.moe_fused_weighted_act = s.model.mlp == models::Mlp::swiglu && s.framework.bias_activation_fusion;
   par.score_buffer = s.framework.framework == Framework::megatron_core && !s.framework.transformer_engine;
+  par.loss_kernel = s.framework.loss_kernel;
   par.fp32_softmax_saved =
       !s.framework.transformer_engine && !s.framework.masked_softmax_fusion && s.framework.softmax_in_fp32;
   // The framework decides how model states are laid out, unless the scenario says otherwise.

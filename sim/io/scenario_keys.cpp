@@ -223,6 +223,10 @@ const std::vector<ScenarioKey>& key_table() {
        "to each rank holding one of its experts). Megatron's "
        "own default is allgather, which the importer applies to a script that names none",
        "--moe-token-dispatcher-type", ""},
+      {"training.megatron.cross_entropy_loss_fusion", "", "false",
+       "megatron-core only: the vocab-parallel cross entropy under torch.compile (three passes over the fp32 "
+       "logits forward, one backward) instead of PyTorch ops (six forward, two backward)",
+       "--cross-entropy-loss-fusion", ""},
       {"training.megatron.bias_activation_fusion", "", "true",
        "fused bias + activation kernels; off, MoE experts weight their activation unfused and save it",
        "--no-bias-swiglu-fusion, --no-bias-gelu-fusion", ""},

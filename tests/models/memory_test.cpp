@@ -267,6 +267,9 @@ TEST(Activations, EmbeddingAndHead) {
   const double sbh = 2048.0 * 12288;
   EXPECT_DOUBLE_EQ(embedding_activation_bytes(m, p), sbh / 8);
   EXPECT_DOUBLE_EQ(head_activation_bytes(m, p), 4 * sbh / 8 + 6.0 * 2048 * 6400);
+  // A fused loss kernel keeps the bf16 logits and writes the bf16 gradient: 2 + 2.
+  p.loss_kernel = LossKernel::fused;
+  EXPECT_DOUBLE_EQ(head_activation_bytes(m, p), 4 * sbh / 8 + 4.0 * 2048 * 6400);
 }
 
 TEST(Pipeline, InFlightMicrobatches) {

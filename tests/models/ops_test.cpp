@@ -313,6 +313,26 @@ TEST(Ops, EmbeddingAndHead) {
   EXPECT_EQ(head[2].cls, OpClass::loss);
 }
 
+// The loss kernels' HBM bytes per logit (T × V/t of them; models/ops.cpp cites each pass):
+// Megatron's PyTorch ops on an fp32 copy, their torch.compile form, one fused kernel.
+TEST(Ops, CrossEntropyBytesPerLogit) {
+  const ModelSpec m = preset("gpt3-175b");
+  Parallelism p;
+  p.tp = 8;
+  const double logits = 2048.0 * 6400;
+  const auto loss = [&](LossKernel k) {
+    p.loss_kernel = k;
+    const Op op = head_ops(m, p).back();
+    EXPECT_EQ(op.name, "cross_entropy");
+    return std::pair{op.fwd_bytes / logits, op.bwd_bytes / logits};
+  };
+  EXPECT_EQ(loss(LossKernel::megatron), (std::pair{2.0 + 4 + 4 + 8 + 8 + 4 + 8, 8.0 + 4 + 2}));
+  EXPECT_EQ(loss(LossKernel::megatron_compiled), (std::pair{2.0 + 4 + 8 + 8, 4.0 + 2}));
+  EXPECT_EQ(loss(LossKernel::fused), (std::pair{2.0 + 4, 4.0 + 2}));
+  // The FLOPs do not depend on the kernels.
+  EXPECT_DOUBLE_EQ(head_ops(m, p).back().fwd_flops, 5.0 * logits);
+}
+
 TEST(Ops, RejectsUnshardablePlans) {
   const ModelSpec m = preset("gpt3-175b");
   Parallelism p;

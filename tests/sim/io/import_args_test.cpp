@@ -134,6 +134,12 @@ TEST(ImportMegatron, SoftmaxFusionAndFp32Flags) {
   EXPECT_FALSE(import_megatron_args("--bf16", "a", 8).keys["training"]["megatron"]);
 }
 
+TEST(ImportMegatron, CrossEntropyLossFusion) {
+  EXPECT_TRUE(import_megatron_args("--cross-entropy-loss-fusion", "a", 8)
+                  .keys["training"]["megatron"]["cross_entropy_loss_fusion"]
+                  .as<bool>());
+}
+
 // --moe-grouped-gemm (memory: TEGroupedMLP's multi-stream workspaces).
 TEST(ImportMegatron, MoeGroupedGemm) {
   EXPECT_TRUE(import_megatron_args("--num-experts 8 --moe-grouped-gemm", "a", 8)

@@ -132,6 +132,24 @@ TEST(Scenario, WhereMoeRoutingWeightsApply) {
   EXPECT_FALSE(parse_scenario(kBase, "s.yaml").plan.par.moe_probs_in_experts);
 }
 
+// The loss kernels follow the framework: Megatron's unfused vocab-parallel cross entropy
+// (megatron-core, megatron-lm, Megatron-DeepSpeed), its torch.compile form under
+// training.megatron.cross_entropy_loss_fusion (megatron-core only), FSDP's runs one fused kernel.
+TEST(Scenario, LossKernelFollowsTheFramework) {
+  const auto kernel = [](std::vector<std::string> o) {
+    return parse_scenario(kBase, "s.yaml", o).plan.par.loss_kernel;
+  };
+  const std::string fusion = "training.megatron.cross_entropy_loss_fusion";
+  EXPECT_EQ(kernel({}), models::LossKernel::megatron);
+  EXPECT_EQ(kernel({fusion + "=true"}), models::LossKernel::megatron_compiled);
+  EXPECT_EQ(kernel({fusion + "=false"}), models::LossKernel::megatron);
+  EXPECT_EQ(kernel({"training.framework=megatron-lm"}), models::LossKernel::megatron);
+  EXPECT_EQ(kernel({"training.framework=deepspeed"}), models::LossKernel::megatron);
+  EXPECT_EQ(kernel({"training.framework=fsdp", "parallel.zero_stage=3"}), models::LossKernel::fused);
+  expect_error(kBase, {"training.framework=megatron-lm", fusion + "=true"}, {fusion, "megatron-core"});
+  expect_error(kBase, {fusion + "=yes please"}, {fusion});
+}
+
 TEST(Scenario, WgradDeferralLimitNeedsTheDeferral) {
   expect_error(kBase, {"training.megatron.wgrad_deferral_limit=2"},
                {"training.megatron.wgrad_deferral_limit", "defer_embedding_wgrad_compute"});
