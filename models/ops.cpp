@@ -401,15 +401,20 @@ std::vector<Op> embedding_ops(const ModelSpec& m, const Parallelism& p) {
   // Vocab-parallel lookup (Megatron VocabParallelEmbedding): each TP rank reads
   // the rows of its V/tp slice (≈ T/tp of the tokens), writes a T×h partial
   // output (zeros elsewhere) that the TP all-reduce / reduce-scatter sums; learned
-  // positions add a read of T×h and one add per element. Backward scatter-adds dY
-  // into the fp32 main gradient of those rows (read + write 8 bytes).
+  // positions add a read of T×h and one add per element. Backward is PyTorch's dense
+  // embedding gradient (F.embedding's embedding_dense_backward, or index_put for
+  // Megatron's deterministic self.weight[masked_input]): a zero-filled gradient of the
+  // whole V/tp × h slice in the weights' dtype, dY read and summed into the rows of
+  // its tokens. Adding that gradient into Megatron's main_grad is the DDP hook's pass
+  // (sim/core/program_builder.cpp accumulate_grads).
   const double rows = x.tokens / p.tp;
   const double elems = x.tokens * x.h;
+  const double vocab_local = std::ceil(static_cast<double>(m.vocab_size) / p.tp);
   Op lookup;
   lookup.name = "embedding";
   lookup.cls = OpClass::embedding;
   lookup.fwd_bytes = rows * x.h * x.cb + elems * x.ab + x.tokens * 8.0 /* int64 token ids */;
-  lookup.bwd_bytes = elems * x.ab + rows * x.h * 8.0 + x.tokens * 8.0;
+  lookup.bwd_bytes = elems * x.ab + (vocab_local + rows) * x.h * x.cb + x.tokens * 8.0;
   lookup.bwd_flops = rows * x.h;
   if (m.learned_position_embeddings) {
     lookup.fwd_flops = elems;

@@ -750,6 +750,21 @@ class Builder {
                  main_grad ? kNoFlags : kAfterFirstMicrobatch);
   }
 
+  // Megatron's gradient_accumulation_fusion covers the GEMM weights only: the embedding's
+  // dense gradient (models/ops.cpp embedding_ops) reaches param.grad, which the DDP hook adds
+  // into main_grad every micro-batch (megatron/core/distributed/distributed_data_parallel.py
+  // _make_param_hook, `param.main_grad.add_(param.grad.data)` unless grad_added_to_main_grad):
+  // read both, write main_grad. Norms and biases take the same path, a small fraction of a
+  // layer's parameters: not counted. Without the fusion accumulate_grads adds every block's.
+  void embedding_grad_hook(std::vector<Instr>& out) {
+    if (!fw_.fused_grad_accumulation || par_.finetune.active()) return;
+    const double held = models::state_bytes_per_param(par_.precision, models::StateLayout::megatron).grads;
+    hw::KernelDesc k;
+    k.cls = hw::KernelClass::memory;
+    k.bytes = static_cast<double>(models::embedding_block_params(s_.model, par_)) * (act_bytes_ + 2 * held);
+    push_compute(out, "embedding grad into main_grad", to_ticks(compute_->seconds(k)));
+  }
+
   // PyTorch FSDP's work on a unit's unsharded gradient, measured on an H100 as memory-bound
   // kernels of these bytes (bench/gpu/layer_step.py, fsdp_step.py; README "Training
   // frameworks"). The unit's weights are views of its flat parameter
@@ -1111,6 +1126,7 @@ class Builder {
         // its forward all-reduce (no SP) has the identity.
         if (par_.sequence_parallel) push_coll(b, Dim::tp, CollectiveKind::all_gather, hidden_msg_, "tp embedding bwd");
         for (const Op& op : models::embedding_ops(m, par_)) push_compute(b, op.name, time_of(op, true));
+        embedding_grad_hook(b);
       } else {
         // The recompute pass re-creates the layer's saved tensors (full) or the
         // attention core's (selective); they live until the layer's backward ends, beside

@@ -303,6 +303,12 @@ TEST(Ops, EmbeddingAndHead) {
   const auto emb = embedding_ops(m, p);
   EXPECT_EQ(emb.front().cls, OpClass::embedding);
   EXPECT_EQ(emb.front().fwd_flops, 2048.0 * 12288);  // learned-position add
+  // Backward: dY read, PyTorch's dense gradient of the V/t × h slice zero-filled and the
+  // rows of the slice's T/t tokens written (bf16), token ids; the learned positions' dY
+  // read again and their fp32 gradient rows.
+  const double elems = 2048.0 * 12288;
+  EXPECT_DOUBLE_EQ(emb.front().bwd_bytes,
+                   elems * 2 + (6400 + 2048.0 / 8) * 12288 * 2 + 2048 * 8.0 + elems * 2 + elems * 8 / 8);
   const auto head = head_ops(m, p);
   ASSERT_EQ(head.size(), 3u);
   EXPECT_EQ(head[0].cls, OpClass::norm);

@@ -245,7 +245,8 @@ TEST(ProgramBuilder, UnfusedGradientAccumulationAddsEachGradientIntoTheHeldOne) 
   const double layer = static_cast<double>(
       models::count_params(parse_scenario(yaml(1, 2, 4, "  tensor_parallel: 1"), "t").model).dense_layer);
   const std::string unfused = "  megatron:\n    gradient_accumulation_fusion: false\n";
-  // Megatron's fused wgrad GEMM (the default): no add.
+  // Megatron's fused wgrad GEMM (the default): no add (the embedding's is its own pass,
+  // test EmbeddingGradientThroughTheDdpHook).
   EXPECT_EQ(accumulation(2, "").count, 0);
   // Megatron-LM before 2022-02 in fp16: autograd's AccumulateGrad adds into param.grad
   // (read 2 + 2, write 2 bytes per parameter), from the second micro-batch on.
@@ -253,14 +254,19 @@ TEST(ProgramBuilder, UnfusedGradientAccumulationAddsEachGradientIntoTheHeldOne) 
                      f2 = accumulation(2, unfused + "  precision: fp16\n");
   EXPECT_NEAR((f4.add_s - f2.add_s) / 2, layer * 6 / 1e12, 1e-9);  // ticks of 1 ns
   EXPECT_EQ(f4.flags, kAfterFirstMicrobatch);
-  const Accumulation fused4 = accumulation(4, "  precision: fp16\n");
-  EXPECT_NEAR(f4.iteration_s - fused4.iteration_s, 3 * f4.add_s, 1e-9) << "3 of the 4 micro-batches add";
   // In bf16 Megatron reduces in fp32: the DDP hook adds every micro-batch's bf16 gradient
   // into main_grad (2 + 4 + 4 bytes), the first one included.
   const Accumulation b4 = accumulation(4, unfused), b2 = accumulation(2, unfused);
   EXPECT_NEAR((b4.add_s - b2.add_s) / 2, layer * 10 / 1e12, 1e-9);
   EXPECT_EQ(b4.flags, kNoFlags);
-  EXPECT_NEAR(b4.iteration_s - accumulation(4, "").iteration_s, 4 * b4.add_s, 1e-9);
+  // Against the fused default, whose DDP hook adds the embedding's gradient every
+  // micro-batch (6 bytes a parameter in fp16, 10 in bf16): the unfused adds replace it.
+  const Scenario tiny = parse_scenario(yaml(1, 4, 4, "  tensor_parallel: 1"), "t");
+  const double embedding = static_cast<double>(models::embedding_block_params(tiny.model, tiny.plan.par));
+  EXPECT_NEAR(f4.iteration_s - accumulation(4, "  precision: fp16\n").iteration_s,
+              3 * f4.add_s - 4 * embedding * 6 / 1e12, 1e-8)
+      << "3 of the 4 micro-batches add";
+  EXPECT_NEAR(b4.iteration_s - accumulation(4, "").iteration_s, 4 * b4.add_s - 4 * embedding * 10 / 1e12, 1e-8);
   // DeepSpeed (ZeRO-0, fp16) accumulates through autograd as well.
   EXPECT_NEAR(accumulation(2, "  framework: deepspeed\n  precision: fp16\n").add_s, f2.add_s, 1e-12);
   // FSDP adds the reduced shard into its fp32 flat parameter's gradient (4 + 4 + 4 bytes;
@@ -269,6 +275,35 @@ TEST(ProgramBuilder, UnfusedGradientAccumulationAddsEachGradientIntoTheHeldOne) 
                      s2 = accumulation(2, "  framework: fsdp\n", "  zero_stage: 3\n");
   EXPECT_NEAR((s4.add_s - s2.add_s) / 2, layer * 12 / 1e12, 1e-9);
   EXPECT_EQ(s4.flags, kAfterFirstMicrobatch);
+}
+
+// Megatron's gradient_accumulation_fusion leaves the embedding out: its dense gradient goes
+// through param.grad, which the DDP hook adds into main_grad every micro-batch.
+TEST(ProgramBuilder, EmbeddingGradientThroughTheDdpHook) {
+  const auto hook = [](const std::string& training, const std::string& parallel = "") {
+    const Scenario s =
+        parse_scenario(yaml(2, 2, 4, "  tensor_parallel: 1\n  pipeline_parallel: 2\n" + parallel) + training, "test");
+    BytesOnlyCost cost(s.cluster.gpu);
+    BuildOptions opt;
+    opt.fuse_compute = false;
+    const Program p = build_program(s, cost, opt);
+    std::pair<double, int> out{0.0, 0};
+    for (int stage : {0, 1})
+      for (const Instr& i : phase(p.stages[stage], true))
+        if (p.labels[i.label] == "embedding grad into main_grad") {
+          EXPECT_EQ(stage, 0) << "the embedding is on the first stage";
+          EXPECT_EQ(i.flags, kNoFlags) << "every micro-batch";
+          out.first += to_seconds(i.duration), ++out.second;
+        }
+    return std::pair{out, static_cast<double>(models::embedding_block_params(s.model, s.plan.par))};
+  };
+  const auto [bf16, params] = hook("");
+  EXPECT_EQ(bf16.second, 1);
+  EXPECT_NEAR(bf16.first, params * (2 + 4 + 4) / 1e12, 1e-9);
+  EXPECT_NEAR(hook("  precision: fp16\n").first.first, params * (2 + 2 + 2) / 1e12, 1e-9);
+  EXPECT_EQ(hook("  megatron:\n    gradient_accumulation_fusion: false\n").first.second, 0);
+  EXPECT_EQ(hook("  framework: deepspeed\n").first.second, 0);
+  EXPECT_EQ(hook("  framework: fsdp\n", "  zero_stage: 3\n").first.second, 0);
 }
 
 TEST(ProgramBuilder, ContextParallelRingAttention) {
