@@ -406,7 +406,7 @@ std::vector<Op> embedding_ops(const ModelSpec& m, const Parallelism& p) {
   // Megatron's deterministic self.weight[masked_input]): a zero-filled gradient of the
   // whole V/tp × h slice in the weights' dtype, dY read and summed into the rows of
   // its tokens. Adding that gradient into Megatron's main_grad is the DDP hook's pass
-  // (sim/core/program_builder.cpp accumulate_grads).
+  // (sim/core/program_builder.cpp embedding_grad_hook).
   const double rows = x.tokens / p.tp;
   const double elems = x.tokens * x.h;
   const double vocab_local = std::ceil(static_cast<double>(m.vocab_size) / p.tp);
@@ -454,18 +454,10 @@ std::vector<Op> head_ops(const ModelSpec& m, const Parallelism& p) {
   //    fused_cross_entropy.py, Megatron-core's jit_fuser from PyTorch 2.2): cast + max
   //    (read ab, write the fp32 copy), sub + exp + sum (8), div_ (8); backward mul and
   //    the cast to bf16 in one kernel (read 4, write ab).
-  const double logits = x.tokens * vocab_local;
-  switch (p.loss_kernel) {
-    case LossKernel::fused:
-      ops.push_back(pointwise("cross_entropy", OpClass::loss, logits, 5.0, x.ab + 4.0, 2.0, 4.0 + x.ab));
-      break;
-    case LossKernel::megatron:
-      ops.push_back(pointwise("cross_entropy", OpClass::loss, logits, 5.0, x.ab + 36.0, 2.0, 12.0 + x.ab));
-      break;
-    case LossKernel::megatron_compiled:
-      ops.push_back(pointwise("cross_entropy", OpClass::loss, logits, 5.0, x.ab + 20.0, 2.0, 4.0 + x.ab));
-      break;
-  }
+  const bool megatron = p.loss_kernel == LossKernel::megatron;
+  const double fwd_fp32 = megatron ? 36.0 : p.loss_kernel == LossKernel::megatron_compiled ? 20.0 : 4.0;
+  ops.push_back(pointwise("cross_entropy", OpClass::loss, x.tokens * vocab_local, 5.0, x.ab + fwd_fp32, 2.0,
+                          (megatron ? 12.0 : 4.0) + x.ab));
   if (p.finetune.active())
     for (Op& op : ops) freeze(op, x);  // the output layer stays frozen: dgrad only
   return ops;
