@@ -1316,6 +1316,25 @@ class Builder {
           launch(sp.prologue, Dim::dp, kGatherChannel, CollectiveKind::all_gather,
                  (par_.finetune.active() ? trainable_block_params(kHead) : head_local_params(sp.stage, c)) * act_bytes_, "dp param all-gather");
     }
+    zero_grad_buffer(sp.prologue, sp.stage);
+  }
+
+  // Gradient buffers zeroed once a step, a memset of the stage's whole buffer: Megatron's
+  // train_step begins with model_chunk.zero_grad_buffer() (megatron/training/training.py;
+  // ParamAndGradBuffer.reset: grad_data.zero_(), the distributed optimizer's buffer is not
+  // sharded; Megatron-LM's local DDP the same since its contiguous buffers, 2021-03), and
+  // DeepSpeed's BF16_Optimizer zeroes its fp32 gradient accumulators after each step
+  // (bf16_optimizer.py step -> clear_hp_grads, flat_gradients.zero_()). ZeRO-2/3 and FSDP
+  // set their gradients to None instead.
+  void zero_grad_buffer(std::vector<Instr>& out, int stage) {
+    const bool megatron = fw_.framework == Framework::megatron_core || fw_.framework == Framework::megatron_lm;
+    if (!(fw_.bf16_optimizer || (megatron && par_.zero_stage <= 1))) return;
+    const double held =
+        fw_.bf16_optimizer ? 4.0 : models::state_bytes_per_param(par_.precision, models::StateLayout::megatron).grads;
+    hw::KernelDesc k;
+    k.cls = hw::KernelClass::memory;
+    k.bytes = static_cast<double>(models::trainable_stage_params(s_.model, par_, stage).total()) * held;
+    push_compute(out, "zero grad buffer", to_ticks(compute_->seconds(k)));
   }
 
   void build_epilogue(StageProgram& sp) {

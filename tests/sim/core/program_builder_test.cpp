@@ -306,6 +306,29 @@ TEST(ProgramBuilder, EmbeddingGradientThroughTheDdpHook) {
   EXPECT_EQ(hook("  framework: fsdp\n", "  zero_stage: 3\n").first.second, 0);
 }
 
+// Megatron zeroes its whole gradient buffer at the start of a step, DeepSpeed's BF16_Optimizer
+// its fp32 accumulators after the step; ZeRO-2/3 and FSDP set gradients to None.
+TEST(ProgramBuilder, GradientBuffersZeroedOnceAStep) {
+  const auto zeroed = [](const std::string& training, const std::string& parallel = "") {
+    const Scenario s = parse_scenario(yaml(1, 2, 4, "  tensor_parallel: 1\n" + parallel) + training, "test");
+    BytesOnlyCost cost(s.cluster.gpu);
+    BuildOptions opt;
+    opt.fuse_compute = false;
+    const Program p = build_program(s, cost, opt);
+    double seconds = 0;
+    for (const Instr& i : all_of(p.stages[0]))
+      if (p.labels[i.label] == "zero grad buffer") seconds += to_seconds(i.duration);
+    return std::pair{seconds, static_cast<double>(models::stage_params(s.model, s.plan.par, 0).total())};
+  };
+  const auto [bf16, params] = zeroed("");
+  EXPECT_NEAR(bf16, params * 4 / 1e12, 1e-9);  // fp32 main_grad
+  EXPECT_NEAR(zeroed("  precision: fp16\n").first, params * 2 / 1e12, 1e-9);
+  EXPECT_NEAR(zeroed("  framework: megatron-lm\n").first, params * 4 / 1e12, 1e-9);
+  EXPECT_NEAR(zeroed("  framework: deepspeed\n").first, params * 4 / 1e12, 1e-9);  // BF16_Optimizer
+  EXPECT_EQ(zeroed("  framework: deepspeed\n", "  zero_stage: 2\n").first, 0.0);
+  EXPECT_EQ(zeroed("  framework: fsdp\n", "  zero_stage: 3\n").first, 0.0);
+}
+
 TEST(ProgramBuilder, ContextParallelRingAttention) {
   // Ring attention over cp = 2: forward, every rank sees every K and V chunk, an
   // all-gather of K and V of the whole sequence: S = 2 (K, V) · b·s · g·d · 2 bytes
