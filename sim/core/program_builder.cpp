@@ -1376,7 +1376,7 @@ class Builder {
     } else {
       hw::KernelDesc k;
       k.cls = hw::KernelClass::memory;
-      k.bytes = shard * 28.0;
+      k.bytes = shard * (28.0 + megatron_step_extra_bytes());
       // What the step alone allocates (Megatron fp16's fp32 main grads, models::ModelStates).
       const Bytes step = sp.states.step;
       if (step > 0) e.push_back(mem(InstrKind::alloc, MemCat::optimizer, step, "fp32 main grads"));
@@ -1397,6 +1397,23 @@ class Builder {
       wait(e, Dim::dp, kGatherChannel, 0);
       if (expert_params > 0) wait(e, Dim::edp, kExpertGatherChannel, 0);
     }
+  }
+
+  // Megatron's mixed-precision optimizer around its Adam kernel, per parameter of the shard
+  // (megatron/core/optimizer/optimizer.py MixedPrecisionOptimizer: prepare_grads, clip_grad_norm,
+  // step_with_ready_grads; 2021's megatron/optimizer/optimizer.py the same): the Adam kernel reads
+  // an fp32 gradient and writes no 16-bit weights (its 28 bytes as above, the grad read 4 and no
+  // weight write), _copy_model_grads_to_main_grads makes that gradient from a 16-bit main_grad
+  // (`main_grad.float()`, 2 + 4; a view of an fp32 one), a loss scaler (fp16) unscales it and
+  // checks for inf/nan (_amp_foreach_non_finite_check_and_unscale_, 4 + 4), the gradient norm
+  // reads it (multi_tensor_l2norm, 4; clip_grad's scaling runs only when the norm exceeds it: not
+  // counted), and _copy_main_params_to_model_params writes the 16-bit weights (4 + 2). FP32
+  // training keeps no copies: the norm only. Other frameworks: the fused kernel alone.
+  double megatron_step_extra_bytes() const {
+    if (fw_.framework != Framework::megatron_core && fw_.framework != Framework::megatron_lm) return 0;
+    if (par_.precision == models::Precision::fp32) return 4;
+    const double grads = models::state_bytes_per_param(par_.precision, models::StateLayout::megatron).grads;
+    return (grads < 4 ? 2 + 4 : 0) + (par_.precision == models::Precision::fp16 ? 4 + 4 : 0) + 4 + (4 + 2);
   }
 
   std::uint16_t label_of(std::string_view name) { return opt_.labels ? prog_.label(name) : 0; }

@@ -329,6 +329,29 @@ TEST(ProgramBuilder, GradientBuffersZeroedOnceAStep) {
   EXPECT_EQ(zeroed("  framework: fsdp\n", "  zero_stage: 3\n").first, 0.0);
 }
 
+// The optimizer step's HBM bytes per parameter: Adam's fused kernel (28), and around it
+// Megatron's mixed-precision optimizer: the gradient norm (4) and the fp32 -> 16-bit weight copy
+// (6), with fp16 also the main_grad -> fp32 copy (6) and the unscale / inf check (8).
+TEST(ProgramBuilder, OptimizerStepBytesPerParameter) {
+  const auto step = [](const std::string& training, const std::string& parallel = "") {
+    const Scenario s = parse_scenario(yaml(1, 2, 4, "  tensor_parallel: 1\n" + parallel) + training, "test");
+    BytesOnlyCost cost(s.cluster.gpu);
+    BuildOptions opt;
+    opt.fuse_compute = false;
+    const Program p = build_program(s, cost, opt);
+    double seconds = 0;
+    for (const Instr& i : p.stages[0].epilogue)
+      if (p.labels[i.label] == "optimizer") seconds += to_seconds(i.duration);
+    return seconds * 1e12 / static_cast<double>(models::stage_params(s.model, s.plan.par, 0).total());
+  };
+  EXPECT_NEAR(step(""), 28 + 4 + 6, 1e-3);
+  EXPECT_NEAR(step("  precision: fp16\n"), 28 + 6 + 8 + 4 + 6, 1e-3);
+  EXPECT_NEAR(step("  precision: fp32\n"), 28 + 4, 1e-3);
+  EXPECT_NEAR(step("  framework: megatron-lm\n"), 28 + 4 + 6, 1e-3);
+  EXPECT_NEAR(step("  framework: deepspeed\n"), 28, 1e-3);
+  EXPECT_NEAR(step("  framework: fsdp\n", "  zero_stage: 3\n"), 28, 1e-3);
+}
+
 TEST(ProgramBuilder, ContextParallelRingAttention) {
   // Ring attention over cp = 2: forward, every rank sees every K and V chunk, an
   // all-gather of K and V of the whole sequence: S = 2 (K, V) · b·s · g·d · 2 bytes
