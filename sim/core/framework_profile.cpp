@@ -84,6 +84,22 @@ FrameworkProfile default_profile(Framework f) {
       // (megatron/training/arguments.py); Megatron-LM's own layers before Transformer Engine
       // (2023), which the megatron-lm profile's runs used.
       p.transformer_engine = f == Framework::megatron_core;
+      // Before a bucket's reduction: Megatron-core's Bucket.start_grad_sync (megatron/core/
+      // distributed/param_and_grad_buffer.py, core r0.8) computes grad_data.norm(p=2) and asserts
+      // it is not NaN when check_for_nan_in_grad (Megatron's --check-for-nan-in-loss-and-grad, on
+      // by default: `--no-check-for-nan-in-loss-and-grad` is store_false) and multiplies the
+      // bucket by gradient_scaling_factor = 1/dp unless average_in_collective
+      // (--ddp-average-in-collective, off by default; distributed_data_parallel.py). The 2021
+      // local DDP divided its buffers by the DP size before the all-reduce too
+      // (megatron/model/distributed.py allreduce_gradients, `buffer_.data /=
+      // mpu.get_data_parallel_world_size()`), without the NaN check.
+      p.grad_bucket_prescale = true;
+      p.grad_bucket_nan_check = f == Framework::megatron_core;
+      // --no-delay-grad-reduce is store_false (megatron/training/arguments.py): training.py then
+      // sets config.grad_sync_func = start_grad_sync, which forward_backward_pipelining_without_
+      // interleaving calls after the cooldown on every stage but the first ("Other pipeline
+      // stages do grad reduction during pipeline bubble").
+      p.delay_grad_reduce = f == Framework::megatron_core;
       return p;
     case Framework::deepspeed:
       // DeepSpeed runtime/zero/config.py (DeepSpeedZeroConfig, v0.12–0.14):

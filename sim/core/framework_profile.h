@@ -150,6 +150,17 @@ struct FrameworkProfile {
   // Megatron-DeepSpeed), under torch.compile with Megatron-core's --cross-entropy-loss-fusion
   // (training.megatron.cross_entropy_loss_fusion), or one fused kernel (FSDP's runs).
   models::LossKernel loss_kernel = models::LossKernel::megatron;
+  // Megatron's passes over a gradient bucket before its data-parallel reduction
+  // (framework_profile.cpp cites them): scaling by 1/dp in place unless the collective averages
+  // (Megatron-core's --ddp-average-in-collective), and Megatron-core's NaN check, a norm of
+  // the bucket (--no-check-for-nan-in-loss-and-grad turns it off).
+  bool grad_bucket_prescale = false;
+  bool grad_bucket_nan_check = false;
+  // Megatron-core's delay_grad_reduce (--no-delay-grad-reduce turns it off): under pipeline
+  // parallelism with overlap_grad_reduce, only the first stage reduces its buckets during its
+  // last backward; the others start all of theirs after their cooldown, "during pipeline bubble"
+  // (megatron/core/pipeline_parallel/schedules.py, non-interleaved 1F1B).
+  bool delay_grad_reduce = false;
   // Pipeline engine: DeepSpeed's PipelineEngine reduces gradients after the whole
   // schedule (no overlap with backward) and has no interleaved schedule.
   bool pipeline_reduces_after_schedule = false;

@@ -677,12 +677,33 @@ class Builder {
   }
   void bucket_launch(std::vector<Instr>& out, Dim d, double& pending, double params, bool force) {
     pending += params;
-    if (!s_.plan.overlap_grad_reduce || group_size(d) <= 1) return;
+    if (!s_.plan.overlap_grad_reduce || group_size(d) <= 1 || grads_after_schedule(cur_stage_)) return;
     if (pending <= 0 || (!force && pending < bucket_params())) return;
     const CollectiveKind c = grad_collective();
+    const std::uint8_t flags = par_.zero_stage >= 2 ? kNoFlags : kLastMicrobatch;
+    bucket_passes(out, d, pending, flags);
     launch(out, d, static_cast<int>(d), c, pending * grad_elem_bytes_, joined({to_string(d), " grad ", to_string(c)}),
-           par_.zero_stage >= 2 ? kNoFlags : kLastMicrobatch);
+           flags);
     pending = 0;
+  }
+  // Megatron-core's delay_grad_reduce (FrameworkProfile): a stage after the first reduces its
+  // gradients after its schedule, as without overlap_grad_reduce (build_epilogue). Plain 1F1B
+  // only: the interleaved schedule delays each chunk's start by the stage's pipeline rank in
+  // backward steps, which ptsim does not follow (it starts them in the chunk's last backward).
+  bool grads_after_schedule(int stage) const {
+    return fw_.delay_grad_reduce && par_.pp > 1 && stage != 0 && par_.schedule == models::Schedule::one_f_one_b;
+  }
+  // Megatron's passes over a bucket before its reduction, on the compute stream
+  // (FrameworkProfile::grad_bucket_prescale, grad_bucket_nan_check): the scaling by 1/dp reads
+  // and writes it, the NaN check's norm reads it. (The check's `assert not norm.isnan()` also
+  // synchronises the host with the GPU: not modelled.)
+  void bucket_passes(std::vector<Instr>& out, Dim d, double params, std::uint8_t flags) {
+    const double passes = (fw_.grad_bucket_prescale && group_size(d) > 1 ? 2 : 0) + (fw_.grad_bucket_nan_check ? 1 : 0);
+    if (passes <= 0 || params <= 0) return;
+    hw::KernelDesc k;
+    k.cls = hw::KernelClass::memory;
+    k.bytes = passes * params * grad_elem_bytes_;
+    push_compute(out, "grad bucket scale and check", to_ticks(compute_->seconds(k)), flags);
   }
   // The routed experts' weights lie apart from the dense ones when expert parallelism or a
   // smaller expert tensor-parallel size shards them differently: ranks holding the same
@@ -1347,13 +1368,17 @@ class Builder {
         static_cast<double>(models::trainable_stage_params(s_.model, par_, sp.stage).total());
     const double expert_params = trainable_stage_expert_params(sp.stage);
     const double dense_params = local_params - expert_params;
-    if (!s_.plan.overlap_grad_reduce) {
+    if (!s_.plan.overlap_grad_reduce || grads_after_schedule(sp.stage)) {
       // All gradient buckets reduced after the backward pass, nothing overlapped.
       const CollectiveKind c = grad_collective();
-      for (const auto& [d, params] : {std::pair{Dim::dp, dense_params}, std::pair{Dim::edp, expert_params}})
-        for (double left = params; left > 0; left -= bucket_params())
+      for (const auto& [d, params] : {std::pair{Dim::dp, dense_params}, std::pair{Dim::edp, expert_params}}) {
+        if (group_size(d) <= 1) continue;
+        for (double left = params; left > 0; left -= bucket_params()) {
+          bucket_passes(e, d, std::min(left, bucket_params()), kNoFlags);
           launch(e, d, static_cast<int>(d), c, std::min(left, bucket_params()) * grad_elem_bytes_,
                  joined({to_string(d), " grad ", to_string(c)}));
+        }
+      }
     }
     wait(e, Dim::dp, static_cast<int>(Dim::dp), 0);
     if (expert_params > 0) wait(e, Dim::edp, static_cast<int>(Dim::edp), 0);

@@ -195,6 +195,22 @@ void read_megatron(const hw::StrictReader& r, const YAML::Node& m, const YAML::N
   if (m["transformer_impl"])
     fp.transformer_engine = r.choice(m["transformer_impl"], "training.megatron.transformer_impl",
                                      {"transformer_engine", "local"}) == "transformer_engine";
+  if (m["check_for_nan_in_loss_and_grad"])
+    fp.grad_bucket_nan_check =
+        r.boolean(m["check_for_nan_in_loss_and_grad"], "training.megatron.check_for_nan_in_loss_and_grad");
+  if (m["delay_grad_reduce"]) {
+    const std::string key = "training.megatron.delay_grad_reduce";
+    if (fp.framework != Framework::megatron_core)
+      r.fail(key, "is a megatron-core option (training.framework: megatron-core)");
+    fp.delay_grad_reduce = r.boolean(m["delay_grad_reduce"], key);
+  }
+  if (m["ddp_average_in_collective"]) {
+    const std::string key = "training.megatron.ddp_average_in_collective";
+    // Megatron-core's DistributedDataParallelConfig.average_in_collective (2024).
+    if (fp.framework != Framework::megatron_core)
+      r.fail(key, "is a megatron-core option (training.framework: megatron-core)");
+    fp.grad_bucket_prescale = !r.boolean(m["ddp_average_in_collective"], key);
+  }
   if (m["tp_comm_overlap"]) {
     const std::string key = "training.megatron.tp_comm_overlap";
     fp.tp_comm_overlap = r.boolean(m["tp_comm_overlap"], key);

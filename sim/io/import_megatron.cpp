@@ -393,6 +393,9 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
   if (use("--moe-shared-expert-overlap")) train["megatron"]["moe_shared_expert_overlap"] = true;
   if (use("--tp-comm-overlap")) train["megatron"]["tp_comm_overlap"] = true;
   if (use("--cross-entropy-loss-fusion")) train["megatron"]["cross_entropy_loss_fusion"] = true;
+  if (use("--no-check-for-nan-in-loss-and-grad")) train["megatron"]["check_for_nan_in_loss_and_grad"] = false;
+  if (use("--ddp-average-in-collective")) train["megatron"]["ddp_average_in_collective"] = true;
+  if (use("--no-delay-grad-reduce")) train["megatron"]["delay_grad_reduce"] = false;
   if (use("--defer-embedding-wgrad-compute")) {
     train["megatron"]["defer_embedding_wgrad_compute"] = true;
     set_whole(train["megatron"], "wgrad_deferral_limit", "--wgrad-deferral-limit");

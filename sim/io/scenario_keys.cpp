@@ -248,6 +248,17 @@ const std::vector<ScenarioKey>& key_table() {
        "the shared experts' GEMMs run beside the token all-to-alls on a stream of their own (alltoall / flex "
        "dispatcher, a model with shared experts)",
        "--moe-shared-expert-overlap", ""},
+      {"training.megatron.check_for_nan_in_loss_and_grad", "", "true; megatron-lm: false",
+       "a norm of each gradient bucket checked for NaN before its data-parallel reduction (a pass over the bucket)",
+       "--no-check-for-nan-in-loss-and-grad", ""},
+      {"training.megatron.delay_grad_reduce", "", "true",
+       "megatron-core only: with pipeline parallelism (plain 1F1B) and overlap_grad_reduce, stages after the first "
+       "reduce their gradient buckets after their last backward instead of during it",
+       "--no-delay-grad-reduce", ""},
+      {"training.megatron.ddp_average_in_collective", "", "false",
+       "megatron-core only: the data-parallel collective averages the gradients; false: each bucket is first "
+       "scaled by 1/dp in place (a read and a write of the bucket)",
+       "--ddp-average-in-collective", ""},
       {"training.megatron.tp_comm_overlap", "", "false",
        "Transformer Engine's userbuffers hide the sequence-parallel tensor-parallel all-gathers and reduce-scatters "
        "inside the GEMMs next to them (needs sequence_parallel and transformer_impl transformer_engine; memory: ten "

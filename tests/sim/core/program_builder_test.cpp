@@ -352,6 +352,56 @@ TEST(ProgramBuilder, OptimizerStepBytesPerParameter) {
   EXPECT_NEAR(step("  framework: fsdp\n", "  zero_stage: 3\n"), 28, 1e-3);
 }
 
+// Megatron's passes over each gradient bucket before its data-parallel reduction: the scaling
+// by 1/dp (read + write) and Megatron-core's NaN-check norm (read), in the bucket's dtype (fp32
+// under bf16), once a step (the last micro-batch's backward).
+TEST(ProgramBuilder, GradientBucketPassesBeforeTheReduction) {
+  const auto passes = [](const std::string& training, const std::string& parallel = "") {
+    const Scenario s = parse_scenario(yaml(2, 2, 4, "  tensor_parallel: 1\n" + parallel) + training, "test");
+    BytesOnlyCost cost(s.cluster.gpu);
+    BuildOptions opt;
+    opt.fuse_compute = false;
+    const Program p = build_program(s, cost, opt);
+    double seconds = 0;
+    for (const Instr& i : all_of(p.stages[0]))
+      if (p.labels[i.label] == "grad bucket scale and check") {
+        EXPECT_EQ(i.flags, kLastMicrobatch);
+        seconds += to_seconds(i.duration);
+      }
+    return seconds * 1e12 / static_cast<double>(models::stage_params(s.model, s.plan.par, 0).total());
+  };
+  EXPECT_NEAR(passes(""), (2 + 1) * 4, 1e-3);
+  EXPECT_NEAR(passes("  megatron:\n    check_for_nan_in_loss_and_grad: false\n"), 2 * 4, 1e-3);
+  EXPECT_NEAR(passes("  megatron:\n    ddp_average_in_collective: true\n"), 1 * 4, 1e-3);
+  EXPECT_NEAR(passes("  precision: fp16\n"), (2 + 1) * 2, 1e-3);
+  EXPECT_NEAR(passes("  framework: megatron-lm\n"), 2 * 4, 1e-3);  // no NaN check before Megatron-core
+  EXPECT_EQ(passes("  framework: deepspeed\n"), 0.0);
+  EXPECT_EQ(passes("  framework: fsdp\n", "  zero_stage: 3\n"), 0.0);
+}
+
+// Megatron-core's delay_grad_reduce: under plain 1F1B only the first stage reduces its buckets
+// during its last backward; the others after their schedule.
+TEST(ProgramBuilder, DelayedGradReduceAfterTheScheduleOnLaterStages) {
+  const auto where = [](const std::string& training) {
+    const Built b = build(yaml(4, 4, 8, "  tensor_parallel: 1\n  pipeline_parallel: 2\n") + training);
+    std::vector<std::pair<int, int>> out;  // per stage: (in backward, in epilogue) DP reductions
+    for (const StageProgram& sp : b.p.stages)
+      out.emplace_back(tally(phase(sp, true), Dim::dp, CollectiveKind::reduce_scatter).count +
+                           tally(phase(sp, true), Dim::dp, CollectiveKind::all_reduce).count,
+                       tally(sp.epilogue, Dim::dp, CollectiveKind::reduce_scatter).count +
+                           tally(sp.epilogue, Dim::dp, CollectiveKind::all_reduce).count);
+    return out;
+  };
+  const auto delayed = where("");
+  EXPECT_GT(delayed[0].first, 0);
+  EXPECT_EQ(delayed[0].second, 0);
+  EXPECT_EQ(delayed[1].first, 0);
+  EXPECT_GT(delayed[1].second, 0);
+  const auto plain = where("  megatron:\n    delay_grad_reduce: false\n");
+  EXPECT_GT(plain[1].first, 0);
+  EXPECT_EQ(plain[1].second, 0);
+}
+
 TEST(ProgramBuilder, ContextParallelRingAttention) {
   // Ring attention over cp = 2: forward, every rank sees every K and V chunk, an
   // all-gather of K and V of the whole sequence: S = 2 (K, V) · b·s · g·d · 2 bytes

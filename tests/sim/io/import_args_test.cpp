@@ -134,10 +134,15 @@ TEST(ImportMegatron, SoftmaxFusionAndFp32Flags) {
   EXPECT_FALSE(import_megatron_args("--bf16", "a", 8).keys["training"]["megatron"]);
 }
 
-TEST(ImportMegatron, CrossEntropyLossFusion) {
+TEST(ImportMegatron, CrossEntropyLossFusionAndGradientBucketFlags) {
   EXPECT_TRUE(import_megatron_args("--cross-entropy-loss-fusion", "a", 8)
                   .keys["training"]["megatron"]["cross_entropy_loss_fusion"]
                   .as<bool>());
+  const auto k = import_megatron_args(
+      "--no-check-for-nan-in-loss-and-grad --ddp-average-in-collective --no-delay-grad-reduce", "a", 8);
+  EXPECT_FALSE(k.keys["training"]["megatron"]["check_for_nan_in_loss_and_grad"].as<bool>());
+  EXPECT_TRUE(k.keys["training"]["megatron"]["ddp_average_in_collective"].as<bool>());
+  EXPECT_FALSE(k.keys["training"]["megatron"]["delay_grad_reduce"].as<bool>());
 }
 
 // --moe-grouped-gemm (memory: TEGroupedMLP's multi-stream workspaces).

@@ -148,6 +148,11 @@ TEST(Scenario, LossKernelFollowsTheFramework) {
   EXPECT_EQ(kernel({"training.framework=fsdp", "parallel.zero_stage=3"}), models::LossKernel::fused);
   expect_error(kBase, {"training.framework=megatron-lm", fusion + "=true"}, {fusion, "megatron-core"});
   expect_error(kBase, {fusion + "=yes please"}, {fusion});
+  // The other megatron-core-only options of the same family.
+  for (const std::string key : {"training.megatron.ddp_average_in_collective", "training.megatron.delay_grad_reduce"})
+    expect_error(kBase, {"training.framework=megatron-lm", key + "=true"}, {key, "megatron-core"});
+  expect_error(kBase, {"training.megatron.check_for_nan_in_loss_and_grad=2"},
+               {"training.megatron.check_for_nan_in_loss_and_grad"});
 }
 
 TEST(Scenario, WgradDeferralLimitNeedsTheDeferral) {
