@@ -690,8 +690,11 @@ class Builder {
   // gradients after its schedule, as without overlap_grad_reduce (build_epilogue). Plain 1F1B
   // only: the interleaved schedule delays each chunk's start by the stage's pipeline rank in
   // backward steps, which ptsim does not follow (it starts them in the chunk's last backward).
+  // Only the once-a-step reduction of ZeRO 0/1 is delayed: sharded gradients (ZeRO-2/3) are
+  // reduced every micro-batch.
   bool grads_after_schedule(int stage) const {
-    return fw_.delay_grad_reduce && par_.pp > 1 && stage != 0 && par_.schedule == models::Schedule::one_f_one_b;
+    return fw_.delay_grad_reduce && par_.pp > 1 && stage != 0 && par_.zero_stage <= 1 &&
+           par_.schedule == models::Schedule::one_f_one_b;
   }
   // Megatron's passes over a bucket before its reduction, on the compute stream
   // (FrameworkProfile::grad_bucket_prescale, grad_bucket_nan_check): the scaling by 1/dp reads

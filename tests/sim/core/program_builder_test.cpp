@@ -382,8 +382,8 @@ TEST(ProgramBuilder, GradientBucketPassesBeforeTheReduction) {
 // Megatron-core's delay_grad_reduce: under plain 1F1B only the first stage reduces its buckets
 // during its last backward; the others after their schedule.
 TEST(ProgramBuilder, DelayedGradReduceAfterTheScheduleOnLaterStages) {
-  const auto where = [](const std::string& training) {
-    const Built b = build(yaml(4, 4, 8, "  tensor_parallel: 1\n  pipeline_parallel: 2\n") + training);
+  const auto where = [](const std::string& training, const std::string& parallel = "") {
+    const Built b = build(yaml(4, 4, 8, "  tensor_parallel: 1\n  pipeline_parallel: 2\n" + parallel) + training);
     std::vector<std::pair<int, int>> out;  // per stage: (in backward, in epilogue) DP reductions
     for (const StageProgram& sp : b.p.stages)
       out.emplace_back(tally(phase(sp, true), Dim::dp, CollectiveKind::reduce_scatter).count +
@@ -400,6 +400,10 @@ TEST(ProgramBuilder, DelayedGradReduceAfterTheScheduleOnLaterStages) {
   const auto plain = where("  megatron:\n    delay_grad_reduce: false\n");
   EXPECT_GT(plain[1].first, 0);
   EXPECT_EQ(plain[1].second, 0);
+  // Sharded gradients are reduced every micro-batch: nothing to delay.
+  const auto sharded = where("", "  zero_stage: 2\n");
+  EXPECT_GT(sharded[1].first, 0);
+  EXPECT_EQ(sharded[1].second, 0);
 }
 
 TEST(ProgramBuilder, ContextParallelRingAttention) {
