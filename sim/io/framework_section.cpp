@@ -139,6 +139,11 @@ void read_megatron(const hw::StrictReader& r, const YAML::Node& m, const YAML::N
   const auto flag = [&](const char* key) {
     return m[key] && r.boolean(m[key], std::string("training.megatron.") + key);
   };
+  // A megatron-core option given under another framework is an error naming it.
+  const auto core_only = [&](const std::string& key) {
+    if (fp.framework != Framework::megatron_core)
+      r.fail(key, "is a megatron-core option (training.framework: megatron-core)");
+  };
   if (m["async_tensor_model_parallel_allreduce"])
     fp.async_tp_allreduce = r.boolean(m["async_tensor_model_parallel_allreduce"],
                                       "training.megatron.async_tensor_model_parallel_allreduce");
@@ -156,8 +161,7 @@ void read_megatron(const hw::StrictReader& r, const YAML::Node& m, const YAML::N
   if (m["cross_entropy_loss_fusion"]) {
     const std::string key = "training.megatron.cross_entropy_loss_fusion";
     // Megatron-core's fused_cross_entropy.py (2024); Megatron-LM's own loss had no fused form.
-    if (fp.framework != Framework::megatron_core)
-      r.fail(key, "is a megatron-core option (training.framework: megatron-core)");
+    core_only(key);
     if (r.boolean(m["cross_entropy_loss_fusion"], key)) fp.loss_kernel = models::LossKernel::megatron_compiled;
   }
   if (m["bias_activation_fusion"])
@@ -200,15 +204,13 @@ void read_megatron(const hw::StrictReader& r, const YAML::Node& m, const YAML::N
         r.boolean(m["check_for_nan_in_loss_and_grad"], "training.megatron.check_for_nan_in_loss_and_grad");
   if (m["delay_grad_reduce"]) {
     const std::string key = "training.megatron.delay_grad_reduce";
-    if (fp.framework != Framework::megatron_core)
-      r.fail(key, "is a megatron-core option (training.framework: megatron-core)");
+    core_only(key);
     fp.delay_grad_reduce = r.boolean(m["delay_grad_reduce"], key);
   }
   if (m["ddp_average_in_collective"]) {
     const std::string key = "training.megatron.ddp_average_in_collective";
     // Megatron-core's DistributedDataParallelConfig.average_in_collective (2024).
-    if (fp.framework != Framework::megatron_core)
-      r.fail(key, "is a megatron-core option (training.framework: megatron-core)");
+    core_only(key);
     fp.grad_bucket_prescale = !r.boolean(m["ddp_average_in_collective"], key);
   }
   if (m["tp_comm_overlap"]) {

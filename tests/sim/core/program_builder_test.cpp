@@ -12,6 +12,7 @@
 
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/memory.h"
@@ -221,6 +222,31 @@ class BytesOnlyCost : public hw::ComputeCostModel {
   std::string source() const override { return "synthetic"; }
 };
 
+// `text` built on BytesOnlyCost with every compute instruction apart and named.
+Built bytes_build(const std::string& text) {
+  Built b{parse_scenario(text, "test"), {}};
+  BuildOptions opt;
+  opt.fuse_compute = false;
+  b.p = build_program(b.s, BytesOnlyCost(b.s.cluster.gpu), opt);
+  return b;
+}
+// The instructions of `v` named `label`, and their seconds summed.
+std::vector<Instr> labelled(const Program& p, const std::vector<Instr>& v, std::string_view label) {
+  std::vector<Instr> out;
+  for (const Instr& i : v)
+    if (p.labels[i.label] == label) out.push_back(i);
+  return out;
+}
+double seconds_of(const std::vector<Instr>& v) {
+  double t = 0;
+  for (const Instr& i : v) t += to_seconds(i.duration);
+  return t;
+}
+// Parameters on stage 0 of a built scenario.
+double stage0_params(const Built& b) {
+  return static_cast<double>(models::stage_params(b.s.model, b.s.plan.par, 0).total());
+}
+
 // One GPU, 4 micro-batches, `layers` layers: the backward's gradient-accumulation adds
 // (their seconds per micro-batch, their flags) and the iteration time.
 struct Accumulation {
@@ -229,15 +255,12 @@ struct Accumulation {
   std::uint8_t flags = 0;
 };
 Accumulation accumulation(int layers, const std::string& training, const std::string& parallel = "") {
-  const Scenario s = parse_scenario(yaml(1, layers, 4, "  tensor_parallel: 1\n" + parallel) + training, "test");
-  BytesOnlyCost cost(s.cluster.gpu);
-  BuildOptions opt;
-  opt.fuse_compute = false;
-  const Program p = build_program(s, cost, opt);
+  const Built b = bytes_build(yaml(1, layers, 4, "  tensor_parallel: 1\n" + parallel) + training);
   Accumulation a;
-  for (const Instr& i : phase(p.stages[0], true))
-    if (p.labels[i.label] == "grad accumulation") a.add_s += to_seconds(i.duration), ++a.count, a.flags |= i.flags;
-  a.iteration_s = testing::run_synthetic(s, false, &cost).iteration_time_s;
+  for (const Instr& i : labelled(b.p, phase(b.p.stages[0], true), "grad accumulation"))
+    a.add_s += to_seconds(i.duration), ++a.count, a.flags |= i.flags;
+  BytesOnlyCost cost(b.s.cluster.gpu);
+  a.iteration_s = testing::run_synthetic(b.s, false, &cost).iteration_time_s;
   return a;
 }
 
@@ -281,21 +304,13 @@ TEST(ProgramBuilder, UnfusedGradientAccumulationAddsEachGradientIntoTheHeldOne) 
 // through param.grad, which the DDP hook adds into main_grad every micro-batch.
 TEST(ProgramBuilder, EmbeddingGradientThroughTheDdpHook) {
   const auto hook = [](const std::string& training, const std::string& parallel = "") {
-    const Scenario s =
-        parse_scenario(yaml(2, 2, 4, "  tensor_parallel: 1\n  pipeline_parallel: 2\n" + parallel) + training, "test");
-    BytesOnlyCost cost(s.cluster.gpu);
-    BuildOptions opt;
-    opt.fuse_compute = false;
-    const Program p = build_program(s, cost, opt);
-    std::pair<double, int> out{0.0, 0};
-    for (int stage : {0, 1})
-      for (const Instr& i : phase(p.stages[stage], true))
-        if (p.labels[i.label] == "embedding grad into main_grad") {
-          EXPECT_EQ(stage, 0) << "the embedding is on the first stage";
-          EXPECT_EQ(i.flags, kNoFlags) << "every micro-batch";
-          out.first += to_seconds(i.duration), ++out.second;
-        }
-    return std::pair{out, static_cast<double>(models::embedding_block_params(s.model, s.plan.par))};
+    const Built b = bytes_build(yaml(2, 2, 4, "  tensor_parallel: 1\n  pipeline_parallel: 2\n" + parallel) + training);
+    const std::string label = "embedding grad into main_grad";
+    EXPECT_TRUE(labelled(b.p, phase(b.p.stages[1], true), label).empty()) << "the embedding is on the first stage";
+    const std::vector<Instr> adds = labelled(b.p, phase(b.p.stages[0], true), label);
+    for (const Instr& i : adds) EXPECT_EQ(i.flags, kNoFlags) << "every micro-batch";
+    return std::pair{std::pair{seconds_of(adds), static_cast<int>(adds.size())},
+                     static_cast<double>(models::embedding_block_params(b.s.model, b.s.plan.par))};
   };
   const auto [bf16, params] = hook("");
   EXPECT_EQ(bf16.second, 1);
@@ -310,15 +325,8 @@ TEST(ProgramBuilder, EmbeddingGradientThroughTheDdpHook) {
 // its fp32 accumulators after the step; ZeRO-2/3 and FSDP set gradients to None.
 TEST(ProgramBuilder, GradientBuffersZeroedOnceAStep) {
   const auto zeroed = [](const std::string& training, const std::string& parallel = "") {
-    const Scenario s = parse_scenario(yaml(1, 2, 4, "  tensor_parallel: 1\n" + parallel) + training, "test");
-    BytesOnlyCost cost(s.cluster.gpu);
-    BuildOptions opt;
-    opt.fuse_compute = false;
-    const Program p = build_program(s, cost, opt);
-    double seconds = 0;
-    for (const Instr& i : all_of(p.stages[0]))
-      if (p.labels[i.label] == "zero grad buffer") seconds += to_seconds(i.duration);
-    return std::pair{seconds, static_cast<double>(models::stage_params(s.model, s.plan.par, 0).total())};
+    const Built b = bytes_build(yaml(1, 2, 4, "  tensor_parallel: 1\n" + parallel) + training);
+    return std::pair{seconds_of(labelled(b.p, all_of(b.p.stages[0]), "zero grad buffer")), stage0_params(b)};
   };
   const auto [bf16, params] = zeroed("");
   EXPECT_NEAR(bf16, params * 4 / 1e12, 1e-9);  // fp32 main_grad
@@ -334,15 +342,8 @@ TEST(ProgramBuilder, GradientBuffersZeroedOnceAStep) {
 // (6), with fp16 also the main_grad -> fp32 copy (6) and the unscale / inf check (8).
 TEST(ProgramBuilder, OptimizerStepBytesPerParameter) {
   const auto step = [](const std::string& training, const std::string& parallel = "") {
-    const Scenario s = parse_scenario(yaml(1, 2, 4, "  tensor_parallel: 1\n" + parallel) + training, "test");
-    BytesOnlyCost cost(s.cluster.gpu);
-    BuildOptions opt;
-    opt.fuse_compute = false;
-    const Program p = build_program(s, cost, opt);
-    double seconds = 0;
-    for (const Instr& i : p.stages[0].epilogue)
-      if (p.labels[i.label] == "optimizer") seconds += to_seconds(i.duration);
-    return seconds * 1e12 / static_cast<double>(models::stage_params(s.model, s.plan.par, 0).total());
+    const Built b = bytes_build(yaml(1, 2, 4, "  tensor_parallel: 1\n" + parallel) + training);
+    return seconds_of(labelled(b.p, b.p.stages[0].epilogue, "optimizer")) * 1e12 / stage0_params(b);
   };
   EXPECT_NEAR(step(""), 28 + 4 + 6, 1e-3);
   EXPECT_NEAR(step("  precision: fp16\n"), 28 + 6 + 8 + 4 + 6, 1e-3);
@@ -357,18 +358,10 @@ TEST(ProgramBuilder, OptimizerStepBytesPerParameter) {
 // under bf16), once a step (the last micro-batch's backward).
 TEST(ProgramBuilder, GradientBucketPassesBeforeTheReduction) {
   const auto passes = [](const std::string& training, const std::string& parallel = "") {
-    const Scenario s = parse_scenario(yaml(2, 2, 4, "  tensor_parallel: 1\n" + parallel) + training, "test");
-    BytesOnlyCost cost(s.cluster.gpu);
-    BuildOptions opt;
-    opt.fuse_compute = false;
-    const Program p = build_program(s, cost, opt);
-    double seconds = 0;
-    for (const Instr& i : all_of(p.stages[0]))
-      if (p.labels[i.label] == "grad bucket scale and check") {
-        EXPECT_EQ(i.flags, kLastMicrobatch);
-        seconds += to_seconds(i.duration);
-      }
-    return seconds * 1e12 / static_cast<double>(models::stage_params(s.model, s.plan.par, 0).total());
+    const Built b = bytes_build(yaml(2, 2, 4, "  tensor_parallel: 1\n" + parallel) + training);
+    const std::vector<Instr> v = labelled(b.p, all_of(b.p.stages[0]), "grad bucket scale and check");
+    for (const Instr& i : v) EXPECT_EQ(i.flags, kLastMicrobatch);
+    return seconds_of(v) * 1e12 / stage0_params(b);
   };
   EXPECT_NEAR(passes(""), (2 + 1) * 4, 1e-3);
   EXPECT_NEAR(passes("  megatron:\n    check_for_nan_in_loss_and_grad: false\n"), 2 * 4, 1e-3);
