@@ -325,6 +325,7 @@ void Replay::run_rank(RankState& r) {
     const Instr& in = current_list(r)[r.pc];
     if (!skipped(r, in)) {
       if (in.kind == InstrKind::compute) {
+        if (r.leading && r.t < r.comm_until && !session_uniform(r, in)) end_session(r, false);
         const Tick d = compute_ticks(r, in);
         if (opt_.trace) record(span_of(r, 0, in, r.t, r.t + d));
         r.t += d;
@@ -457,6 +458,8 @@ bool Replay::collective_on_compute_stream(RankState& r, const Instr& in, Tally& 
     r.t += dur;
     return true;
   }
+  if (r.leading && (in.flags & kBesideNext) && r.t < r.comm_until && !session_uniform(r, current_list(r)[r.pc + 1]))
+    end_session(r, false);
   // A lockstep session's leader stands for every member: when the transport can time the
   // collective now (Transport::run_inline), the leader runs through it as through compute,
   // as on_group_done would resume it at its end. Tensor-parallel groups only: they have no
@@ -507,20 +510,29 @@ bool Replay::start_session(GroupState& g, Dim d, Tick now) {
     return paired_steps_ && !mail_[static_cast<std::size_t>(r.slot)].held_sends.empty();
   };
   if (held(lead)) return false;
+  // An expected collective that ended by now slows nothing; one that runs on may end at a
+  // different time on each member (session_uniform).
+  Tick lo = std::max(lead.comm_until, now), hi = lo;
   for (std::size_t i = 1; i < members.size(); ++i) {
     const RankState& r = ranks_[static_cast<std::size_t>(members[i])];
     const Tally& t = tally_[static_cast<std::size_t>(r.slot)];
-    // An expected collective that ended by now slows nothing.
     // r.t is now unless a compute beside the collective (kBesideNext) ends later.
     if (r.prog != lead.prog || r.step != lead.step || r.pc != lead.pc || r.t != lead.t || r.scale != lead.scale ||
-        std::max(r.comm_until, now) != std::max(lead.comm_until, now) || !t.same_memory(lt) || held(r))
+        !t.same_memory(lt) || held(r))
       return false;
+    lo = std::min(lo, std::max(r.comm_until, now));
+    hi = std::max(hi, r.comm_until);
   }
-  ranks_[static_cast<std::size_t>(lead.slot)].leading = true;
-  ranks_[static_cast<std::size_t>(lead.slot)].lead_dim = d;
+  RankState& leader = ranks_[static_cast<std::size_t>(lead.slot)];
+  leader.leading = true;
+  leader.lead_dim = d;
+  g.lead_comm_until = leader.comm_until;
+  g.session_lo = lo;
+  leader.comm_until = hi;  // runs the session under the latest (session_uniform)
   g.followers.assign(members.begin() + 1, members.end());
   g.base = lt;
   ++sessions_started_;
+  if (lo != hi) ++skewed_sessions_;
   return true;
 }
 
@@ -536,8 +548,7 @@ void Replay::end_session(RankState& lead, bool finished) {
     r.list = lead.list;
     r.pc = lead.pc;
     r.step = lead.step;
-    r.wait_start = lead.wait_start;
-    r.comm_until = lead.comm_until;
+    r.wait_start = lead.wait_start;  // its own comm_until stays (no launch in a session)
     r.block = lead.block;
     r.wait_dim = lead.wait_dim;
     r.wait_channel = lead.wait_channel;
@@ -549,6 +560,18 @@ void Replay::end_session(RankState& lead, bool finished) {
   }
   g.followers.clear();
   lead.leading = false;
+  lead.comm_until = g.lead_comm_until;
+}
+
+bool Replay::session_uniform(const RankState& r, const Instr& in) const {
+  // The leader runs under the latest expected end (r.comm_until > r.t here); each member's
+  // window ticks_under sees is its own comm_until - r.t. The same for all when the compute
+  // is not slowed, or every window covers the whole slowed compute.
+  const Tick slow = in.duration_under_comm();
+  if (slow <= in.duration) return true;
+  const auto& groups = sync_groups_[static_cast<std::size_t>(r.lead_dim)];
+  const GroupState& g = groups[static_cast<std::size_t>(r.gid[static_cast<int>(r.lead_dim)])];
+  return g.session_lo - r.t >= slow || g.session_lo == r.comm_until;
 }
 
 void Replay::arrive(RankState& r, Dim d, int channel, const Instr& in, Tick at) {

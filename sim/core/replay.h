@@ -159,6 +159,8 @@ class Replay {
   std::uint64_t events() const { return engine_.events_executed(); }
   bool folded() const { return opt_.fold; }
   std::uint64_t sessions() const { return sessions_started_; }  // lockstep sessions begun
+  // Of them, those whose members' async collectives were expected to end at different times.
+  std::uint64_t skewed_sessions() const { return skewed_sessions_; }
 
  private:
   enum class Block : std::uint8_t { none, collective, recv, wait, finished };
@@ -240,6 +242,11 @@ class Replay {
     // running sums when it began.
     std::vector<std::int32_t> followers;
     RankTally base;
+    // The members' async collectives may be expected to end at different times (each rank's
+    // comm_until, from when its own gathers ended): the earliest of them (each at least the
+    // session's start), and the leader's own, which it keeps here while it runs the session
+    // with the latest (Replay::session_uniform).
+    Tick session_lo = 0, lead_comm_until = 0;
   };
 
   const std::vector<Instr>& current_list(const RankState& r) const { return *r.list; }
@@ -280,16 +287,21 @@ class Replay {
   // Lockstep sessions. The members of a blocking collective's group that resume from it
   // in the same state (program, step, instruction, compute rate, memory) run the same
   // instructions at the same times for as long as they meet nothing but that group's
-  // blocking collectives and compute: the first member (the leader) runs for all of them
-  // and its arrivals count for the group, while the others stay frozen. At the first
-  // other instruction (a send, receive, launch, wait, another group's collective) or the
-  // end, end_session gives each frozen member the leader's state and the leader's sums
-  // since the start; they run on after the leader (ready_), in the order the
-  // members resumed. Nothing is reordered (test: every JSON identical with and without
-  // sessions), and a tensor-parallel group's resume costs one member instead of eight.
-  // Off when tracing (each traced rank records its own spans) and when folded.
+  // blocking collectives and compute that takes each of them the same time (their async
+  // collectives may be expected to end at different times: session_uniform): the first member (the leader) runs for all
+  // of them and its arrivals count for the group, while the others stay frozen. At the first other instruction (a send,
+  // receive, launch, wait, another group's collective) or the end, end_session gives each frozen member the leader's
+  // state and the leader's sums since the start; they run on after the leader (ready_), in the order the members
+  // resumed. Nothing is reordered (test: every JSON identical with and without sessions), and a tensor-parallel group's
+  // resume costs one member instead of eight. Off when tracing (each traced rank records its own spans) and when
+  // folded.
   bool start_session(GroupState& g, Dim d, Tick now);
   void end_session(RankState& leader, bool finished);
+  // Whether compute `in` takes every member of r's session the same time: members whose async
+  // collectives are expected to end at different times run alike while the compute is
+  // wholly under every member's (or none's) collective; the leader ends the session before
+  // the first compute that would set them apart, and each member runs it on its own.
+  bool session_uniform(const RankState& r, const Instr& in) const;
   void mark_finished(RankState& r);
   bool next_instr(RankState& r) {
     ++r.pc;
@@ -380,7 +392,7 @@ class Replay {
   int finished_ = 0;
   Tick iteration_ = 0;
   bool sessions_ = false;  // lockstep sessions on (not tracing, not folded)
-  std::uint64_t sessions_started_ = 0;
+  std::uint64_t sessions_started_ = 0, skewed_sessions_ = 0;
   bool paired_steps_ = false;           // a schedule with F&B pairs (held sends)
   // Ranks to run on once the one running blocks (advance): members of a collective run
   // inline (arrive, finish_blocking), frozen members a session's end gave back (end_session).

@@ -405,6 +405,7 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt_in) {
   });
   const Replay& replay = *replay_slot;
   sim.lockstep_sessions = replay.sessions();
+  sim.skewed_sessions = replay.skewed_sessions();
 
   Result& r = sim.result;
   fill_headline(r, s, *compute, *coll, replay, opt.fold);

@@ -37,6 +37,7 @@ struct Simulation {
   Program program;  // kept for the trace writer (labels)
   std::vector<Span> spans;
   std::uint64_t lockstep_sessions = 0;  // Replay::sessions(): how often the replay ran a group as one member
+  std::uint64_t skewed_sessions = 0;    // Replay::skewed_sessions(): of them, members' async ends apart
   // How often the link-sharing network found traffic that could have met a collective the
   // replay had run inline (InlineConflict), so the iteration was replayed with less inlining:
   // 1 without the groups' (ReplayOptions::inline_groups), 2 without any; else 0.
