@@ -223,6 +223,14 @@ void apply_deepspeed_release(FrameworkProfile& fp, DeepSpeedVersion v, std::opti
   const bool contiguous = contiguous_gradients.value_or(!v.before(4, 3));
   const bool reduce_scatter = !(v.minor == 3 && v.patch == 16);
   fp.grads_all_reduced = v.before(6, 0) && !(contiguous && reduce_scatter);
+  // That reduce-scatter, v0.3.12 .. v0.5.10: average_tensor calls the parameter extension's
+  // reduce_gradients_at_owner, i.e. partition_parameters.py _reduce_scatter_gradients, which
+  // issues one torch.distributed.reduce_scatter per parameter (_reduce_scatter_gradient) with
+  // an input list of world_size narrow() views of the gradient; PyTorch's
+  // ProcessGroupNCCL::reduce_scatter flattens that list, copying each view into the flat
+  // input (select, recordStream, copy_) before ncclReduceScatter. v0.6.0 replaced it with
+  // reduce_scatter_coalesced over the bucket.
+  fp.grads_per_param_list = v.before(6, 0) && contiguous && reduce_scatter;
 }
 
 namespace {

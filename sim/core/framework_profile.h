@@ -92,6 +92,12 @@ struct FrameworkProfile {
   bool gather_blocks_host = false;
   bool gather_per_rank_ops = false;
   bool grads_all_reduced = false;
+  // ZeRO-3 gradients reduce-scattered one parameter at a time in the list form of
+  // torch.distributed.reduce_scatter (DeepSpeed before 0.6.0 with contiguous_gradients and
+  // reduce_scatter; framework_profile.cpp): per parameter and rank a narrow() view, then
+  // ProcessGroupNCCL's copy of each view into the flat input before the NCCL call, with the
+  // host (the autograd thread, in the gradient hook) issuing them.
+  bool grads_per_param_list = false;
   // DeepSpeed's BF16_Optimizer (runtime/bf16_optimizer.py, from 0.6.2, PR #1801
   // "bf16+pipeline parallelism"): bf16 with fp32 gradient accumulation at ZeRO 0/1.
   // After every micro-batch's backward, update_hp_grads adds each bf16 gradient into

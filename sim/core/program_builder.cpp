@@ -96,6 +96,7 @@ class Builder {
       sp.states = models::model_states(s_.model, par_, stage);
       sp.buffers = models::buffer_bytes(s_.model, par_, stage);
       pending_bucket_ = pending_expert_bucket_ = 0;
+      pending_param_grads_.clear();
       // Chunks are built in the order their last backward runs (v−1 down to 0) so
       // gradient buckets fill in the order the gradients are produced.
       sp.chunks.resize(static_cast<std::size_t>(v));
@@ -818,12 +819,85 @@ class Builder {
       push_compute(out, "fsdp grad cast and divide", to_ticks(compute_->seconds(k)),
                    par_.zero_stage >= 2 ? kNoFlags : kLastMicrobatch);
   }
-  // A block's gradients are complete: the framework's work on them, then into the DP bucket.
-  void block_grads_ready(std::vector<Instr>& out, int block) {
+  // A block's gradients are complete: the framework's work on them, then into the DP bucket
+  // (`ops`: a transformer layer's, else null).
+  void block_grads_ready(std::vector<Instr>& out, int block, const std::vector<Op>* ops) {
     const double params = trainable_block_params(block), expert = trainable_block_expert_params(block);
     fsdp_unit_grads(out, params);
     accumulate_grads(out, params - expert, expert);
+    if (grads_per_param() && expert == 0) {
+      for (const double t : grad_tensors(block, ops)) {
+        if (!s_.plan.overlap_grad_reduce) {
+          pending_param_grads_.push_back(t);  // reduced after the schedule (build_epilogue)
+          continue;
+        }
+        param_grad_launch(out, t);
+      }
+      return;
+    }
     dp_launch(out, params - expert, expert, fw_.grad_reduce_per_unit);
+  }
+  // DeepSpeed's ZeRO-3 before 0.6.0 with contiguous_gradients (FrameworkProfile::
+  // grads_per_param_list): each parameter's gradient is reduce-scattered on its own.
+  bool grads_per_param() const {
+    return fw_.grads_per_param_list && par_.zero_stage == 3 && group_size(Dim::dp) > 1 && !par_.finetune.active();
+  }
+  // One parameter's reduce-scatter in list form: per rank DeepSpeed's narrow() view and
+  // PyTorch's select and copy_ into the flat input, three eager calls that the host (the
+  // autograd thread, inside the gradient hook) issues before the NCCL call, the backward
+  // waiting behind them; the copies themselves run on the NCCL stream while the host issues
+  // the next (a copy of one rank's shard takes about the launch overhead, less than its
+  // calls' host time).
+  void param_grad_launch(std::vector<Instr>& out, double params) {
+    const double host = 3 * group_size(Dim::dp) * kEagerOpHostSeconds;
+    push_compute(out, "zero3 grad per-rank views and copies", to_ticks(host));
+    launch(out, Dim::dp, static_cast<int>(Dim::dp), CollectiveKind::reduce_scatter, params * grad_elem_bytes_,
+           "dp grad reduce_scatter (per parameter)");
+  }
+  // A block's parameter tensors on this GPU (elements each, in the order backward produces
+  // their gradients), summing to its trainable parameters: of a transformer layer (`ops`)
+  // each GEMM's weight (k x n, per count) and bias (n, with add_bias_linear), and its two
+  // norms (weight, and bias for LayerNorm: h each); of the embedding its table and the
+  // learned positions' (s x h); of the head its final norm and, untied, its output weight.
+  std::vector<double> grad_tensors(int block, const std::vector<Op>* ops) const {
+    const auto& m = s_.model;
+    const double total = trainable_block_params(block), h = static_cast<double>(m.hidden_size);
+    const int norm_tensors = m.norm == models::Norm::layernorm ? 2 : 1;
+    std::vector<double> t;
+    if (block == kEmbedding) {
+      const double positions = m.learned_position_embeddings ? static_cast<double>(m.seq_length) * h : 0;
+      if (positions > 0 && positions < total) t.push_back(positions);
+      t.push_back(total - (t.empty() ? 0 : positions));
+      return t;
+    }
+    if (block == kHead || !ops) {
+      const double norms = norm_tensors * h;
+      if (total > norms) t.push_back(total - norms);  // the untied output weight
+      for (int i = 0; i < norm_tensors; ++i) t.push_back(std::min(h, total / norm_tensors));
+      return t;
+    }
+    double small = 0;
+    std::vector<double> weights;  // forward order
+    for (const Op& op : *ops) {
+      if ((op.cls != OpClass::gemm && op.cls != OpClass::router) || op.frozen) continue;
+      for (int c = 0; c < op.gemm.count; ++c) {
+        weights.push_back(static_cast<double>(op.gemm.k) * static_cast<double>(op.gemm.n));
+        if (m.add_bias_linear && op.cls == OpClass::gemm) {
+          weights.push_back(-static_cast<double>(op.gemm.n));  // a bias, marked negative
+          small += static_cast<double>(op.gemm.n);
+        }
+      }
+    }
+    small += 2 * norm_tensors * h;
+    double big = 0;
+    for (const double w : weights) big += std::max(w, 0.0);
+    // The layer's other tensors as counted (rounding, shared experts, tp-replicated
+    // parameters) scale the weights so that the tensors sum to the layer's parameters.
+    const double scale = big > 0 ? std::max(0.0, total - small) / big : 0;
+    for (int i = 0; i < norm_tensors; ++i) t.push_back(h);  // the MLP's norm, last in backward
+    for (auto w = weights.rbegin(); w != weights.rend(); ++w) t.push_back(*w < 0 ? -*w : *w * scale);
+    for (int i = 0; i < norm_tensors; ++i) t.push_back(h);  // the input norm
+    return t;
   }
 
   // ZeRO-3 / FSDP (and ZeRO-Infinity parameter offload): parameters are
@@ -1163,7 +1237,7 @@ class Builder {
         if (ws > 0) b.push_back(mem(InstrKind::release, MemCat::activations, ws, "backward working set"));
       }
       zero3_after(b, fetch, blocks, l, true);
-      if (!split()) block_grads_ready(b, l);
+      if (!split()) block_grads_ready(b, l, l >= 0 ? &blocks.ops(m, l) : nullptr);
       tag_layer(b, first_instr, l);
     }
     if (fw_.bf16_optimizer) {
@@ -1200,7 +1274,7 @@ class Builder {
                                                     : blocks.ops(m, l);
       for (auto op = ops.rbegin(); op != ops.rend(); ++op)
         push_compute(w, joined({op->name, " wgrad"}), gemm_half(*op, true));  // none for a frozen weight
-      block_grads_ready(w, l);
+      block_grads_ready(w, l, l >= 0 ? &ops : nullptr);
     }
     if (chunk == 0) dp_launch(w, 0, 0, true);
     w.push_back(mem(InstrKind::release, MemCat::activations, blocks.activations - blocks.head, "activations"));
@@ -1374,8 +1448,9 @@ class Builder {
     if (!s_.plan.overlap_grad_reduce || grads_after_schedule(sp.stage)) {
       // All gradient buckets reduced after the backward pass, nothing overlapped.
       const CollectiveKind c = grad_collective();
+      for (const double t : pending_param_grads_) param_grad_launch(e, t);
       for (const auto& [d, params] : {std::pair{Dim::dp, dense_params}, std::pair{Dim::edp, expert_params}}) {
-        if (group_size(d) <= 1) continue;
+        if (group_size(d) <= 1 || (d == Dim::dp && !pending_param_grads_.empty())) continue;
         for (double left = params; left > 0; left -= bucket_params()) {
           bucket_passes(e, d, std::min(left, bucket_params()), kNoFlags);
           launch(e, d, static_cast<int>(d), c, std::min(left, bucket_params()) * grad_elem_bytes_,
@@ -1465,6 +1540,7 @@ class Builder {
   Bytes deferred_head_wgrad_ = 0;  // models::deferred_head_wgrad_bytes
   double dense_layer_local_ = 0, moe_layer_local_ = 0, moe_layer_expert_local_ = 0;
   double pending_bucket_ = 0, pending_expert_bucket_ = 0;  // gradients not yet in a launched bucket
+  std::vector<double> pending_param_grads_;  // grads_per_param without overlap: reduced after the schedule
   int cur_stage_ = 0, cur_chunk_ = 0;  // the chunk being built (its head's parameters)
   bool overlap_ep_ = false;            // building a DualPipe F&B pair's passes (EP all-to-alls async)
   std::string name_;                   // joined()'s scratch

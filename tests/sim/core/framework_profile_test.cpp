@@ -70,16 +70,18 @@ TEST(FrameworkProfile, DeepSpeedReleases) {
   const auto flags = [](const char* v, std::optional<bool> contiguous = std::nullopt) {
     auto p = default_profile(Framework::deepspeed);
     apply_deepspeed_release(p, parse_deepspeed_version(v), contiguous);
-    return std::tuple{p.gather_blocks_host, p.gather_per_rank_ops, p.grads_all_reduced};
+    return std::tuple{p.gather_blocks_host, p.gather_per_rank_ops, p.grads_all_reduced, p.grads_per_param_list};
   };
-  EXPECT_EQ(flags("0.3.14"), std::tuple(true, true, true));
-  EXPECT_EQ(flags("0.3.14", true), std::tuple(true, true, false));
-  EXPECT_EQ(flags("0.3.16", true), std::tuple(true, true, true));  // reduce_scatter off in 0.3.16 only
-  EXPECT_EQ(flags("0.4.3"), std::tuple(true, true, false));        // contiguous_gradients on by default
-  EXPECT_EQ(flags("0.4.3", false), std::tuple(true, true, true));
-  EXPECT_EQ(flags("0.5.5"), std::tuple(true, false, false));
-  EXPECT_EQ(flags("0.6.0", false), std::tuple(false, false, false));
-  EXPECT_EQ(flags("0.14"), std::tuple(false, false, false));
+  EXPECT_EQ(flags("0.3.14"), std::tuple(true, true, true, false));
+  EXPECT_EQ(flags("0.3.14", true), std::tuple(true, true, false, true));
+  EXPECT_EQ(flags("0.3.16", true), std::tuple(true, true, true, false));  // reduce_scatter off in 0.3.16 only
+  EXPECT_EQ(flags("0.4.3"), std::tuple(true, true, false, true));         // contiguous_gradients on by default
+  EXPECT_EQ(flags("0.4.3", false), std::tuple(true, true, true, false));
+  EXPECT_EQ(flags("0.5.5"), std::tuple(true, false, false, true));
+  EXPECT_EQ(flags("0.5.10"), std::tuple(true, false, false, true));  // reduce_scatter_coalesced from 0.6.0
+  EXPECT_EQ(flags("0.6.0", false), std::tuple(false, false, false, false));
+  EXPECT_EQ(flags("0.6.0"), std::tuple(false, false, false, false));
+  EXPECT_EQ(flags("0.14"), std::tuple(false, false, false, false));
 }
 
 TEST(FrameworkProfile, DeepSpeedBalancesParametersOver70LayersOn12Stages) {

@@ -169,6 +169,37 @@ TEST(ProgramBuilderFramework, DeepSpeedReleasesBefore06GatherWithTheHostBlocked)
   }
 }
 
+// DeepSpeed's ZeRO-3 before 0.6.0 with contiguous_gradients reduce-scatters each parameter's
+// gradient on its own, in list form: per layer of the small GPT (biases, LayerNorm) 12
+// reduce-scatters (4 weights, 4 biases, 2 norms of weight and bias), the same bytes as 0.6's
+// buckets, each after its per-rank views and copies on the host (3 eager calls a rank).
+TEST(ProgramBuilderFramework, DeepSpeedBefore06ReduceScattersEachParameterInListForm) {
+  const std::string z3 = "  zero_stage: 3";
+  const std::string old = "  framework: deepspeed\n  deepspeed: {version: \"0.3.14\", contiguous_gradients: true}";
+  const std::string now = "  framework: deepspeed\n  deepspeed: {version: \"0.6.0\"}";
+  const Tally per_param = per_layer(z3, old, true, CollectiveKind::reduce_scatter);
+  const Tally bucketed = per_layer(z3, now, true, CollectiveKind::reduce_scatter);
+  EXPECT_EQ(per_param.count, 12);
+  EXPECT_NEAR(per_param.bytes, bucketed.bytes, 1e-6 * bucketed.bytes);
+  EXPECT_EQ(per_layer(z3, old, false, CollectiveKind::reduce_scatter).count, 0);  // backward only
+  // The host's part: 3 calls a rank before each reduce-scatter, growing with the DP size.
+  for (const int dp : {4, 16}) {
+    const Scenario s = parse_scenario(one_stage_yaml(2, dp, dp, z3, old), "test");
+    BuildOptions named;
+    named.fuse_compute = false;
+    const Program p = build_program(s, FlopsOnlyCost(s.cluster.gpu), named);
+    std::string order;
+    for (const Instr& in : phase(p.stages[0], true)) {
+      if (in.kind == InstrKind::launch && in.coll == CollectiveKind::reduce_scatter) order += 'R';
+      if (in.kind == InstrKind::compute && p.labels[in.label] == "zero3 grad per-rank views and copies") {
+        order += 'h';
+        EXPECT_NEAR(to_seconds(in.duration), 3 * dp * kEagerOpHostSeconds, 1e-9) << dp;
+      }
+    }
+    EXPECT_EQ(order.substr(0, 6), "hRhRhR") << dp;
+  }
+}
+
 // The most gathered-parameter bytes live at once along `v` (allocs and releases).
 double peak_gathered(const std::vector<Instr>& v, const Program& p) {
   double live = 0, peak = 0;
