@@ -288,13 +288,15 @@ class Replay {
   // in the same state (program, step, instruction, compute rate, memory) run the same
   // instructions at the same times for as long as they meet nothing but that group's
   // blocking collectives and compute that takes each of them the same time (their async
-  // collectives may be expected to end at different times: session_uniform): the first member (the leader) runs for all
-  // of them and its arrivals count for the group, while the others stay frozen. At the first other instruction (a send,
-  // receive, launch, wait, another group's collective) or the end, end_session gives each frozen member the leader's
-  // state and the leader's sums since the start; they run on after the leader (ready_), in the order the members
-  // resumed. Nothing is reordered (test: every JSON identical with and without sessions), and a tensor-parallel group's
-  // resume costs one member instead of eight. Off when tracing (each traced rank records its own spans) and when
-  // folded.
+  // collectives may be expected to end at different times: session_uniform): the first
+  // member (the leader) runs for all of them and its arrivals count for the group, while
+  // the others stay frozen. At the first other instruction (a send, receive, launch, wait,
+  // another group's collective) or the end, end_session gives each frozen member the
+  // leader's state and the leader's sums since the start; they run on after the leader
+  // (ready_), in the order the members resumed. Nothing is reordered (test: every JSON
+  // identical with and without sessions), and a tensor-parallel group's resume costs one
+  // member instead of eight. Off when tracing (each traced rank records its own spans) and
+  // when folded.
   bool start_session(GroupState& g, Dim d, Tick now);
   void end_session(RankState& leader, bool finished);
   // Whether compute `in` takes every member of r's session the same time: members whose async
