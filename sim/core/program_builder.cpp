@@ -96,7 +96,6 @@ class Builder {
       sp.states = models::model_states(s_.model, par_, stage);
       sp.buffers = models::buffer_bytes(s_.model, par_, stage);
       pending_bucket_ = pending_expert_bucket_ = 0;
-      pending_param_grads_.clear();
       // Chunks are built in the order their last backward runs (v−1 down to 0) so
       // gradient buckets fill in the order the gradients are produced.
       sp.chunks.resize(static_cast<std::size_t>(v));
@@ -678,15 +677,21 @@ class Builder {
   }
   void bucket_launch(std::vector<Instr>& out, Dim d, double& pending, double params, bool force) {
     pending += params;
-    if (!s_.plan.overlap_grad_reduce || group_size(d) <= 1 || grads_after_schedule(cur_stage_)) return;
+    if (group_size(d) <= 1 || grads_after_schedule(cur_stage_) || reduce_after_schedule()) return;
     if (pending <= 0 || (!force && pending < bucket_params())) return;
     const CollectiveKind c = grad_collective();
     const std::uint8_t flags = par_.zero_stage >= 2 ? kNoFlags : kLastMicrobatch;
     bucket_passes(out, d, pending, flags);
     launch(out, d, static_cast<int>(d), c, pending * grad_elem_bytes_, joined({to_string(d), " grad ", to_string(c)}),
            flags);
+    if (!s_.plan.overlap_grad_reduce) wait(out, d, static_cast<int>(d), 0, flags);
     pending = 0;
   }
+  // Without overlap_grad_reduce, ZeRO 0/1 reduce their accumulated gradients once, after the
+  // schedule (build_epilogue). Sharded gradients (ZeRO-2/3) cannot wait for the step: each
+  // micro-batch's are reduced as its buckets fill, on the compute stream (DeepSpeed's
+  // overlap_comm false: the hook reduces on the current stream), so the backward waits.
+  bool reduce_after_schedule() const { return !s_.plan.overlap_grad_reduce && par_.zero_stage < 2; }
   // Megatron-core's delay_grad_reduce (FrameworkProfile): a stage after the first reduces its
   // gradients after its schedule, as without overlap_grad_reduce (build_epilogue). Plain 1F1B
   // only: the interleaved schedule delays each chunk's start by the stage's pipeline rank in
@@ -826,13 +831,7 @@ class Builder {
     fsdp_unit_grads(out, params);
     accumulate_grads(out, params - expert, expert);
     if (grads_per_param() && expert == 0) {
-      for (const double t : grad_tensors(block, ops)) {
-        if (!s_.plan.overlap_grad_reduce) {
-          pending_param_grads_.push_back(t);  // reduced after the schedule (build_epilogue)
-          continue;
-        }
-        param_grad_launch(out, t);
-      }
+      for (const double t : grad_tensors(block, ops)) param_grad_launch(out, t);
       return;
     }
     dp_launch(out, params - expert, expert, fw_.grad_reduce_per_unit);
@@ -853,6 +852,7 @@ class Builder {
     push_compute(out, "zero3 grad per-rank views and copies", to_ticks(host));
     launch(out, Dim::dp, static_cast<int>(Dim::dp), CollectiveKind::reduce_scatter, params * grad_elem_bytes_,
            "dp grad reduce_scatter (per parameter)");
+    if (!s_.plan.overlap_grad_reduce) wait(out, Dim::dp, static_cast<int>(Dim::dp), 0);  // reduce_after_schedule
   }
   // A block's parameter tensors on this GPU (elements each, in the order backward produces
   // their gradients), summing to its trainable parameters: of a transformer layer (`ops`)
@@ -1445,12 +1445,11 @@ class Builder {
         static_cast<double>(models::trainable_stage_params(s_.model, par_, sp.stage).total());
     const double expert_params = trainable_stage_expert_params(sp.stage);
     const double dense_params = local_params - expert_params;
-    if (!s_.plan.overlap_grad_reduce || grads_after_schedule(sp.stage)) {
+    if (reduce_after_schedule() || grads_after_schedule(sp.stage)) {
       // All gradient buckets reduced after the backward pass, nothing overlapped.
       const CollectiveKind c = grad_collective();
-      for (const double t : pending_param_grads_) param_grad_launch(e, t);
       for (const auto& [d, params] : {std::pair{Dim::dp, dense_params}, std::pair{Dim::edp, expert_params}}) {
-        if (group_size(d) <= 1 || (d == Dim::dp && !pending_param_grads_.empty())) continue;
+        if (group_size(d) <= 1) continue;
         for (double left = params; left > 0; left -= bucket_params()) {
           bucket_passes(e, d, std::min(left, bucket_params()), kNoFlags);
           launch(e, d, static_cast<int>(d), c, std::min(left, bucket_params()) * grad_elem_bytes_,
@@ -1540,7 +1539,6 @@ class Builder {
   Bytes deferred_head_wgrad_ = 0;  // models::deferred_head_wgrad_bytes
   double dense_layer_local_ = 0, moe_layer_local_ = 0, moe_layer_expert_local_ = 0;
   double pending_bucket_ = 0, pending_expert_bucket_ = 0;  // gradients not yet in a launched bucket
-  std::vector<double> pending_param_grads_;  // grads_per_param without overlap: reduced after the schedule
   int cur_stage_ = 0, cur_chunk_ = 0;  // the chunk being built (its head's parameters)
   bool overlap_ep_ = false;            // building a DualPipe F&B pair's passes (EP all-to-alls async)
   std::string name_;                   // joined()'s scratch

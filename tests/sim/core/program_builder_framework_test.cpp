@@ -393,6 +393,36 @@ TEST(ProgramBuilderFramework, DeepSpeedZero1BucketsAfterBackward) {
   EXPECT_EQ(tally(sp.prologue, CollectiveKind::all_gather).count, 0);
 }
 
+// Sharded gradients cannot wait for the step: with overlap_comm off, ZeRO-2 and ZeRO-3 still
+// reduce-scatter each micro-batch's gradients in its backward (DeepSpeed's hook reduces on the
+// current stream), each reduction followed by a wait that holds the compute stream; nothing is
+// left for the epilogue. With overlap_comm on the backward does not wait for them.
+TEST(ProgramBuilderFramework, DeepSpeedShardedGradientsWithoutOverlapReduceEveryMicroBatch) {
+  for (const int stage : {2, 3})
+    for (const bool overlap : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "ZeRO-" << stage << " overlap_comm " << overlap);
+      const Built b = build(one_stage_yaml(2, 4, 8, "  zero_stage: " + std::to_string(stage),
+                                           std::string("  framework: deepspeed\n  deepspeed: {overlap_comm: ") +
+                                               (overlap ? "true" : "false") + ", reduce_bucket_size: 1e6}"));
+      const StageProgram& sp = b.p.stages[0];
+      const double psi = static_cast<double>(models::stage_params(b.s.model, b.s.plan.par, 0).total());
+      const auto bwd = phase(sp, true);
+      const Tally rs = tally(bwd, CollectiveKind::reduce_scatter);
+      EXPECT_NEAR(rs.bytes, 2 * psi, 1e-6 * psi);  // one micro-batch's gradients, in bf16
+      EXPECT_EQ(tally(sp.epilogue, CollectiveKind::reduce_scatter).count, 0);
+      int waits = 0, launches = 0;
+      for (const Instr& in : bwd) {
+        if (in.kind == InstrKind::launch && in.dim == Dim::dp && in.coll == CollectiveKind::reduce_scatter) {
+          ++launches;
+          EXPECT_EQ(in.flags & kLastMicrobatch, 0);  // every micro-batch
+        }
+        if (in.kind == InstrKind::wait && in.channel == static_cast<int>(Dim::dp)) ++waits;
+      }
+      EXPECT_EQ(launches, rs.count);
+      EXPECT_EQ(waits, overlap ? 0 : launches);
+    }
+}
+
 TEST(ProgramBuilderFramework, DeepSpeedBf16OptimizerAccumulatesInFp32AndAllReduces) {
   // bf16 at ZeRO 0 (DeepSpeed's default fp32 gradient accumulation): the BF16_Optimizer.
   // Every micro-batch's backward ends with update_hp_grads; after the schedule the fp32
