@@ -378,7 +378,11 @@ bool Replay::interact(RankState& r, const Instr& in, Tally& st) {
       ++own[in.channel].launched;  // counted on its own channel, run on its stream
       const int stream = stream_of(in.channel);
       auto& ch = own[stream];
-      ch.queue.push_back({&in, r.t, current_microbatch(r), current_phase(r)});
+      // The launching step's micro-batch and phase label the op's span: only a trace reads them.
+      if (opt_.trace)
+        ch.queue.push_back({&in, r.t, current_microbatch(r), current_phase(r)});
+      else
+        ch.queue.push_back({&in, r.t, -1, SpanPhase::forward});
       if (in.dim == Dim::dp || in.dim == Dim::ep || in.dim == Dim::edp)
         expect_comm(r, ch, in);  // what holds SMs (Builder::comm_sms)
       if (!ch.busy) start_async(r, stream, r.t);

@@ -175,7 +175,7 @@ class Replay {
   struct Launched {  // an op on an async stream and when the rank launched it
     const Instr* instr;
     Tick at;
-    std::int32_t microbatch;  // the launching step's (for the trace)
+    std::int32_t microbatch;  // the launching step's (for the trace; -1 when not tracing)
     SpanPhase phase;
   };
   struct Channel {  // a rank's async stream of one dimension
