@@ -876,26 +876,28 @@ class Builder {
       for (int i = 0; i < norm_tensors; ++i) t.push_back(std::min(h, total / norm_tensors));
       return t;
     }
-    double small = 0;
-    std::vector<double> weights;  // forward order
+    const auto trains = [](const Op& op) {
+      return (op.cls == OpClass::gemm || op.cls == OpClass::router) && !op.frozen;
+    };
+    const auto has_bias = [&](const Op& op) { return m.add_bias_linear && op.cls == OpClass::gemm; };
+    const auto weight = [](const Op& op) { return static_cast<double>(op.gemm.k) * static_cast<double>(op.gemm.n); };
+    double big = 0, small = 2 * norm_tensors * h;
     for (const Op& op : *ops) {
-      if ((op.cls != OpClass::gemm && op.cls != OpClass::router) || op.frozen) continue;
-      for (int c = 0; c < op.gemm.count; ++c) {
-        weights.push_back(static_cast<double>(op.gemm.k) * static_cast<double>(op.gemm.n));
-        if (m.add_bias_linear && op.cls == OpClass::gemm) {
-          weights.push_back(-static_cast<double>(op.gemm.n));  // a bias, marked negative
-          small += static_cast<double>(op.gemm.n);
-        }
-      }
+      if (!trains(op)) continue;
+      big += weight(op) * op.gemm.count;
+      if (has_bias(op)) small += static_cast<double>(op.gemm.n) * op.gemm.count;
     }
-    small += 2 * norm_tensors * h;
-    double big = 0;
-    for (const double w : weights) big += std::max(w, 0.0);
     // The layer's other tensors as counted (rounding, shared experts, tp-replicated
     // parameters) scale the weights so that the tensors sum to the layer's parameters.
     const double scale = big > 0 ? std::max(0.0, total - small) / big : 0;
     for (int i = 0; i < norm_tensors; ++i) t.push_back(h);  // the MLP's norm, last in backward
-    for (auto w = weights.rbegin(); w != weights.rend(); ++w) t.push_back(*w < 0 ? -*w : *w * scale);
+    for (auto op = ops->rbegin(); op != ops->rend(); ++op) {
+      if (!trains(*op)) continue;
+      for (int c = 0; c < op->gemm.count; ++c) {
+        if (has_bias(*op)) t.push_back(static_cast<double>(op->gemm.n));
+        t.push_back(weight(*op) * scale);
+      }
+    }
     for (int i = 0; i < norm_tensors; ++i) t.push_back(h);  // the input norm
     return t;
   }
