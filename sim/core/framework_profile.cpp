@@ -310,8 +310,7 @@ std::vector<int> megatron_partition(const FrameworkProfile& fp, const models::Mo
 }  // namespace
 
 std::vector<int> default_partition(const FrameworkProfile& fp, const models::ModelSpec& m, int pp, int vpp) {
-  if (fp.framework == Framework::megatron_core || fp.framework == Framework::megatron_lm)
-    return megatron_partition(fp, m, pp, vpp);
+  if (is_megatron(fp.framework)) return megatron_partition(fp, m, pp, vpp);
   if (fp.framework != Framework::deepspeed) return {};
   if (m.num_layers < pp)
     throw std::invalid_argument(fmt::format("{} layers cannot fill {} pipeline stages", m.num_layers, pp));

@@ -15,6 +15,9 @@
 namespace ptsim::sim {
 
 enum class Framework { megatron_core, megatron_lm, deepspeed, fsdp };
+// Megatron-LM in either form (its own layers or Megatron-core's): the same schedules, DDP buffers
+// and optimizer.
+constexpr bool is_megatron(Framework f) { return f == Framework::megatron_core || f == Framework::megatron_lm; }
 inline constexpr models::Spelling<Framework> kFrameworkNames[] = {{Framework::megatron_core, "megatron-core"},
                                                                   {Framework::megatron_lm, "megatron-lm"},
                                                                   {Framework::deepspeed, "deepspeed"},

@@ -1427,8 +1427,7 @@ class Builder {
   // (bf16_optimizer.py step -> clear_hp_grads, flat_gradients.zero_()). ZeRO-2/3 and FSDP
   // set their gradients to None instead.
   void zero_grad_buffer(std::vector<Instr>& out, int stage) {
-    const bool megatron = fw_.framework == Framework::megatron_core || fw_.framework == Framework::megatron_lm;
-    if (!(fw_.bf16_optimizer || (megatron && par_.zero_stage <= 1))) return;
+    if (!(fw_.bf16_optimizer || (is_megatron(fw_.framework) && par_.zero_stage <= 1))) return;
     const double held =
         fw_.bf16_optimizer ? 4.0 : models::state_bytes_per_param(par_.precision, models::StateLayout::megatron).grads;
     hw::KernelDesc k;
@@ -1514,7 +1513,7 @@ class Builder {
   // counted), and _copy_main_params_to_model_params writes the 16-bit weights (4 + 2). FP32
   // training keeps no copies: the norm only. Other frameworks: the fused kernel alone.
   double megatron_step_extra_bytes() const {
-    if (fw_.framework != Framework::megatron_core && fw_.framework != Framework::megatron_lm) return 0;
+    if (!is_megatron(fw_.framework)) return 0;
     if (par_.precision == models::Precision::fp32) return 4;
     const double grads = models::state_bytes_per_param(par_.precision, models::StateLayout::megatron).grads;
     return (grads < 4 ? 2 + 4 : 0) + (par_.precision == models::Precision::fp16 ? 4 + 4 : 0) + 4 + (4 + 2);

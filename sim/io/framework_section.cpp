@@ -25,8 +25,6 @@ double elements(const hw::StrictReader& r, const YAML::Node& n, const std::strin
   return v;
 }
 
-bool is_megatron(Framework f) { return f == Framework::megatron_core || f == Framework::megatron_lm; }
-
 // The section named for `f` is the only one allowed; another framework's section is an error.
 void check_sections(const hw::StrictReader& r, const YAML::Node& t, Framework f) {
   const std::pair<const char*, bool> sections[] = {

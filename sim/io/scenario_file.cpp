@@ -598,8 +598,7 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
   // (--moe-grouped-gemm with TE) runs its grouped GEMMs on TE's multi-stream workspaces, one
   // per cuBLAS stream (get_multi_stream_cublas_workspace; num_streams = 4,
   // transformer_engine/common/include/transformer_engine/multi_streams.h).
-  const bool megatron_moe = s.model.moe && (s.framework.framework == Framework::megatron_core ||
-                                            s.framework.framework == Framework::megatron_lm);
+  const bool megatron_moe = s.model.moe && is_megatron(s.framework.framework);
   int te_workspaces = s.framework.transformer_engine || megatron_moe ? 1 : 0;
   if (megatron_moe && s.framework.transformer_engine && s.framework.moe_grouped_gemm) te_workspaces += 4;
   par.te_workspace = te_workspaces * largest(s.cluster, &hw::GpuSpec::te_workspace);
@@ -768,7 +767,7 @@ void validate_layout(const hw::StrictReader& r, const Scenario& s) {
 
 // What to give when the layers do not divide over the stages: the framework's own keys.
 std::string uneven_layers_hint(Framework f) {
-  if (f == Framework::megatron_core || f == Framework::megatron_lm)
+  if (is_megatron(f))
     return "give training.megatron.decoder_first_pipeline_num_layers and/or decoder_last_pipeline_num_layers (the "
            "rest split evenly), or parallel.pipeline_layers";
   return "or give parallel.pipeline_layers";
