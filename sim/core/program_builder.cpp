@@ -339,6 +339,13 @@ class Builder {
   }
 
   // Host work and memory-bound kernels: as long under a collective as alone.
+  // A memory-bound kernel moving `bytes` through HBM (the cost table's rate when calibrated).
+  Tick memory_ticks(Bytes bytes) const {
+    hw::KernelDesc k;
+    k.cls = hw::KernelClass::memory;
+    k.bytes = bytes;
+    return to_ticks(compute_->seconds(k));
+  }
   void push_compute(std::vector<Instr>& out, std::string_view name, Tick dur, std::uint8_t flags = kNoFlags) {
     push_compute(out, name, OpTicks{dur, dur}, flags);
   }
@@ -709,10 +716,7 @@ class Builder {
   void bucket_passes(std::vector<Instr>& out, Dim d, double params, std::uint8_t flags) {
     const double passes = (fw_.grad_bucket_prescale && group_size(d) > 1 ? 2 : 0) + (fw_.grad_bucket_nan_check ? 1 : 0);
     if (passes <= 0 || params <= 0) return;
-    hw::KernelDesc k;
-    k.cls = hw::KernelClass::memory;
-    k.bytes = passes * params * grad_elem_bytes_;
-    push_compute(out, "grad bucket scale and check", to_ticks(compute_->seconds(k)), flags);
+    push_compute(out, "grad bucket scale and check", memory_ticks(passes * params * grad_elem_bytes_), flags);
   }
   // The routed experts' weights lie apart from the dense ones when expert parallelism or a
   // smaller expert tensor-parallel size shards them differently: ranks holding the same
@@ -771,13 +775,10 @@ class Builder {
     const double held = models::state_bytes_per_param(par_.precision, layout).grads;
     const bool main_grad = layout == models::StateLayout::megatron && held > act_bytes_;
     const double added = layout == models::StateLayout::fsdp ? held : act_bytes_;
-    hw::KernelDesc k;
-    k.cls = hw::KernelClass::memory;
     const bool shard = par_.zero_stage >= 2;
-    k.bytes =
+    const double bytes =
         (params / (shard ? group_size(Dim::dp) : 1) + expert / (shard ? group_size(Dim::edp) : 1)) * (added + 2 * held);
-    push_compute(out, "grad accumulation", to_ticks(compute_->seconds(k)),
-                 main_grad ? kNoFlags : kAfterFirstMicrobatch);
+    push_compute(out, "grad accumulation", memory_ticks(bytes), main_grad ? kNoFlags : kAfterFirstMicrobatch);
   }
 
   // Megatron's gradient_accumulation_fusion covers the GEMM weights only: the embedding's
@@ -789,10 +790,8 @@ class Builder {
   void embedding_grad_hook(std::vector<Instr>& out) {
     if (!fw_.fused_grad_accumulation || par_.finetune.active()) return;
     const double held = models::state_bytes_per_param(par_.precision, models::StateLayout::megatron).grads;
-    hw::KernelDesc k;
-    k.cls = hw::KernelClass::memory;
-    k.bytes = static_cast<double>(models::embedding_block_params(s_.model, par_)) * (act_bytes_ + 2 * held);
-    push_compute(out, "embedding grad into main_grad", to_ticks(compute_->seconds(k)));
+    const double params = static_cast<double>(models::embedding_block_params(s_.model, par_));
+    push_compute(out, "embedding grad into main_grad", memory_ticks(params * (act_bytes_ + 2 * held)));
   }
 
   // PyTorch FSDP's work on a unit's unsharded gradient, measured on an H100 as memory-bound
@@ -809,19 +808,14 @@ class Builder {
   // in line here. Under no_sync (ZeRO 0/1 accumulating) the hook returns before the cast.
   void fsdp_unit_grads(std::vector<Instr>& out, double params) {
     if (fw_.framework != Framework::fsdp || params <= 0) return;
-    hw::KernelDesc cat;
-    cat.cls = hw::KernelClass::memory;
-    cat.bytes = 2 * act_bytes_ * params;
-    push_compute(out, "fsdp flat grad (split backward)", to_ticks(compute_->seconds(cat)));
+    push_compute(out, "fsdp flat grad (split backward)", memory_ticks(2 * act_bytes_ * params));
     const int world = group_size(Dim::dp);
     const int pre = fsdp_predivide_factor(world);
-    hw::KernelDesc k;
-    k.cls = hw::KernelClass::memory;
-    k.bytes = (grad_elem_bytes_ != act_bytes_ ? act_bytes_ + grad_elem_bytes_ : 0) +
-              (pre > 1 ? 2 * grad_elem_bytes_ : 0) + (world / pre > 1 ? 2 * grad_elem_bytes_ / world : 0);
-    k.bytes *= params;
-    if (k.bytes > 0)
-      push_compute(out, "fsdp grad cast and divide", to_ticks(compute_->seconds(k)),
+    const double per_param = (grad_elem_bytes_ != act_bytes_ ? act_bytes_ + grad_elem_bytes_ : 0) +
+                             (pre > 1 ? 2 * grad_elem_bytes_ : 0) +
+                             (world / pre > 1 ? 2 * grad_elem_bytes_ / world : 0);
+    if (per_param * params > 0)
+      push_compute(out, "fsdp grad cast and divide", memory_ticks(per_param * params),
                    par_.zero_stage >= 2 ? kNoFlags : kLastMicrobatch);
   }
   // A block's gradients are complete: the framework's work on them, then into the DP bucket
@@ -1248,10 +1242,7 @@ class Builder {
       // the fp32 accumulator (4 + 4): 18 bytes (framework_profile.h).
       double params = 0;
       for (int l : reverse) params += trainable_block_params(l);
-      hw::KernelDesc k;
-      k.cls = hw::KernelClass::memory;
-      k.bytes = 18.0 * params;
-      push_compute(b, "bf16 grads into fp32 (update_hp_grads)", to_ticks(compute_->seconds(k)));
+      push_compute(b, "bf16 grads into fp32 (update_hp_grads)", memory_ticks(18.0 * params));
     }
     if (!split()) {
       // The last chunk to finish backward on this stage flushes the partial bucket.
@@ -1430,10 +1421,8 @@ class Builder {
     if (!(fw_.bf16_optimizer || (is_megatron(fw_.framework) && par_.zero_stage <= 1))) return;
     const double held =
         fw_.bf16_optimizer ? 4.0 : models::state_bytes_per_param(par_.precision, models::StateLayout::megatron).grads;
-    hw::KernelDesc k;
-    k.cls = hw::KernelClass::memory;
-    k.bytes = static_cast<double>(models::trainable_stage_params(s_.model, par_, stage).total()) * held;
-    push_compute(out, "zero grad buffer", to_ticks(compute_->seconds(k)));
+    const double params = static_cast<double>(models::trainable_stage_params(s_.model, par_, stage).total());
+    push_compute(out, "zero grad buffer", memory_ticks(params * held));
   }
 
   void build_epilogue(StageProgram& sp) {
@@ -1477,13 +1466,10 @@ class Builder {
       const Seconds t = shard / g.host_adam_params_per_s + 2 * shard * grad_elem_bytes_ / g.pcie_bandwidth;
       push_compute(e, "optimizer (host)", to_ticks(t));
     } else {
-      hw::KernelDesc k;
-      k.cls = hw::KernelClass::memory;
-      k.bytes = shard * (28.0 + megatron_step_extra_bytes());
       // What the step alone allocates (Megatron fp16's fp32 main grads, models::ModelStates).
       const Bytes step = sp.states.step;
       if (step > 0) e.push_back(mem(InstrKind::alloc, MemCat::optimizer, step, "fp32 main grads"));
-      push_compute(e, "optimizer", to_ticks(compute_->seconds(k)));
+      push_compute(e, "optimizer", memory_ticks(shard * (28.0 + megatron_step_extra_bytes())));
       if (step > 0) e.push_back(mem(InstrKind::release, MemCat::optimizer, step, "fp32 main grads"));
     }
     if ((par_.zero_stage == 1 || par_.zero_stage == 2 || fw_.bf16_optimizer) && !overlapped_param_gather()) {
