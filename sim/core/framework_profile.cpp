@@ -100,6 +100,13 @@ FrameworkProfile default_profile(Framework f) {
       // interleaving calls after the cooldown on every stage but the first ("Other pipeline
       // stages do grad reduction during pipeline bubble").
       p.delay_grad_reduce = f == Framework::megatron_core;
+      // Pipeline schedules: get_forward_backward_func (megatron/core/pipeline_parallel/
+      // schedules.py, NVIDIA/Megatron-LM d98e8a64dd, 2026-08; megatron/schedules.py in the
+      // 2021 Megatron-LM) returns forward_backward_no_pipelining, _pipelining_with_interleaving
+      // or _pipelining_without_interleaving: 1F1B and interleaved 1F1B, no GPipe, zero-bubble
+      // or DualPipe schedule.
+      p.pipeline_schedules =
+          schedule_bit(models::Schedule::one_f_one_b) | schedule_bit(models::Schedule::interleaved_1f1b);
       return p;
     case Framework::deepspeed:
       // DeepSpeed runtime/zero/config.py (DeepSpeedZeroConfig, v0.12–0.14):
@@ -120,8 +127,11 @@ FrameworkProfile default_profile(Framework f) {
       // runtime/pipe/schedule.py TrainSchedule: ReduceGrads and OptimizerStep run
       // after the last micro-batch's backward; runtime/pipe/engine.py has no
       // interleaved schedule and asserts ZeRO stage < 2 with pipeline parallelism.
+      // The engine builds schedule.TrainSchedule for training (runtime/pipe/engine.py
+      // train_batch; runtime/pipe/schedule.py has TrainSchedule, InferenceSchedule and
+      // DataParallelSchedule): 1F1B only.
       p.pipeline_reduces_after_schedule = true;
-      p.supports_interleaving = false;
+      p.pipeline_schedules = schedule_bit(models::Schedule::one_f_one_b);
       p.max_zero_stage_with_pp = 1;
       // Tensor parallelism under DeepSpeed comes from a Megatron-DeepSpeed fork of 2021
       // Megatron-LM: bigscience-workshop/Megatron-DeepSpeed megatron/mpu/layers.py
@@ -141,9 +151,43 @@ FrameworkProfile default_profile(Framework f) {
       // BACKWARD_PRE prefetches the next unit's all-gather in backward, and each
       // unit's gradients are reduce-scattered as soon as its backward finishes.
       p.grad_reduce_per_unit = true;
+      // Pipelining beside FSDP is torch.distributed.pipelining (as torchtitan runs it): its
+      // schedules.py exports ScheduleGPipe, Schedule1F1B, ScheduleInterleaved1F1B,
+      // ScheduleLoopedBFS, ScheduleInterleavedZeroBubble and ScheduleZBVZeroBubble (PyTorch
+      // docs, stable, 2025); ptsim's kinds among them: gpipe, 1f1b, interleaved-1f1b, zb-v.
+      p.pipeline_schedules = schedule_bit(models::Schedule::gpipe) | schedule_bit(models::Schedule::one_f_one_b) |
+                             schedule_bit(models::Schedule::interleaved_1f1b) | schedule_bit(models::Schedule::zb_v);
       return p;
   }
   throw std::invalid_argument(fmt::format("unknown Framework value {}", static_cast<int>(f)));
+}
+
+std::string offered_schedules(const FrameworkProfile& fp) {
+  std::string out;
+  for (const auto& [s, name] : models::kScheduleNames)
+    if (fp.offers(s)) out += (out.empty() ? "" : ", ") + std::string(name);
+  return out;
+}
+
+std::string_view schedule_home(models::Schedule s) {
+  switch (s) {
+    case models::Schedule::gpipe:
+      return "torch.distributed.pipelining's ScheduleGPipe (training.framework: fsdp)";
+    case models::Schedule::zb_h1:
+    case models::Schedule::zb_h2:
+      // README of sail-sg/zero-bubble-pipeline-parallelism: "a fork of Megatron-LM",
+      // --enable-zero-bubble (ZB1P / ZB2P by --zero-bubble-max-pending-backward).
+      return "the zero-bubble fork of Megatron-LM, sail-sg/zero-bubble-pipeline-parallelism";
+    case models::Schedule::zb_v:
+      return "sail-sg/zero-bubble-pipeline-parallelism (--zero-bubble-v-schedule) or torch.distributed.pipelining's "
+             "ScheduleZBVZeroBubble (training.framework: fsdp)";
+    case models::Schedule::dualpipe:
+      return "DeepSeek's deepseek-ai/DualPipe";
+    case models::Schedule::one_f_one_b:
+    case models::Schedule::interleaved_1f1b:
+      return "Megatron-LM";
+  }
+  return "";
 }
 
 int fsdp_predivide_factor(int world) {

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -31,6 +32,8 @@ enum class GatherUnit {
   layer,      // one all-gather per block (Megatron-core, FSDP's per-layer wrapping unit)
   submodule,  // one per parameter-holding linear module (DeepSpeed's fetch_sub_module)
 };
+
+constexpr std::uint32_t schedule_bit(models::Schedule s) { return 1u << static_cast<int>(s); }
 
 enum class BackwardPrefetch : std::uint8_t { pre, post, none };
 inline constexpr models::Spelling<BackwardPrefetch> kBackwardPrefetchNames[] = {
@@ -171,9 +174,15 @@ struct FrameworkProfile {
   // (megatron/core/pipeline_parallel/schedules.py, non-interleaved 1F1B).
   bool delay_grad_reduce = false;
   // Pipeline engine: DeepSpeed's PipelineEngine reduces gradients after the whole
-  // schedule (no overlap with backward) and has no interleaved schedule.
+  // schedule (no overlap with backward).
   bool pipeline_reduces_after_schedule = false;
-  bool supports_interleaving = true;
+  // The pipeline schedules the framework's own engine runs, one bit per models::Schedule
+  // (framework_profile.cpp cites each): `ptsim search` explores these unless told otherwise;
+  // a scenario may name another (a warning says where it runs), except interleaved-1f1b on
+  // an engine without virtual stages (an error).
+  std::uint32_t pipeline_schedules =
+      schedule_bit(models::Schedule::one_f_one_b) | schedule_bit(models::Schedule::interleaved_1f1b);
+  bool offers(models::Schedule s) const { return (pipeline_schedules & schedule_bit(s)) != 0; }
   int max_zero_stage_with_pp = 3;
   // Megatron-core: layers on the first / last pipeline stage when num_layers does
   // not divide evenly (decoder_first/last_pipeline_num_layers); 0 = not given.
@@ -188,6 +197,12 @@ struct FrameworkProfile {
 
 // The documented defaults of `f` (every figure cited in framework_profile.cpp).
 FrameworkProfile default_profile(Framework f);
+
+// The schedules fp.pipeline_schedules holds, in models::Schedule order ("1f1b, interleaved-1f1b").
+std::string offered_schedules(const FrameworkProfile& fp);
+// Where a pipeline schedule runs, for a scenario whose framework does not offer it (cited in
+// framework_profile.cpp), e.g. "DeepSeek's deepseek-ai/DualPipe".
+std::string_view schedule_home(models::Schedule s);
 
 // Bytes per gradient element on the wire of the data-parallel reduction: the dtype
 // the framework reduces in (framework_profile.cpp cites each rule).

@@ -637,6 +637,17 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
 
 namespace {
 void validate_layout(const hw::StrictReader& r, const Scenario& s);
+
+// A pipeline schedule the framework's own engine does not run (FrameworkProfile::
+// pipeline_schedules) is simulated as given, with a warning that says where it runs.
+void warn_foreign_schedule(Scenario& s) {
+  const auto& par = s.plan.par;
+  if (par.pp <= 1 || s.framework.offers(par.schedule)) return;
+  s.warn("parallel.pipeline_schedule",
+         fmt::format("{} is not one of {}'s pipeline schedules ({}); simulated as given, as in {}",
+                     models::to_string(par.schedule), to_string(s.framework.framework), offered_schedules(s.framework),
+                     schedule_home(par.schedule)));
+}
 }  // namespace
 
 YAML::Node scenario_yaml(const std::string& yaml_text, const std::string& file,
@@ -680,6 +691,7 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& file,
     balance_mixed_pipeline(s);
   }
   validate(s);
+  warn_foreign_schedule(s);
   return s;
 }
 
@@ -777,10 +789,10 @@ std::string uneven_layers_hint(Framework f) {
 void validate_framework(const hw::StrictReader& r, const Scenario& s) {
   const auto& par = s.plan.par;
   const auto& fp = s.framework;
-  if (par.schedule == models::Schedule::interleaved_1f1b && !fp.supports_interleaving)
+  if (par.schedule == models::Schedule::interleaved_1f1b && !fp.offers(par.schedule))
     r.fail("parallel.pipeline_schedule",
            fmt::format("interleaved-1f1b is not offered by {}'s pipeline engine", to_string(fp.framework)),
-           "use 1f1b or gpipe");
+           fmt::format("use one of its schedules: {}", offered_schedules(fp)));
   if (par.pp > 1 && par.zero_stage > fp.max_zero_stage_with_pp)
     r.fail("parallel.zero_stage",
            fmt::format("{} with pipeline_parallel {}: {}'s pipeline engine supports ZeRO stage <= {}", par.zero_stage,

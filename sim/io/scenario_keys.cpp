@@ -127,7 +127,9 @@ const std::vector<ScenarioKey>& key_table() {
       {"parallel.virtual_pipeline_stages", "", "1", "model chunks per rank (interleaved 1F1B)",
        "--num-layers-per-virtual-pipeline-stage (layers / (pp × this))", ""},
       {"parallel.pipeline_schedule", "", "1f1b; interleaved if vpp > 1",
-       "gpipe | 1f1b | interleaved-1f1b | zb-h1 | zb-h2 | zb-v | dualpipe", "", ""},
+       "gpipe | 1f1b | interleaved-1f1b | zb-h1 | zb-h2 | zb-v | dualpipe (one training.framework does not run: "
+       "a warning)",
+       "", ""},
       {"parallel.sequence_parallel", "", "false", "Megatron sequence parallelism", "--sequence-parallel", ""},
       {"parallel.zero_stage", "", "0", "ZeRO stage 0..3", "--use-distributed-optimizer (= 1)",
        "zero_optimization.stage"},

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -164,8 +165,16 @@ SearchResult search(const Scenario& base, const SearchOptions& opt) {
   run.res.capacity_bytes = base.cluster.gpu.hbm;
   run.res.min_headroom = opt.min_headroom;
   run.res.sort = opt.sort;
-  for (const auto& c : run.cands)
+  std::uint32_t schedules = 0;
+  for (const auto& c : run.cands) {
     if (run.sizes.empty() || run.sizes.back() != c.num_gpus) run.sizes.push_back(c.num_gpus);
+    schedules |= schedule_bit(c.par.schedule);
+  }
+  for (const auto& [s, name] : models::kScheduleNames)
+    if (schedules & schedule_bit(s)) run.res.schedules.emplace_back(name);
+  run.res.schedules_fixed = std::any_of(opt.fix.begin(), opt.fix.end(), [](const std::string& f) {
+    return f.rfind("parallel.pipeline_schedule=", 0) == 0;
+  });
 
   // 1. Validity, memory and bound, for every candidate (no simulation).
   plan_search::pre_pass(run);

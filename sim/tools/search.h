@@ -148,6 +148,9 @@ struct SearchResult {
   // candidates = every plan enumerated; fit = those valid whose analytical peak
   // fits (the plans the simulate phase settles); simulated ⊆ fit.
   std::int64_t candidates = 0, fit = 0, simulated = 0;
+  // The pipeline schedules the candidates run (the framework's own unless --fix names others).
+  std::vector<std::string> schedules;
+  bool schedules_fixed = false;  // by --fix parallel.pipeline_schedule
   double min_headroom = 0;
   std::vector<FamilyVerdict> losers;
   std::vector<SimulatedPoint> simulated_points;  // every simulated plan, best bound first

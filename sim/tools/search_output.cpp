@@ -213,10 +213,13 @@ nlohmann::json search_to_json(const SearchResult& r) {
   nlohmann::json losers = nlohmann::json::array();
   for (const auto& l : r.losers) losers.push_back({{"family", l.family}, {"reason", l.reason}});
   return {{"plans", plans},
-          {"sort", r.sort == SearchSort::cost ? "cost" : r.sort == SearchSort::goodput ? "goodput" : "speed"},
+          {"sort", r.sort == SearchSort::cost      ? "cost"
+                   : r.sort == SearchSort::goodput ? "goodput"
+                                                   : "speed"},
           {"best_per_size", sizes},
           {"pruned", pruned},
           {"candidates", r.candidates},
+          {"schedules", r.schedules},
           {"fit", r.fit},
           {"simulated", r.simulated},
           {"min_headroom", r.min_headroom},
@@ -317,6 +320,12 @@ std::string counts_text(const SearchResult& r) {
   for (const auto& [k, v] : r.pruned)
     if (k.find("(simulated)") != std::string::npos) sim_lost += v;
   if (sim_lost > 0) out += fmt::format("  ({} simulated plans over the memory limit)\n", sim_lost);
+  if (!r.schedules.empty())
+    out += wrapped(fmt::format("pipeline schedules: {}{}", fmt::join(r.schedules, ", "),
+                               r.schedules_fixed ? ""
+                                                 : " (the framework's own and the scenario's; --fix "
+                                                   "parallel.pipeline_schedule=... adds others)"),
+                   2);
   return out;
 }
 

@@ -164,6 +164,7 @@ class SearchSpace {
   std::vector<ScheduleChoice> natural_schedules(int pp) const;
   std::vector<ScheduleChoice> fixed_vpp_schedules(int pp) const;
   std::vector<ScheduleChoice> filter_schedules(const std::vector<ScheduleChoice>& scheds) const;
+  std::vector<ScheduleChoice> framework_schedules(const std::vector<ScheduleChoice>& scheds) const;
 
   const Scenario& base_;
   const models::ModelSpec& m_;
@@ -255,7 +256,17 @@ std::vector<int> SearchSpace::expert(const PlanCandidate& c) const {
 std::vector<ScheduleChoice> SearchSpace::schedules(const PlanCandidate& c) const {
   const std::vector<ScheduleChoice> scheds =
       vpp_fix_.empty() ? natural_schedules(c.par.pp) : fixed_vpp_schedules(c.par.pp);
-  return sched_filter_.empty() ? scheds : filter_schedules(scheds);
+  return sched_filter_.empty() ? framework_schedules(scheds) : filter_schedules(scheds);
+}
+
+// The schedules the framework's own engine runs (FrameworkProfile::pipeline_schedules) and the
+// one the scenario names; all of them when that leaves none (a fixed virtual stage count the
+// engine cannot run), so that validation says why.
+std::vector<ScheduleChoice> SearchSpace::framework_schedules(const std::vector<ScheduleChoice>& scheds) const {
+  std::vector<ScheduleChoice> kept;
+  for (const auto& sv : scheds)
+    if (base_.framework.offers(sv.first) || sv.first == base_.plan.par.schedule) kept.push_back(sv);
+  return kept.empty() ? scheds : kept;
 }
 
 std::vector<ScheduleChoice> SearchSpace::natural_schedules(int pp) const {

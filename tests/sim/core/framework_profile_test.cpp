@@ -34,6 +34,23 @@ models::ModelSpec bloom_like() {
   return m;
 }
 
+// Each framework's own pipeline engine runs the schedules its source offers: Megatron's
+// get_forward_backward_func 1F1B and interleaved, DeepSpeed's TrainSchedule, PyTorch's
+// pipelining GPipe, 1F1B, interleaved and ZB-V.
+TEST(FrameworkProfile, PipelineSchedulesAreTheEngines) {
+  EXPECT_EQ(offered_schedules(default_profile(Framework::megatron_core)), "1f1b, interleaved-1f1b");
+  EXPECT_EQ(offered_schedules(default_profile(Framework::megatron_lm)), "1f1b, interleaved-1f1b");
+  EXPECT_EQ(offered_schedules(default_profile(Framework::deepspeed)), "1f1b");
+  EXPECT_EQ(offered_schedules(default_profile(Framework::fsdp)), "gpipe, 1f1b, interleaved-1f1b, zb-v");
+  for (const auto& f : kFrameworkNames) {
+    const auto p = default_profile(f.value);
+    EXPECT_TRUE(p.offers(models::Schedule::one_f_one_b)) << f.name;
+    EXPECT_FALSE(p.offers(models::Schedule::dualpipe)) << f.name;  // DeepSeek's own
+    EXPECT_FALSE(p.offers(models::Schedule::zb_h1)) << f.name;     // sail-sg's Megatron-LM fork
+  }
+  EXPECT_NE(schedule_home(models::Schedule::dualpipe).find("DualPipe"), std::string_view::npos);
+}
+
 TEST(FrameworkProfile, DefaultsAreTheDocumentedOnes) {
   const auto mc = default_profile(Framework::megatron_core);
   EXPECT_FALSE(mc.grad_bucket_params.has_value());  // Megatron's max(40M, 1M·dp)
@@ -44,7 +61,6 @@ TEST(FrameworkProfile, DefaultsAreTheDocumentedOnes) {
   EXPECT_DOUBLE_EQ(*ds.allgather_bucket_params, 5e8);
   EXPECT_DOUBLE_EQ(ds.prefetch_bucket_params, 5e7);
   EXPECT_DOUBLE_EQ(ds.param_persistence_threshold, 1e5);
-  EXPECT_FALSE(ds.supports_interleaving);
   const auto fs = default_profile(Framework::fsdp);
   EXPECT_TRUE(fs.grad_reduce_per_unit);
   EXPECT_TRUE(fs.reshard_after_forward);

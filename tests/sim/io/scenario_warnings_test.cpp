@@ -50,6 +50,39 @@ TEST(NicDefault, FollowsTheGpuGenerationAndWarnsOnSeveralNodes) {
   EXPECT_DOUBLE_EQ(parse_scenario(cluster_yaml("b200", 16), "b.yaml").cluster.nic_bandwidth, 400e9 / 8);
 }
 
+// A pipeline schedule the framework's own engine does not run is simulated with a warning that
+// says where it runs (FrameworkProfile::pipeline_schedules); one it runs, or any schedule
+// without pipeline parallelism, says nothing; interleaving on DeepSpeed's engine is an error.
+TEST(PipelineSchedule, OneTheFrameworkDoesNotRunIsWarnedAbout) {
+  auto parse = [](const std::string& framework, const std::string& schedule, int pp = 2) {
+    return parse_scenario(fmt::format(R"(name: t
+model: {{ preset: gpt3-1.7b }}
+cluster: {{ gpu: a100-sxm-80gb, num_gpus: 8, gpus_per_node: 8 }}
+parallel: {{ pipeline_parallel: {}, data_parallel: {}, pipeline_schedule: {} }}
+training: {{ global_batch_size: 64, framework: {} }}
+)",
+                                      pp, 8 / pp, schedule, framework),
+                          "p.yaml");
+  };
+  const Scenario dualpipe = parse("megatron-core", "dualpipe");
+  ASSERT_EQ(dualpipe.warnings.size(), 1u);
+  EXPECT_EQ(dualpipe.warnings[0],
+            "p.yaml: parallel.pipeline_schedule: dualpipe is not one of megatron-core's pipeline schedules (1f1b, "
+            "interleaved-1f1b); simulated as given, as in DeepSeek's deepseek-ai/DualPipe");
+  EXPECT_TRUE(has_warning(parse("megatron-lm", "zb-h1"), "sail-sg/zero-bubble-pipeline-parallelism"));
+  EXPECT_TRUE(has_warning(parse("deepspeed", "gpipe"), "deepspeed's pipeline schedules (1f1b)"));
+  EXPECT_TRUE(parse("fsdp", "zb-v").warnings.empty());
+  EXPECT_TRUE(parse("fsdp", "gpipe").warnings.empty());
+  EXPECT_TRUE(parse("megatron-core", "interleaved-1f1b").warnings.empty());
+  EXPECT_TRUE(parse("megatron-core", "gpipe", 1).warnings.empty());  // no pipeline: nothing is scheduled
+  try {
+    parse("deepspeed", "interleaved-1f1b");
+    ADD_FAILURE() << "interleaving on DeepSpeed's pipeline engine was accepted";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("use one of its schedules: 1f1b"), std::string::npos) << e.what();
+  }
+}
+
 TEST(NicDefault, NoWarningWhenGivenOrOnOneNode) {
   const Scenario given = parse_scenario(
       cluster_yaml("h100-sxm", 32, "  inter_node: { nic_bandwidth: \"200 Gb/s\", routing: ecmp }"), "g.yaml");

@@ -40,10 +40,12 @@ Scenario small_scenario() {
       testing::tiny_gpt_yaml(/*pp=*/1, /*dp=*/8, /*tp=*/1, /*layers=*/8, /*gbs=*/16, "", /*vocab=*/1024), "tiny.yaml");
 }
 
-// Restrict the space so an exhaustive run stays in the hundreds of simulations.
+// Restrict the space so an exhaustive run stays in the hundreds of simulations; every
+// pipeline schedule ptsim models, not only the framework's own (their bounds differ most).
 SearchOptions small_options() {
   SearchOptions o;
-  o.fix = {"parallel.zero_stage=0,1", "parallel.recompute=none,selective"};
+  o.fix = {"parallel.zero_stage=0,1", "parallel.recompute=none,selective",
+           "parallel.pipeline_schedule=gpipe,1f1b,interleaved-1f1b,zb-h1,zb-h2,zb-v,dualpipe"};
   o.max_micro_batch_size = 4;
   o.threads = 2;
   o.top_k = 5;
@@ -149,6 +151,36 @@ TEST(Search, BoundThresholdIsTheBestPlanFoundSoFar) {
   }
   ASSERT_GT(best_at, 1) << "the first plan simulated is already the best: the case is not exercised";
   EXPECT_EQ(bb.simulated - simulated_then_dropped(bb), expected);
+}
+
+// Without --fix parallel.pipeline_schedule the search runs the schedules the framework's own
+// engine offers (FrameworkProfile::pipeline_schedules), and the one the scenario names.
+TEST(Search, ExploresTheFrameworksOwnSchedules) {
+  SearchOptions o = small_options();
+  o.fix.pop_back();  // no schedule fix
+  o.fix.push_back("parallel.pipeline_parallel=2");
+  auto schedules_of = [&](const std::vector<std::string>& overrides) {
+    const Scenario base = parse_scenario(testing::tiny_gpt_yaml(1, 8, 1, 8, 16, "", 1024), "tiny.yaml", overrides);
+    const SearchResult r = search(base, o);
+    std::set<models::Schedule> run;
+    for (const auto& c : enumerate_candidates(base, o)) run.insert(c.par.schedule);
+    EXPECT_FALSE(r.schedules_fixed);
+    EXPECT_EQ(r.schedules.size(), run.size());
+    return run;
+  };
+  using models::Schedule;
+  EXPECT_EQ(schedules_of({}), (std::set<Schedule>{Schedule::one_f_one_b, Schedule::interleaved_1f1b}));
+  EXPECT_EQ(schedules_of({"training.framework=deepspeed"}), (std::set<Schedule>{Schedule::one_f_one_b}));
+  EXPECT_EQ(schedules_of({"training.framework=fsdp"}),
+            (std::set<Schedule>{Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved_1f1b, Schedule::zb_v}));
+  EXPECT_EQ(
+      schedules_of({"parallel.pipeline_parallel=2", "parallel.pipeline_schedule=dualpipe", "parallel.data_parallel=4"}),
+      (std::set<Schedule>{Schedule::one_f_one_b, Schedule::interleaved_1f1b, Schedule::dualpipe}));
+  // --fix names them: those run, whatever the framework.
+  const SearchResult fixed = search(small_scenario(), small_options());
+  EXPECT_TRUE(fixed.schedules_fixed);
+  EXPECT_NE(std::find(fixed.schedules.begin(), fixed.schedules.end(), "zb-h1"), fixed.schedules.end());
+  EXPECT_NE(search_summary_text(fixed).find("pipeline schedules: gpipe, 1f1b"), std::string::npos);
 }
 
 TEST(Search, JsonShapeFollowsContract) {
