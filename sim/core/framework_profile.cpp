@@ -107,6 +107,13 @@ FrameworkProfile default_profile(Framework f) {
       // or DualPipe schedule.
       p.pipeline_schedules =
           schedule_bit(models::Schedule::one_f_one_b) | schedule_bit(models::Schedule::interleaved_1f1b);
+      // ZeRO stages: DDP (0) and the distributed optimizer (--use-distributed-optimizer, 1) in
+      // both; Megatron-core also shards gradients and parameters with Megatron-FSDP
+      // (--use-megatron-fsdp, --data-parallel-sharding-strategy optim_grads | optim_grads_params,
+      // megatron/training/arguments.py at d98e8a64dd). Context parallelism needs Transformer
+      // Engine's attention: the local DotProductAttention asserts "Context parallelism is only
+      // supported by TEDotProductAttention!" (megatron/core/transformer/dot_product_attention.py).
+      p.zero_stages = f == Framework::megatron_core ? 0b1111u : 0b0011u;
       return p;
     case Framework::deepspeed:
       // DeepSpeed runtime/zero/config.py (DeepSpeedZeroConfig, v0.12–0.14):
@@ -133,6 +140,9 @@ FrameworkProfile default_profile(Framework f) {
       p.pipeline_reduces_after_schedule = true;
       p.pipeline_schedules = schedule_bit(models::Schedule::one_f_one_b);
       p.max_zero_stage_with_pp = 1;
+      // ZeRO stages 0–3 (zero_optimization.stage). No ring context parallelism: DeepSpeed's
+      // sequence parallelism is Ulysses, an all-to-all over attention heads
+      // (deepspeed/sequence/layer.py DistributedAttention), not modelled.
       // Tensor parallelism under DeepSpeed comes from a Megatron-DeepSpeed fork of 2021
       // Megatron-LM: bigscience-workshop/Megatron-DeepSpeed megatron/mpu/layers.py
       // ColumnParallelLinear.forward calls copy_to_tensor_model_parallel_region, whose
@@ -157,6 +167,13 @@ FrameworkProfile default_profile(Framework f) {
       // docs, stable, 2025); ptsim's kinds among them: gpipe, 1f1b, interleaved-1f1b, zb-v.
       p.pipeline_schedules = schedule_bit(models::Schedule::gpipe) | schedule_bit(models::Schedule::one_f_one_b) |
                              schedule_bit(models::Schedule::interleaved_1f1b) | schedule_bit(models::Schedule::zb_v);
+      // torch.distributed.fsdp.ShardingStrategy: NO_SHARD (ZeRO-0), FULL_SHARD (3) and
+      // SHARD_GRAD_OP (ZeRO-3 without the backward re-gather: training.fsdp.
+      // reshard_after_forward false); no mode shards only the optimizer state (ZeRO-1) or only it
+      // and the gradients with the parameters replicated between steps (ptsim's ZeRO-2). Ring
+      // context parallelism: torch.distributed.tensor.experimental.context_parallel (PyTorch 2.5),
+      // as torchtitan runs it.
+      p.zero_stages = 0b1001u;
       return p;
   }
   throw std::invalid_argument(fmt::format("unknown Framework value {}", static_cast<int>(f)));
@@ -166,6 +183,13 @@ std::string offered_schedules(const FrameworkProfile& fp) {
   std::string out;
   for (const auto& [s, name] : models::kScheduleNames)
     if (fp.offers(s)) out += (out.empty() ? "" : ", ") + std::string(name);
+  return out;
+}
+
+std::string offered_zero_stages(const FrameworkProfile& fp) {
+  std::string out;
+  for (int z = 0; z < 4; ++z)
+    if (fp.offers_zero(z)) out += (out.empty() ? "" : ", ") + std::to_string(z);
   return out;
 }
 

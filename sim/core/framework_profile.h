@@ -183,6 +183,13 @@ struct FrameworkProfile {
   std::uint32_t pipeline_schedules =
       schedule_bit(models::Schedule::one_f_one_b) | schedule_bit(models::Schedule::interleaved_1f1b);
   bool offers(models::Schedule s) const { return (pipeline_schedules & schedule_bit(s)) != 0; }
+  // Likewise the ZeRO stages it runs (bit z for stage z) and whether it runs ring context
+  // parallelism (Megatron's runs in Transformer Engine's attention; FSDP's is PyTorch's).
+  std::uint32_t zero_stages = 0b1111;
+  bool offers_zero(int z) const { return z >= 0 && z < 4 && ((zero_stages >> z) & 1u) != 0; }
+  bool offers_context_parallel() const {
+    return framework == Framework::fsdp || (is_megatron(framework) && transformer_engine);
+  }
   int max_zero_stage_with_pp = 3;
   // Megatron-core: layers on the first / last pipeline stage when num_layers does
   // not divide evenly (decoder_first/last_pipeline_num_layers); 0 = not given.
@@ -200,6 +207,8 @@ FrameworkProfile default_profile(Framework f);
 
 // The schedules fp.pipeline_schedules holds, in models::Schedule order ("1f1b, interleaved-1f1b").
 std::string offered_schedules(const FrameworkProfile& fp);
+// The ZeRO stages fp.zero_stages holds ("0, 1, 2, 3").
+std::string offered_zero_stages(const FrameworkProfile& fp);
 // Where a pipeline schedule runs, for a scenario whose framework does not offer it (cited in
 // framework_profile.cpp), e.g. "DeepSeek's deepseek-ai/DualPipe".
 std::string_view schedule_home(models::Schedule s);

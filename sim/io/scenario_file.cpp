@@ -638,15 +638,28 @@ void read_training(const hw::StrictReader& r, const YAML::Node& root, Scenario& 
 namespace {
 void validate_layout(const hw::StrictReader& r, const Scenario& s);
 
-// A pipeline schedule the framework's own engine does not run (FrameworkProfile::
-// pipeline_schedules) is simulated as given, with a warning that says where it runs.
-void warn_foreign_schedule(Scenario& s) {
+// A plan the framework does not run (FrameworkProfile: its pipeline schedules, ZeRO stages and
+// context parallelism) is simulated as given, with a warning that says what it runs instead.
+void warn_foreign_plan(Scenario& s) {
   const auto& par = s.plan.par;
-  if (par.pp <= 1 || s.framework.offers(par.schedule)) return;
-  s.warn("parallel.pipeline_schedule",
-         fmt::format("{} is not one of {}'s pipeline schedules ({}); simulated as given, as in {}",
-                     models::to_string(par.schedule), to_string(s.framework.framework), offered_schedules(s.framework),
-                     schedule_home(par.schedule)));
+  const auto& fp = s.framework;
+  const std::string_view fw = to_string(fp.framework);
+  if (par.pp > 1 && !fp.offers(par.schedule))
+    s.warn("parallel.pipeline_schedule",
+           fmt::format("{} is not one of {}'s pipeline schedules ({}); simulated as given, as in {}",
+                       models::to_string(par.schedule), fw, offered_schedules(fp), schedule_home(par.schedule)));
+  if (!fp.offers_zero(par.zero_stage))
+    s.warn("parallel.zero_stage",
+           fmt::format("{} is not one of {}'s ZeRO stages ({}{}); simulated as given", par.zero_stage, fw,
+                       offered_zero_stages(fp),
+                       fp.framework == Framework::fsdp ? ": NO_SHARD, and FULL_SHARD or SHARD_GRAD_OP" : ""));
+  if (par.cp > 1 && !fp.offers_context_parallel())
+    s.warn("parallel.context_parallel",
+           fmt::format("{}: {} runs no ring context parallelism ({}); simulated as Megatron's ring", par.cp, fw,
+                       fp.framework == Framework::deepspeed
+                           ? "its sequence parallelism is Ulysses, an all-to-all over heads, not modelled"
+                           : "Megatron's runs in Transformer Engine's attention; training.megatron.transformer_impl "
+                             "is local"));
 }
 }  // namespace
 
@@ -691,7 +704,7 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& file,
     balance_mixed_pipeline(s);
   }
   validate(s);
-  warn_foreign_schedule(s);
+  warn_foreign_plan(s);
   return s;
 }
 

@@ -147,7 +147,7 @@ class SearchSpace {
   std::vector<int> expert(const PlanCandidate& c) const;
   std::vector<ScheduleChoice> schedules(const PlanCandidate& c) const;
   std::vector<int> micro_batch_sizes(const PlanCandidate& c) const;
-  std::vector<int> zero_stages() const { return allowed("parallel.zero_stage", {0, 1, 2, 3}); }
+  std::vector<int> zero_stages() const;
   const std::vector<models::Recompute>& recomputes() const { return recomputes_; }
   std::vector<bool> sequence_parallel(const PlanCandidate& c) const;
   std::vector<int> expert_tensor(const PlanCandidate& c) const;
@@ -227,11 +227,21 @@ std::vector<int> SearchSpace::context(const PlanCandidate& c) const {
   std::vector<int> cps;
   if (c.num_gpus % tp_pp == 0)
     for (int d : divisors(c.num_gpus / tp_pp))
-      if (d <= opt_.max_context_parallel && (d == 1 || m_.seq_length % (2 * d) == 0)) cps.push_back(d);
+      if (d <= opt_.max_context_parallel && (d == 1 || m_.seq_length % (2 * d) == 0) &&
+          (d == 1 || base_.framework.offers_context_parallel() || base_.plan.par.cp > 1))
+        cps.push_back(d);  // ring context parallelism where the framework runs it (or the scenario has it)
   std::vector<int> kept;
   for (int cp : allowed("parallel.context_parallel", cps))
     if (keep_dp(data_parallel(c, cp))) kept.push_back(cp);
   return kept;
+}
+
+// The framework's own ZeRO stages (FrameworkProfile::zero_stages) and the scenario's.
+std::vector<int> SearchSpace::zero_stages() const {
+  std::vector<int> stages;
+  for (int z = 0; z < 4; ++z)
+    if (base_.framework.offers_zero(z) || z == base_.plan.par.zero_stage) stages.push_back(z);
+  return allowed("parallel.zero_stage", stages);
 }
 
 bool SearchSpace::keep_dp(int dp) const {

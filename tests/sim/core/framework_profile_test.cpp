@@ -49,6 +49,17 @@ TEST(FrameworkProfile, PipelineSchedulesAreTheEngines) {
     EXPECT_FALSE(p.offers(models::Schedule::zb_h1)) << f.name;     // sail-sg's Megatron-LM fork
   }
   EXPECT_NE(schedule_home(models::Schedule::dualpipe).find("DualPipe"), std::string_view::npos);
+  // ZeRO stages: Megatron-core's Megatron-FSDP shards gradients and parameters, 2021–23
+  // Megatron-LM's DDP and distributed optimizer do not; FSDP's modes are ZeRO-0 and ZeRO-3.
+  EXPECT_EQ(offered_zero_stages(default_profile(Framework::megatron_core)), "0, 1, 2, 3");
+  EXPECT_EQ(offered_zero_stages(default_profile(Framework::megatron_lm)), "0, 1");
+  EXPECT_EQ(offered_zero_stages(default_profile(Framework::deepspeed)), "0, 1, 2, 3");
+  EXPECT_EQ(offered_zero_stages(default_profile(Framework::fsdp)), "0, 3");
+  // Ring context parallelism: Megatron's in Transformer Engine's attention, PyTorch's; not DeepSpeed.
+  EXPECT_TRUE(default_profile(Framework::megatron_core).offers_context_parallel());
+  EXPECT_FALSE(default_profile(Framework::megatron_lm).offers_context_parallel());  // its own layers
+  EXPECT_FALSE(default_profile(Framework::deepspeed).offers_context_parallel());
+  EXPECT_TRUE(default_profile(Framework::fsdp).offers_context_parallel());
 }
 
 TEST(FrameworkProfile, DefaultsAreTheDocumentedOnes) {

@@ -83,6 +83,37 @@ training: {{ global_batch_size: 64, framework: {} }}
   }
 }
 
+// So are ZeRO stages and context parallelism the framework does not run: FSDP has no ZeRO-1 or
+// ZeRO-2 mode, the Megatron-LM profile no sharded gradients, DeepSpeed no ring attention, and
+// Megatron's ring attention needs Transformer Engine.
+TEST(PipelineSchedule, ZeroStagesAndContextParallelismTheFrameworkDoesNotRunAreWarnedAbout) {
+  auto parse = [](const std::string& training, const std::string& parallel) {
+    return parse_scenario(fmt::format(R"(name: t
+model: {{ preset: gpt3-1.7b }}
+cluster: {{ gpu: a100-sxm-80gb, num_gpus: 8, gpus_per_node: 8 }}
+parallel: {{ {} }}
+training: {{ global_batch_size: 64, {} }}
+)",
+                                      parallel, training),
+                          "z.yaml");
+  };
+  EXPECT_TRUE(has_warning(parse("framework: fsdp", "zero_stage: 1, data_parallel: 8"),
+                          "z.yaml: parallel.zero_stage: 1 is not one of fsdp's ZeRO stages (0, 3: NO_SHARD, and "
+                          "FULL_SHARD or SHARD_GRAD_OP); simulated as given"));
+  EXPECT_TRUE(parse("framework: fsdp", "zero_stage: 3, data_parallel: 8").warnings.empty());
+  EXPECT_TRUE(has_warning(parse("framework: megatron-lm", "zero_stage: 3, data_parallel: 8"),
+                          "megatron-lm's ZeRO stages (0, 1)"));
+  EXPECT_TRUE(parse("framework: megatron-core", "zero_stage: 3, data_parallel: 8").warnings.empty());
+  EXPECT_TRUE(has_warning(parse("framework: deepspeed", "context_parallel: 2, data_parallel: 4"),
+                          "z.yaml: parallel.context_parallel: 2: deepspeed runs no ring context parallelism (its "
+                          "sequence parallelism is Ulysses"));
+  EXPECT_TRUE(has_warning(
+      parse("framework: megatron-core, megatron: { transformer_impl: local }", "context_parallel: 2, data_parallel: 4"),
+      "Transformer Engine's attention"));
+  EXPECT_TRUE(parse("framework: megatron-core", "context_parallel: 2, data_parallel: 4").warnings.empty());
+  EXPECT_TRUE(parse("framework: fsdp", "zero_stage: 3, context_parallel: 2, data_parallel: 4").warnings.empty());
+}
+
 TEST(NicDefault, NoWarningWhenGivenOrOnOneNode) {
   const Scenario given = parse_scenario(
       cluster_yaml("h100-sxm", 32, "  inter_node: { nic_bandwidth: \"200 Gb/s\", routing: ecmp }"), "g.yaml");

@@ -176,6 +176,21 @@ TEST(Search, ExploresTheFrameworksOwnSchedules) {
   EXPECT_EQ(
       schedules_of({"parallel.pipeline_parallel=2", "parallel.pipeline_schedule=dualpipe", "parallel.data_parallel=4"}),
       (std::set<Schedule>{Schedule::one_f_one_b, Schedule::interleaved_1f1b, Schedule::dualpipe}));
+  // The framework's ZeRO stages and context parallelism too.
+  auto plans_of = [&](const std::string& framework) {
+    SearchOptions z = o;
+    z.fix = {"parallel.recompute=none", "parallel.pipeline_parallel=1", "training.micro_batch_size=1"};
+    const Scenario base = parse_scenario(testing::tiny_gpt_yaml(1, 8, 1, 8, 16, "", 1024), "tiny.yaml",
+                                         {"training.framework=" + framework});
+    std::set<int> zeros, cps;
+    for (const auto& c : enumerate_candidates(base, z)) zeros.insert(c.par.zero_stage), cps.insert(c.par.cp);
+    return std::make_pair(zeros, cps);
+  };
+  EXPECT_EQ(plans_of("fsdp").first, (std::set<int>{0, 3}));
+  EXPECT_EQ(plans_of("megatron-core").first, (std::set<int>{0, 1, 2, 3}));
+  EXPECT_EQ(plans_of("megatron-lm").first, (std::set<int>{0, 1}));
+  EXPECT_EQ(plans_of("deepspeed").second, (std::set<int>{1}));
+  EXPECT_GT(plans_of("megatron-core").second.size(), 1u);
   // --fix names them: those run, whatever the framework.
   const SearchResult fixed = search(small_scenario(), small_options());
   EXPECT_TRUE(fixed.schedules_fixed);
