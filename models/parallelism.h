@@ -22,10 +22,11 @@ enum class Schedule { gpipe, one_f_one_b, interleaved_1f1b, zb_h1, zb_h2, zb_v, 
 // (distributed) optimizer, DeepSpeed ZeRO, PyTorch FSDP. A training-framework
 // profile selects it; megatron is the default.
 enum class StateLayout { megatron, deepspeed, fsdp };
-// flash: the GPU's default flash kernel (hw/gpus.yaml attention_kernel); fa2 / fa3 / cudnn
-// name one (FlashAttention-2, FlashAttention-3, cuDNN fused attention); naive materialises
-// the scores. All flash kinds do the same FLOPs and HBM traffic; their rates differ.
-enum class AttentionImpl { flash, naive, fa2, fa3, cudnn };
+// flash: the GPU's default flash kernel (hw/gpus.yaml attention_kernel); fa1 / fa2 / fa3 /
+// cudnn name one (FlashAttention-1, as flash-attn 1.x and MPT's Triton kernel run it;
+// FlashAttention-2, FlashAttention-3, cuDNN fused attention); naive materialises the
+// scores. All flash kinds do the same FLOPs and HBM traffic; their rates differ.
+enum class AttentionImpl { flash, naive, fa1, fa2, fa3, cudnn };
 // The loss kernels over a GPU's T × V/tp logits (models/ops.cpp head_ops): one fused pass
 // (flash-attn's cross entropy), Megatron's vocab_parallel_cross_entropy as PyTorch ops, or
 // that code under torch.compile (Megatron-core's --cross-entropy-loss-fusion).
@@ -178,11 +179,9 @@ constexpr bool splits_backward(Schedule s) {
 }
 // Schedules with a fixed two-chunk placement (virtual_pipeline_stages is 2).
 constexpr bool two_chunk_schedule(Schedule s) { return s == Schedule::zb_v || s == Schedule::dualpipe; }
-inline constexpr Spelling<AttentionImpl> kAttentionImplNames[] = {{AttentionImpl::flash, "flash"},
-                                                                  {AttentionImpl::naive, "naive"},
-                                                                  {AttentionImpl::fa2, "fa2"},
-                                                                  {AttentionImpl::fa3, "fa3"},
-                                                                  {AttentionImpl::cudnn, "cudnn"}};
+inline constexpr Spelling<AttentionImpl> kAttentionImplNames[] = {
+    {AttentionImpl::flash, "flash"}, {AttentionImpl::naive, "naive"}, {AttentionImpl::fa1, "fa1"},
+    {AttentionImpl::fa2, "fa2"},     {AttentionImpl::fa3, "fa3"},     {AttentionImpl::cudnn, "cudnn"}};
 inline constexpr Spelling<StateLayout> kStateLayoutNames[] = {
     {StateLayout::megatron, "megatron"}, {StateLayout::deepspeed, "deepspeed"}, {StateLayout::fsdp, "fsdp"}};
 

@@ -152,7 +152,7 @@ const std::vector<ScenarioKey>& key_table() {
       {"training.precision", "", "bf16", "fp32 | fp16 | bf16 | fp8", "--bf16 / --fp16 / --fp8-format",
        "bf16.enabled / fp16.enabled"},
       {"training.optimizer", "", "adam", "adam | adamw | sgd", "--optimizer", "optimizer.type"},
-      {"training.attention", "", "flash", "flash | fa2 | fa3 | cudnn | naive", "--use-flash-attn", ""},
+      {"training.attention", "", "flash", "flash | fa1 | fa2 | fa3 | cudnn | naive", "--use-flash-attn", ""},
       {"training.memory", "", "", "memory-model options", "", ""},
       {"training.memory.state_layout", "", "the framework's", "megatron | deepspeed | fsdp", "", ""},
       {"training.memory.allocator_overhead", "", "0", "reserved-minus-allocated gap, fraction of allocated, 0 to 4", "",
