@@ -204,6 +204,7 @@ TEST(Search, JsonShapeFollowsContract) {
   ASSERT_TRUE(j.contains("plans") && j["plans"].is_array());
   ASSERT_TRUE(j.contains("pruned") && j["pruned"].is_object());
   EXPECT_EQ(j["candidates"].get<std::int64_t>(), r.candidates);
+  EXPECT_EQ(j["schedules"].get<std::vector<std::string>>(), r.schedules);
   EXPECT_EQ(j["simulated"].get<std::int64_t>(), r.simulated);
   int rank = 1;
   for (const auto& p : j["plans"]) {
