@@ -1,6 +1,12 @@
 #include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "hw/errors.h"
 #include "hw/net/layout.h"
@@ -17,11 +23,46 @@
 
 namespace ptsim::cli {
 
+namespace {
+
+// A long run's progress on stderr (a simulation of every rank at thousands of GPUs can take
+// minutes): from the second second on, the simulated time and events so far, redrawn in place
+// on a terminal, a plain line every 5 s with --progress otherwise; the line is cleared when the
+// run ends.
+class RunProgress {
+ public:
+  explicit RunProgress(bool tty) : tty_(tty), t0_(std::chrono::steady_clock::now()) {}
+  ~RunProgress() {
+    if (tty_ && shown_) std::fprintf(stderr, "\r\033[K"), std::fflush(stderr);
+  }
+  void operator()(std::uint64_t events, double simulated_s) {
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    if (wall < 2.0 || wall - last_ < (tty_ ? 0.5 : 5.0)) return;
+    last_ = wall;
+    shown_ = true;
+    const std::string line = fmt::format("simulating: {:.3f} s of the iteration, {:.1f} M events, {:.0f} s",
+                                         simulated_s, events / 1e6, wall);
+    if (tty_)
+      std::fprintf(stderr, "\r\033[K%s", line.c_str());
+    else
+      std::fprintf(stderr, "%s\n", line.c_str());
+    std::fflush(stderr);
+  }
+
+ private:
+  bool tty_;
+  std::chrono::steady_clock::time_point t0_;
+  double last_ = 0;
+  bool shown_ = false;
+};
+
+}  // namespace
+
 Command run_command() {
   struct Opts {
     std::string scenario, json, csv, trace, report, calibration;
     std::vector<std::string> sets;
-    bool fold = false, quiet = false, no_link_sharing = false;
+    bool fold = false, quiet = false, no_link_sharing = false, progress = false, no_progress = false;
     int trace_ranks = 16;
     std::int64_t trials = 0;
     std::uint64_t seed = 1;
@@ -57,6 +98,10 @@ Command run_command() {
     sub->add_option("--seed", o->seed, "seed of --trials (default 1); the same seed gives the same numbers")
         ->needs(trials);
     sub->add_flag("-q,--quiet", o->quiet, "no summary on stdout");
+    sub->add_flag("--progress", o->progress,
+                  "progress on stderr (simulated time, events) every 5 s of a run longer than 2 s, even when "
+                  "stderr is not a terminal");
+    sub->add_flag("--no-progress", o->no_progress, "no progress on stderr");
     sub->add_option("--calibration", o->calibration, "cost table to use (overrides cluster.calibration)");
     return sub;
   };
@@ -71,6 +116,12 @@ Command run_command() {
     so.trace_max_ranks = o->trace_ranks;
     so.max_events = o->max_events;
     so.build.fuse_compute = o->trace.empty();
+    const bool tty = isatty(fileno(stderr)) != 0;
+    std::optional<RunProgress> progress;
+    if (!o->no_progress && (o->progress || tty)) {
+      progress.emplace(tty);
+      so.progress = [&progress](std::uint64_t events, double simulated_s) { (*progress)(events, simulated_s); };
+    }
     if (o->trials > 0 && !s.reliability)
       throw InputError(o->scenario, "reliability", "--trials needs a reliability section",
                        "add `reliability:` (README \"Goodput\"); an empty one takes every default");
@@ -81,6 +132,7 @@ Command run_command() {
         throw InputError(o->scenario, "", e.what());
       }
     }();
+    progress.reset();                                         // clears its line before anything else is written
     std::cerr << sim::warnings_text(result.result.warnings);  // README "Warnings": stderr, also in the JSON
     if (o->trials > 0 && result.result.goodput)
       result.result.goodput->trials = sim::goodput_trials(s, result.result.iteration_time_s, *result.result.goodput,

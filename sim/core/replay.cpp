@@ -260,9 +260,14 @@ void Replay::run() {
     }
     engine_.schedule(0, &Replay::on_resume, this, static_cast<std::uint64_t>(r.slot));
   }
+  std::uint64_t next_progress = kProgressEvents;
   while (engine_.pending() > 0) {
-    if (engine_.events_executed() >= opt_.max_events)
-      throw EventLimitError(engine_.events_executed(), opt_.max_events, false);
+    const std::uint64_t done = engine_.events_executed();
+    if (done >= opt_.max_events) throw EventLimitError(done, opt_.max_events, false);
+    if (done >= next_progress) {
+      next_progress = done + kProgressEvents;
+      if (opt_.progress) opt_.progress(done, engine_.now());
+    }
     engine_.step();
   }
   if (finished_ != static_cast<int>(ranks_.size())) {

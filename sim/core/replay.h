@@ -11,6 +11,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <vector>
 
@@ -83,6 +84,8 @@ inline constexpr std::uint8_t kComputeSpan = 0xff;
 // and the engine runs 10-30 M events/s, so the bound stops a runaway input after about one
 // to two minutes instead of hours.
 inline constexpr std::uint64_t kMaxEvents = 1'000'000'000;
+// ReplayOptions::progress is called every this many events (a few ms of simulation apart).
+inline constexpr std::uint64_t kProgressEvents = 1u << 18;
 
 // Thrown when a run would exceed (estimated before it starts) or exceeds its event bound;
 // simulate() turns it into an input error naming the scenario.
@@ -108,6 +111,9 @@ struct ReplayOptions {
   bool trace = false;
   int trace_max_ranks = 16;  // ranks shown in the trace: the first of each stage, then others up to this
   std::uint64_t max_events = kMaxEvents;
+  // Called every kProgressEvents simulated events with the events so far and the simulated
+  // time (ptsim run's progress line on stderr); empty: never.
+  std::function<void(std::uint64_t events, Tick now)> progress;
   // cluster.slow: every compute op of global rank i takes compute_scale[i] × its
   // duration (empty: all 1). Slow ranks break the symmetry folding relies on, so
   // it cannot be combined with `fold`.

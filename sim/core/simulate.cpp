@@ -389,6 +389,7 @@ Simulation simulate(const Scenario& s, const SimulateOptions& opt_in) {
   ro.deferred_starts = opt.deferred_starts;
   ro.inline_collectives = opt.inline_collectives && !opt.transport;  // a given transport cannot start over
   ro.inline_groups = opt.inline_groups;
+  if (opt.progress) ro.progress = [&opt](std::uint64_t events, Tick now) { opt.progress(events, to_seconds(now)); };
   if (slow) ro.compute_scale = s.cluster.slow_factor;
   AnalyticTransport analytic(*coll);
   std::unique_ptr<NetworkTransport> shared_net;

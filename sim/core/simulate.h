@@ -1,6 +1,8 @@
 // Scenario in, Result out: builds the cost models, the per-stage programs and
 // the replay, runs one iteration and derives the metrics of CONTRACT §3.
 #pragma once
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -30,6 +32,9 @@ struct SimulateOptions {
   bool deferred_starts = true;     // ReplayOptions::deferred_starts (off only to test it)
   bool inline_collectives = true;  // ReplayOptions::inline_collectives (off only to test it)
   bool inline_groups = true;       // ReplayOptions::inline_groups (off only to test it)
+  // Called every kProgressEvents simulated events with the events so far and the simulated
+  // seconds of the iteration (ReplayOptions::progress); empty: never.
+  std::function<void(std::uint64_t events, double simulated_s)> progress;
 };
 
 struct Simulation {

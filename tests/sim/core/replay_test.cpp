@@ -280,3 +280,28 @@ TEST(Replay, DataParallelGatherQueuesBehindAReductionOnOneStream) {
 
 }  // namespace
 }  // namespace ptsim::sim
+
+namespace ptsim::sim {
+namespace {
+
+// ptsim run's progress line: the replay reports every kProgressEvents events, the events so far
+// and the simulated time both growing, and reporting changes nothing it computes.
+TEST(ReplayProgress, ReportsEveryBlockOfEventsAndChangesNothing) {
+  const Scenario s = load_scenario(test::repo_path("scenarios/default.yaml"));
+  std::vector<std::pair<std::uint64_t, double>> calls;
+  SimulateOptions with;
+  with.progress = [&calls](std::uint64_t events, double simulated_s) { calls.emplace_back(events, simulated_s); };
+  const Simulation a = simulate(s, with);
+  const Simulation b = simulate(s);
+  ASSERT_EQ(a.result.events, b.result.events);
+  EXPECT_EQ(a.result.iteration_time_s, b.result.iteration_time_s);
+  ASSERT_EQ(calls.size(), (a.result.events - 1) / kProgressEvents);  // one per full block before the last event
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    EXPECT_EQ(calls[i].first, (i + 1) * kProgressEvents);
+    if (i > 0) EXPECT_GE(calls[i].second, calls[i - 1].second);
+    EXPECT_LE(calls[i].second, a.result.iteration_time_s);
+  }
+}
+
+}  // namespace
+}  // namespace ptsim::sim
