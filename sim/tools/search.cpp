@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <tuple>
 #include <utility>
@@ -165,16 +166,25 @@ SearchResult search(const Scenario& base, const SearchOptions& opt) {
   run.res.capacity_bytes = base.cluster.gpu.hbm;
   run.res.min_headroom = opt.min_headroom;
   run.res.sort = opt.sort;
-  std::uint32_t schedules = 0;
+  std::uint32_t schedules = 0, zeros = 0;
+  std::set<int> cps;
   for (const auto& c : run.cands) {
     if (run.sizes.empty() || run.sizes.back() != c.num_gpus) run.sizes.push_back(c.num_gpus);
     schedules |= schedule_bit(c.par.schedule);
+    zeros |= 1u << c.par.zero_stage;
+    cps.insert(c.par.cp);
   }
   for (const auto& [s, name] : models::kScheduleNames)
     if (schedules & schedule_bit(s)) run.res.schedules.emplace_back(name);
-  run.res.schedules_fixed = std::any_of(opt.fix.begin(), opt.fix.end(), [](const std::string& f) {
-    return f.rfind("parallel.pipeline_schedule=", 0) == 0;
-  });
+  for (int z = 0; z < 4; ++z)
+    if (zeros & (1u << z)) run.res.zero_stages.push_back(z);
+  run.res.context_parallel.assign(cps.begin(), cps.end());
+  const auto fixed = [&](const std::string& key) {
+    return std::any_of(opt.fix.begin(), opt.fix.end(),
+                       [&](const std::string& f) { return f.rfind(key + "=", 0) == 0; });
+  };
+  run.res.space_fixed =
+      fixed("parallel.pipeline_schedule") && fixed("parallel.zero_stage") && fixed("parallel.context_parallel");
 
   // 1. Validity, memory and bound, for every candidate (no simulation).
   plan_search::pre_pass(run);

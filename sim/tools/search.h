@@ -148,9 +148,11 @@ struct SearchResult {
   // candidates = every plan enumerated; fit = those valid whose analytical peak
   // fits (the plans the simulate phase settles); simulated ⊆ fit.
   std::int64_t candidates = 0, fit = 0, simulated = 0;
-  // The pipeline schedules the candidates run (the framework's own unless --fix names others).
+  // The pipeline schedules, ZeRO stages and context-parallel sizes the candidates run: the
+  // framework's own and the scenario's unless --fix names others (space_fixed: it names all three).
   std::vector<std::string> schedules;
-  bool schedules_fixed = false;  // by --fix parallel.pipeline_schedule
+  std::vector<int> zero_stages, context_parallel;
+  bool space_fixed = false;
   double min_headroom = 0;
   std::vector<FamilyVerdict> losers;
   std::vector<SimulatedPoint> simulated_points;  // every simulated plan, best bound first

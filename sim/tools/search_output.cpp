@@ -220,6 +220,8 @@ nlohmann::json search_to_json(const SearchResult& r) {
           {"pruned", pruned},
           {"candidates", r.candidates},
           {"schedules", r.schedules},
+          {"zero_stages", r.zero_stages},
+          {"context_parallel", r.context_parallel},
           {"fit", r.fit},
           {"simulated", r.simulated},
           {"min_headroom", r.min_headroom},
@@ -321,11 +323,13 @@ std::string counts_text(const SearchResult& r) {
     if (k.find("(simulated)") != std::string::npos) sim_lost += v;
   if (sim_lost > 0) out += fmt::format("  ({} simulated plans over the memory limit)\n", sim_lost);
   if (!r.schedules.empty())
-    out += wrapped(fmt::format("pipeline schedules: {}{}", fmt::join(r.schedules, ", "),
-                               r.schedules_fixed ? ""
-                                                 : " (the framework's own and the scenario's; --fix "
-                                                   "parallel.pipeline_schedule=... adds others)"),
-                   2);
+    out += wrapped(
+        fmt::format("pipeline schedules {}; ZeRO stages {}; context parallel {}{}", fmt::join(r.schedules, ", "),
+                    fmt::join(r.zero_stages, ", "), fmt::join(r.context_parallel, ", "),
+                    r.space_fixed ? ""
+                                  : " (the framework's own and the scenario's; --fix "
+                                    "parallel.pipeline_schedule=..., zero_stage, context_parallel adds others)"),
+        2);
   return out;
 }
 

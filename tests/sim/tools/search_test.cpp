@@ -164,7 +164,7 @@ TEST(Search, ExploresTheFrameworksOwnSchedules) {
     const SearchResult r = search(base, o);
     std::set<models::Schedule> run;
     for (const auto& c : enumerate_candidates(base, o)) run.insert(c.par.schedule);
-    EXPECT_FALSE(r.schedules_fixed);
+    EXPECT_FALSE(r.space_fixed);
     EXPECT_EQ(r.schedules.size(), run.size());
     return run;
   };
@@ -193,9 +193,10 @@ TEST(Search, ExploresTheFrameworksOwnSchedules) {
   EXPECT_GT(plans_of("megatron-core").second.size(), 1u);
   // --fix names them: those run, whatever the framework.
   const SearchResult fixed = search(small_scenario(), small_options());
-  EXPECT_TRUE(fixed.schedules_fixed);
+  EXPECT_FALSE(fixed.space_fixed);  // the schedule and ZeRO stages only
   EXPECT_NE(std::find(fixed.schedules.begin(), fixed.schedules.end(), "zb-h1"), fixed.schedules.end());
-  EXPECT_NE(search_summary_text(fixed).find("pipeline schedules: gpipe, 1f1b"), std::string::npos);
+  EXPECT_NE(search_summary_text(fixed).find("pipeline schedules gpipe, 1f1b"), std::string::npos);
+  EXPECT_EQ(fixed.zero_stages, (std::vector<int>{0, 1}));
 }
 
 TEST(Search, JsonShapeFollowsContract) {
@@ -205,6 +206,8 @@ TEST(Search, JsonShapeFollowsContract) {
   ASSERT_TRUE(j.contains("pruned") && j["pruned"].is_object());
   EXPECT_EQ(j["candidates"].get<std::int64_t>(), r.candidates);
   EXPECT_EQ(j["schedules"].get<std::vector<std::string>>(), r.schedules);
+  EXPECT_EQ(j["zero_stages"].get<std::vector<int>>(), r.zero_stages);
+  EXPECT_EQ(j["context_parallel"].get<std::vector<int>>(), r.context_parallel);
   EXPECT_EQ(j["simulated"].get<std::int64_t>(), r.simulated);
   int rank = 1;
   for (const auto& p : j["plans"]) {
