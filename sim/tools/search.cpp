@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -179,12 +178,7 @@ SearchResult search(const Scenario& base, const SearchOptions& opt) {
   for (int z = 0; z < 4; ++z)
     if (zeros & (1u << z)) run.res.zero_stages.push_back(z);
   run.res.context_parallel.assign(cps.begin(), cps.end());
-  const auto fixed = [&](const std::string& key) {
-    return std::any_of(opt.fix.begin(), opt.fix.end(),
-                       [&](const std::string& f) { return f.rfind(key + "=", 0) == 0; });
-  };
-  run.res.space_fixed =
-      fixed("parallel.pipeline_schedule") && fixed("parallel.zero_stage") && fixed("parallel.context_parallel");
+  run.res.space_fixed = plan_search::fixes_framework_space(opt);
 
   // 1. Validity, memory and bound, for every candidate (no simulation).
   plan_search::pre_pass(run);

@@ -34,6 +34,10 @@ void parallel_for(std::int64_t n, int threads, const std::function<void(std::int
 
 int hardware_threads(int requested);
 
+// Whether --fix names the pipeline schedules, ZeRO stages and context-parallel sizes alike (the
+// search then explores those, not the framework's own: SearchResult::space_fixed).
+bool fixes_framework_space(const SearchOptions& opt);
+
 enum class Verdict : std::uint8_t { survivor, invalid, oom };
 
 // One candidate's pre-pass (no simulation).

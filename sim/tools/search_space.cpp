@@ -374,6 +374,12 @@ std::vector<PlanCandidate> branch(const std::vector<PlanCandidate>& level, Value
 
 }  // namespace
 
+bool plan_search::fixes_framework_space(const SearchOptions& opt) {
+  const Restrictions fix = parse_fix(opt.fix);
+  return fix.has("parallel.pipeline_schedule") && fix.has("parallel.zero_stage") &&
+         fix.has("parallel.context_parallel");
+}
+
 std::vector<PlanCandidate> enumerate_candidates(const Scenario& base, const SearchOptions& opt) {
   const SearchSpace space(base, opt);
   std::vector<PlanCandidate> level;
