@@ -27,7 +27,7 @@ PerAlgo base_latency(NcclVersion v) {
     return {{{6.8, 14.0, 0}, {6.6, 14.0, 8.4}, {6.8, 14.0, 0}, {6.8, 14.0, 0}, {0, 0, 23}, {0, 0, 23}}};
   // v2.19.3-1 .. v2.22.3-1: NVLS moved its base latency into hwLat; Tree Simple 0.
   if (v.minor <= 22) return {{{6.8, 14.0, 0}, {6.6, 14.0, 8.4}}};
-  // v2.23.4-1 .. v2.27.3-1: Tree Simple 8.4.
+  // v2.23.4-1 .. v2.30.7-1: Tree Simple 8.4 (from v2.28.3-1 PAT's 8 µs base sits in this table too).
   return {{{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}}};
 }
 
@@ -35,14 +35,14 @@ PerAlgo base_latency(NcclVersion v) {
 std::array<PerAlgo, 3> hop_latency(NcclVersion v) {
   // Tree Simple per hop: 4 / 6 / 14 in v2.18.3-1, 28 everywhere in v2.19–v2.22,
   // 4 / 4 / 14 from v2.23.4-1. NVLS on NVLink: 0 (v2.18), 23 (v2.19–2.20), 25 (v2.21+);
-  // NVLS / NVLS-tree on the network 18 / 19 (v2.18), 18 / 14 (v2.19+). CollNet rows as
-  // in v2.23.4-1 (direct 3.7 / 3.7 / 31, chain 2.8 / 2.8 / 30). Ring and Tree LL, LL128
-  // and Ring Simple are the same in every version read.
+  // NVLS / NVLS-tree on the network 18 / 19 (v2.18), 18 / 14 (v2.19 to v2.28.7-1), 18 / 20.9
+  // (v2.28.9-1 on). CollNet rows as in v2.23.4-1 (direct 3.7 / 3.7 / 31, chain 2.8 / 2.8 /
+  // 30). Ring and Tree LL, LL128 and Ring Simple are the same in every version read.
   const double tree_s_nvl = v.minor <= 18 ? 4 : v.minor <= 22 ? 28 : 4;
   const double tree_s_pci = v.minor <= 18 ? 6 : v.minor <= 22 ? 28 : 4;
   const double tree_s_net = v.minor <= 18 ? 14 : v.minor <= 22 ? 28 : 14;
   const double nvls_nvl = v.minor <= 18 ? 0 : v.minor <= 20 ? 23 : 25;
-  const double nvls_tree_net = v.minor <= 18 ? 19 : 14;
+  const double nvls_tree_net = v.minor <= 18 ? 19 : v.at_least(28, 9) ? 20.9 : 14;
   std::array<PerAlgo, 3> h{};
   h[kNvlink] = {{{.6, 1.25, tree_s_nvl}, {.6, 1.9, 3.4}, {0, 0, 3.7}, {0, 0, 2.8}, {0, 0, nvls_nvl}, {0, 0, nvls_nvl}}};
   h[kPci] = {{{1.0, 1.9, tree_s_pci}, {1.0, 2.5, 5.7}, {0, 0, 3.7}, {0, 0, 2.8}}};
@@ -50,31 +50,58 @@ std::array<PerAlgo, 3> hop_latency(NcclVersion v) {
   return h;
 }
 
-// Per-architecture caps (GB/s), v2.23.4-1 (llMaxBws, perChMaxRingLL128Bws,
-// perChMaxTreeLL128Bws, perChMaxTreeBws), columns 1 node / 2 nodes / more. v2.18.3-1
-// had Ampere's LL row for Hopper too.
+// Per-architecture caps (GB/s): llMaxBws, perChMaxRingLL128Bws, perChMaxTreeLL128Bws,
+// perChMaxTreeBws and (v2.28+) perChMaxNVLSTreeBws, columns 1 node / 2 nodes / more, rows
+// Volta, Ampere, Hopper, Blackwell. NCCL indexes them by compute capability (>= 100
+// Blackwell from v2.25.1-1; before, Blackwell took Hopper's rows). Hopper's LL row was
+// Ampere's until v2.20.3-1 (v2.21.5-1: 141 / 45 / 35). Blackwell's rows: twice Hopper's in
+// v2.25.1-1 .. v2.27.7-1; from v2.28.3-1 its own Tree rows (LL128 55.6 / 31.67 / 20, Simple
+// 70 / 42.8 / 24), its ring LL128 row 73.4 (2 × 36.7) in v2.28.3-1, 73.4 / 34.6 / 73.4 from
+// v2.28.7-1, 34.5 / 34.6 / 34.5 in v2.29.2-1 .. v2.29.3-1, 40 from v2.29.7-1; its NVLS-tree
+// row 96 / 43.1 (2 / more nodes) in v2.28.3-1 .. v2.28.7-1, 96 / 43.8 from v2.28.9-1, 96 / 80
+// from v2.30.3-1 (Hopper 57.7 / 45.5).
 struct Caps {
-  double ll_max, ring_ll128_per_ch, tree_ll128_per_ch, tree_per_ch;
+  double ll_max, ring_ll128_per_ch, tree_ll128_per_ch, tree_per_ch, nvls_tree_per_ch;
 };
 Caps caps(GpuArch arch, CpuVendor cpu, int n_nodes, NcclVersion v) {
   const int col = n_nodes <= 2 ? n_nodes - 1 : 2;
-  static constexpr double ll[3][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}};
+  static constexpr double ll[4][3] = {
+      {39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {2 * 141.0, 2 * 45.0, 2 * 35.0}};
   static constexpr double ring128[3][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 36.7}};
   static constexpr double tree128[3][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 29.0}};
   static constexpr double tree[3][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}};
-  const int a = static_cast<int>(arch);
+  static constexpr double nvls_tree_hopper[3] = {0, 57.7, 45.5};
+  int a = static_cast<int>(arch);
+  if (arch == GpuArch::blackwell && !v.at_least(25)) a = static_cast<int>(GpuArch::hopper);
   // Multi-node LL is capped by the CPU's row (index 1 for AMD, else 0); one node by the GPU's.
   int ll_row = n_nodes == 1 ? a : cpu == CpuVendor::amd ? 1 : 0;
-  if (v.minor <= 18 && ll_row == 2) ll_row = 1;
-  return {ll[ll_row][col], ring128[a][col], tree128[a][col], tree[a][col]};
+  if (!v.at_least(21) && ll_row == 2) ll_row = 1;
+  if (a < 3) return {ll[ll_row][col], ring128[a][col], tree128[a][col], tree[a][col], nvls_tree_hopper[col]};
+  // Blackwell's own rows (v2.25+).
+  if (!v.at_least(28)) {
+    const int h = static_cast<int>(GpuArch::hopper);
+    return {ll[ll_row][col], 2 * ring128[h][col], 2 * tree128[h][col], 2 * tree[h][col], 0};
+  }
+  static constexpr double tree128_b[3] = {55.6, 31.67, 20.0};
+  static constexpr double tree_b[3] = {70.0, 42.8, 24.0};
+  double ring128_b = 2 * 36.7;
+  if (v.at_least(29, 7))
+    ring128_b = 40.0;
+  else if (v.at_least(29))
+    ring128_b = col == 1 ? 34.6 : 34.5;
+  else if (v.at_least(28, 7) && col == 1)
+    ring128_b = 34.6;
+  const double nvls_tree_b[3] = {0, 96.0, v.at_least(30) ? 80.0 : v.at_least(28, 9) ? 43.8 : 43.1};
+  return {ll[ll_row][col], ring128_b, tree128_b[col], tree_b[col], nvls_tree_b[col]};
 }
 
 // Tree all-reduce correction by log2(bytes / 64), 64 B .. 256 MB, [LL, LL128, Simple]
-// (treeCorrectionFactor, v2.23.4-1 ncclTopoGetAlgoTime).
-constexpr double kTreeCorrection[3][23] = {
-    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
-    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
-    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
+// (treeCorrectionFactor, v2.23.4-1 ncclTopoGetAlgoTime); v2.29.2-1 added a 24th column
+// (512 MB: 1.0, 1.0, .9), which only its NVLS-tree correction on Blackwell reaches.
+constexpr double kTreeCorrection[3][24] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9}};
 
 bool available(CollectiveKind kind, NcclAlgo a, NcclProto p, const NcclComm& c, NcclVersion v) {
   const bool simple = p == NcclProto::simple;
@@ -102,6 +129,26 @@ bool available(CollectiveKind kind, NcclAlgo a, NcclProto p, const NcclComm& c, 
 
 namespace {
 
+// NCCL's NVLS / NVLS-tree bus bandwidth (GB/s) from v2.28.3-1: the NVLS graph's per-channel
+// intra-node bandwidth times nvlsEfficiency (Hopper 0.85, Blackwell 0.74) and (channels −
+// 1) / channels, doubled for all-reduce (two operations pipelined) or times (ppn − 1) / ppn
+// for all-gather / reduce-scatter; the inter-node side (doubled for NVLS-tree on two nodes)
+// and NVLS-tree's per-channel cap bound it. ptsim does not run NCCL's NVLS graph search: its
+// channels are the node's GPUs (one NVLS head each, the "Pattern 5, crossNic 0, nChannels
+// 8" of the H100 dump in NVIDIA/nccl#1197) and its intra-node total the ring's; inside one
+// node the inter-node side does not bind (the search raises the NVLS graph's bwInter to up
+// to twice its bwIntra, search.cc: 40 / 60 in that dump).
+double nvls_bus_gbs(CollectiveKind kind, NcclAlgo a, const NcclComm& c, const Caps& cap) {
+  const double nch = std::max(2.0, c.ppn());
+  const double eff = c.arch == GpuArch::blackwell ? 0.74 : 0.85;
+  double intra = c.bus_bw_intra / 1e9 * eff * (nch - 1) / nch;
+  intra *= kind == CollectiveKind::all_reduce ? 2.0 : (c.ppn() - 1) / c.ppn();
+  if (c.n_nodes == 1) return intra;
+  double inter = c.bus_bw_inter / 1e9 * (a == NcclAlgo::nvls_tree && c.n_nodes <= 2 ? 2 : 1);
+  if (a == NcclAlgo::nvls_tree) inter = std::min(inter, nch * cap.nvls_tree_per_ch);
+  return std::min(intra, inter);
+}
+
 // NCCL's bandwidth (GB/s) of (a, p): bus bandwidth with the protocol's efficiency,
 // converted to the bandwidth that divides the whole buffer (ncclTopoTuneModel).
 double bandwidth_gbs(CollectiveKind kind, NcclAlgo a, NcclProto p, const NcclComm& c, NcclVersion v, int nsteps) {
@@ -109,9 +156,16 @@ double bandwidth_gbs(CollectiveKind kind, NcclAlgo a, NcclProto p, const NcclCom
   const int nn = c.n_nodes;
   const double ch = c.n_channels;
   const Caps cap = caps(c.arch, c.cpu, nn, v);
+  const bool ar = kind == CollectiveKind::all_reduce;
+  const bool rs_ag = kind == CollectiveKind::reduce_scatter || kind == CollectiveKind::all_gather;
+  const bool nvls_any = a == NcclAlgo::nvls || a == NcclAlgo::nvls_tree;
   double bus = nn == 1 ? intra : std::min(intra, inter);
   if (a == NcclAlgo::nvls_tree) bus = std::min(intra, nn <= 2 ? inter : inter / 2);
-  const bool ar = kind == CollectiveKind::all_reduce;
+  // v2.27.3-1: an NVLS all-gather / reduce-scatter moves (ppn − 1) / ppn of the buffer
+  // through the switch, and across nodes 0.9 of the inter-node bandwidth.
+  if (a == NcclAlgo::nvls && rs_ag && v.at_least(27))
+    bus = nn == 1 ? intra * (c.ppn() - 1) / c.ppn() : std::min(intra * (c.ppn() - 1) / c.ppn(), inter * 0.9);
+  if (nvls_any && v.at_least(28)) bus = nvls_bus_gbs(kind, a, c, cap);
   if (a == NcclAlgo::ring && p == NcclProto::ll)  // LL: half the wire carries flags; 1/4 or 1/3 before v2.21
     bus = std::min(cap.ll_max, bus * (v.minor >= 21 ? 0.5 : (nn > 1 || ar) ? 0.25 : 1.0 / 3.0));
   if (a == NcclAlgo::ring && p == NcclProto::ll128)  // 120 of 128 bytes; 0.7 at one GPU per node before v2.23
@@ -120,18 +174,19 @@ double bandwidth_gbs(CollectiveKind kind, NcclAlgo a, NcclProto p, const NcclCom
   if (a == NcclAlgo::tree && p == NcclProto::ll) bus = std::min(bus / 3.8, cap.ll_max);
   if (a == NcclAlgo::tree && p == NcclProto::ll128)
     bus = std::min(bus * (nn == 1 ? 7.0 / 9.0 : 120.0 / 128.0), ch * cap.tree_ll128_per_ch);
-  if (a == NcclAlgo::pat) bus *= .85;
+  if (a == NcclAlgo::pat) bus *= v.at_least(24) ? .75 : .85;  // .85 in v2.23.4-1, .75 from v2.24.3-1
   if (a == NcclAlgo::collnet_direct) {  // GPU / NIC ratio penalty (v2.23.4-1)
     double f = c.ppn() / ch;
     f -= (f - 1) / 2;
     bus /= f;
-    if (c.arch == GpuArch::hopper) bus *= .85;
+    if (c.arch == GpuArch::hopper || c.arch == GpuArch::blackwell) bus *= .85;
   }
   if (a == NcclAlgo::collnet_chain && v.minor <= 18) bus *= .75;
   // Bus to algorithm bandwidth; from v2.20 not for the non-ring all-gather / reduce-scatter.
-  const bool rs_ag = kind == CollectiveKind::reduce_scatter || kind == CollectiveKind::all_gather;
   if (v.minor >= 20 && a != NcclAlgo::ring && rs_ag) return bus;
   if (a == NcclAlgo::ring) return bus * c.n_ranks / nsteps;
+  // From v2.28.3-1 NVLS and NVLS-tree convert as the ring does (nRanks / nsteps).
+  if (nvls_any && v.at_least(28)) return bus * c.n_ranks / nsteps;
   if (a == NcclAlgo::nvls) return bus * 5.0 / 6.0;
   if (a == NcclAlgo::nvls_tree) return bus * (v.minor <= 18 ? .70 * nn / (2.0 * (nn - 1)) : 5.0 / 6.0);
   return bus * .5;
@@ -184,8 +239,8 @@ double latency_us(CollectiveKind kind, NcclAlgo a, NcclProto p, const NcclComm& 
 int nccl_channels(int nics_per_node) { return std::max(2, 2 * nics_per_node); }
 
 NcclVersion parse_nccl_version(std::string_view text) {
-  const std::string_view range = "accepted: 2.18 to 2.27, e.g. \"2.23\" or \"2.21.5\"";
-  int major = 0, minor = 0;
+  const std::string_view range = "accepted: 2.18 to 2.30, e.g. \"2.23\" or \"2.28.3\"";
+  int major = 0, minor = 0, patch = -1;
   const char* end = text.data() + text.size();
   auto r = std::from_chars(text.data(), end, major);
   bool ok = r.ec == std::errc{} && r.ptr != end && *r.ptr == '.';
@@ -193,8 +248,7 @@ NcclVersion parse_nccl_version(std::string_view text) {
     r = std::from_chars(r.ptr + 1, end, minor);
     ok = r.ec == std::errc{};
     if (ok && r.ptr != end) {  // a patch level
-      int patch = 0;
-      ok = *r.ptr == '.' && r.ptr + 1 != end;
+      ok = *r.ptr == '.' && r.ptr + 1 != end && r.ptr[1] != '-';
       if (ok) r = std::from_chars(r.ptr + 1, end, patch);
       ok = ok && r.ec == std::errc{} && r.ptr == end;
     }
@@ -202,7 +256,7 @@ NcclVersion parse_nccl_version(std::string_view text) {
   if (!ok) throw std::invalid_argument(fmt::format("'{}' is not a NCCL version ({})", text, range));
   if (major != 2 || minor < kMinNcclMinor || minor > kMaxNcclMinor)
     throw std::invalid_argument(fmt::format("NCCL {} is not modelled ({})", text, range));
-  return {minor};
+  return {minor, patch};
 }
 
 std::string_view to_string(NcclAlgo a) {
@@ -237,6 +291,10 @@ std::vector<NcclEstimate> nccl_estimates(CollectiveKind kind, const NcclComm& c,
       if (!(bw > 0)) continue;
       const int log_size = log2i(bytes / 64);  // ncclTopoGetAlgoTime (v2.23.4-1)
       if (a == NcclAlgo::tree && ar && log_size >= 0 && log_size < 23) bw *= kTreeCorrection[ip][log_size];
+      // v2.29.2-1: NVLS-tree all-reduce on Blackwell with an x86 host takes the same correction.
+      if (a == NcclAlgo::nvls_tree && ar && v.at_least(29) && c.arch == GpuArch::blackwell && c.cpu != CpuVendor::arm &&
+          log_size >= 0 && log_size < 24)
+        bw *= kTreeCorrection[ip][log_size];
       // "Plateau effect of ring": multi-node Simple all-reduce with >= 64 B per channel and rank.
       if (a == NcclAlgo::ring && p == NcclProto::simple && c.n_nodes > 1 && ar && bytes / (c.n_channels * n) >= 64)
         lat *= c.arch == GpuArch::volta ? 1.9 : 1.4;

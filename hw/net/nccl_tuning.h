@@ -2,8 +2,10 @@
 // latency (µs) and a bandwidth (GB/s), time = latency + bytes / bandwidth, and the
 // tuner runs the pair with the smallest predicted time. The constants and formulas
 // are those of NCCL's src/graph/tuning.cc (ncclTopoTuneModel, ncclTopoGetAlgoTime),
-// read in the tags v2.18.3-1, v2.19.3-1, v2.21.5-1, v2.23.4-1 and v2.27.3-1 of
-// github.com/NVIDIA/nccl; each figure in nccl_tuning.cpp names the version it comes from.
+// read in every release tag of github.com/NVIDIA/nccl from v2.18.3-1 to v2.30.7-1 (each
+// minor's first tag diffed against the previous minor's, and the 2.28 / 2.29 patch tags,
+// whose Blackwell and NVLS-tree constants moved); each figure in nccl_tuning.cpp names the
+// version it comes from.
 //
 // What NCCL's tuner sees is reduced to NcclComm: rank and node counts, the GPU
 // generation (it indexes NCCL's per-architecture caps), whether the node's GPUs talk
@@ -12,8 +14,10 @@
 // topology search; ptsim from the cluster's links), and whether NVLink SHARP (NVLS,
 // NVSwitch + H100) or in-network reduction (CollNet, SHARP switches) exist.
 //
-// Versions: "2.18" to "2.27" (cluster.nccl_version). NVLS and NVLS-tree are in every
-// one of them; PAT (all-gather / reduce-scatter with one GPU per node) from 2.23.
+// Versions: "2.18" to "2.30" (cluster.nccl_version), optionally with the patch level
+// ("2.28.3"); without one, a minor's latest release read (2.28.9, 2.29.7, 2.30.7). NVLS and
+// NVLS-tree are in every one of them; PAT (all-gather / reduce-scatter with one GPU per
+// node) from 2.23; Blackwell's own rows of the per-architecture caps from 2.25.
 #pragma once
 
 #include <optional>
@@ -26,10 +30,13 @@ namespace ptsim::hw::net {
 
 struct NcclVersion {
   int minor = 27;  // 2.minor
+  int patch = -1;  // -1: the minor's latest release
+  // At least 2.m.p (a version without a patch level counts as the minor's latest).
+  constexpr bool at_least(int m, int p = 0) const { return minor > m || (minor == m && (patch < 0 || patch >= p)); }
 };
 inline constexpr std::string_view kDefaultNcclVersion = "2.27";
-inline constexpr int kMinNcclMinor = 18, kMaxNcclMinor = 27;
-// "2.18" .. "2.27", optionally with a patch level ("2.21.5"); throws
+inline constexpr int kMinNcclMinor = 18, kMaxNcclMinor = 30;
+// "2.18" .. "2.30", optionally with a patch level ("2.21.5"); throws
 // std::invalid_argument naming the accepted range otherwise.
 NcclVersion parse_nccl_version(std::string_view text);
 
@@ -38,11 +45,11 @@ enum class NcclProto : std::uint8_t { ll, ll128, simple };
 std::string_view to_string(NcclAlgo a);
 std::string_view to_string(NcclProto p);
 
-enum class GpuArch : std::uint8_t { volta, ampere, hopper };
+enum class GpuArch : std::uint8_t { volta, ampere, hopper, blackwell };
 // The host CPU NCCL detects (ncclTopoCpuType): it sets the cost of posting a network
 // send (getNetOverhead: 1 µs on Intel x86, 2 µs on AMD x86, 1 µs otherwise, 3× for
 // Simple) and which row of llMaxBws caps multi-node LL (AMD's lower row), in every
-// version from v2.18.3-1 to v2.27.3-1 (src/graph/tuning.cc).
+// version from v2.18.3-1 to v2.30.7-1 (src/graph/tuning.cc).
 enum class CpuVendor : std::uint8_t { intel, amd, arm };
 
 struct NcclComm {

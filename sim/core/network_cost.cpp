@@ -129,11 +129,12 @@ namespace {
 bool nccl_tuned(CollectiveKind c) { return c != CollectiveKind::all_to_all && c != CollectiveKind::send_recv; }
 
 // NCCL's per-architecture tables are indexed by compute capability: Volta, Ampere,
-// Hopper (newer GPUs use Hopper's row here).
+// Hopper, Blackwell (B100 / B200 / GB200, compute capability 10.0).
 hw::net::GpuArch gpu_arch(const hw::GpuSpec& g) {
   const std::string& n = g.name;
   if (n.rfind("v100", 0) == 0) return hw::net::GpuArch::volta;
-  if (g.nvls || n.rfind("h1", 0) == 0 || n.rfind("h2", 0) == 0 || n.rfind("b", 0) == 0) return hw::net::GpuArch::hopper;
+  if (n.rfind("b", 0) == 0 || n.rfind("gb", 0) == 0) return hw::net::GpuArch::blackwell;
+  if (g.nvls || n.rfind("h1", 0) == 0 || n.rfind("h2", 0) == 0) return hw::net::GpuArch::hopper;
   return hw::net::GpuArch::ampere;
 }
 

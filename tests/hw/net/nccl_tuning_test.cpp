@@ -35,10 +35,18 @@ bool offers(const std::vector<NcclEstimate>& v, NcclAlgo a) {
 
 TEST(NcclTuning, ParsesVersionsAndRejectsOthers) {
   EXPECT_EQ(parse_nccl_version("2.23").minor, 23);
+  EXPECT_EQ(parse_nccl_version("2.23").patch, -1);  // the minor's latest release
   EXPECT_EQ(parse_nccl_version("2.21.5").minor, 21);
-  EXPECT_EQ(parse_nccl_version(kDefaultNcclVersion).minor, kMaxNcclMinor);
-  for (const char* bad : {"2.17", "2.28", "3.1", "abc", "2.", "2.23.", "2.23x", "", "2.18.1.1"})
+  EXPECT_EQ(parse_nccl_version("2.28.3").patch, 3);
+  EXPECT_EQ(parse_nccl_version("2.30").minor, kMaxNcclMinor);
+  EXPECT_EQ(parse_nccl_version(kDefaultNcclVersion).minor, 27);
+  for (const char* bad : {"2.17", "2.31", "3.1", "abc", "2.", "2.23.", "2.23x", "", "2.18.1.1", "2.28.-1"})
     EXPECT_THROW(parse_nccl_version(bad), std::invalid_argument) << bad;
+  // A version without a patch level counts as the minor's latest.
+  EXPECT_TRUE(parse_nccl_version("2.28").at_least(28, 9));
+  EXPECT_FALSE(parse_nccl_version("2.28.3").at_least(28, 9));
+  EXPECT_TRUE(parse_nccl_version("2.29.2").at_least(28, 9));
+  EXPECT_FALSE(parse_nccl_version("2.27").at_least(28));
 }
 
 TEST(NcclTuning, RingLatencyInsideANodeIsBasePlusOneHopPerStep) {
@@ -187,6 +195,133 @@ TEST(NcclTuning, RejectsPointToPointAndBadCommunicators) {
   c.bus_bw_inter = 0;
   EXPECT_THROW(nccl_estimates(CollectiveKind::all_reduce, c, 1, v), std::invalid_argument);
   EXPECT_EQ(nccl_choose(CollectiveKind::all_reduce, dgx_a100(), 1 << 20, v, NcclAlgo::nvls), std::nullopt);
+}
+
+TEST(NcclTuning, PatBandwidthDropsFrom224) {
+  // PAT's bus bandwidth: × .85 in v2.23.4-1, × .75 from v2.24.3-1 (tuning.cc); one GPU a
+  // node, so the ring's inter-node 24 GB/s; all-gather keeps bus bandwidth (v2.20+).
+  const auto c = dgx_a100(64, 1);
+  auto pat = [&](const char* ver) {
+    return find(nccl_estimates(CollectiveKind::all_gather, c, 1 << 20, parse_nccl_version(ver)), NcclAlgo::pat,
+                NcclProto::simple)
+        .bandwidth;
+  };
+  EXPECT_NEAR(pat("2.23"), 24e9 * .85, 1e3);
+  EXPECT_NEAR(pat("2.24"), 24e9 * .75, 1e3);
+  EXPECT_NEAR(pat("2.30"), 24e9 * .75, 1e3);
+}
+
+TEST(NcclTuning, HopperLlRowWasAmperesBefore221) {
+  // llMaxBws' Hopper row: Ampere's 87.7 GB/s on one node until v2.20.3-1, 141 from v2.21.5-1.
+  NcclComm c = dgx_a100();
+  c.arch = GpuArch::hopper;
+  c.bus_bw_intra = 367e9;
+  auto ll = [&](const char* ver) {
+    return find(nccl_estimates(CollectiveKind::all_reduce, c, 1 << 20, parse_nccl_version(ver)), NcclAlgo::ring,
+                NcclProto::ll)
+        .bandwidth;
+  };
+  EXPECT_NEAR(ll("2.20"), 87.7e9 * 8 / 14, 1e3);   // min(87.7, 367 / 4)
+  EXPECT_NEAR(ll("2.21"), 141.0e9 * 8 / 14, 1e3);  // min(141, 367 / 2)
+}
+
+// One H100 node with NVLink SHARP; the ring's 367 GB/s stands for NCCL's NVLS graph.
+NcclComm hgx_h100(int nodes = 1) {
+  NcclComm c = dgx_a100(nodes);
+  c.arch = GpuArch::hopper;
+  c.bus_bw_intra = 367e9;
+  c.bus_bw_inter = 8 * 48e9 * 0.96;
+  c.nvls = true;
+  return c;
+}
+
+TEST(NcclTuning, NvlsBandwidthByVersion) {
+  const auto c = hgx_h100();
+  auto bw = [&](CollectiveKind k, const char* ver) {
+    return find(nccl_estimates(k, c, 1 << 30, parse_nccl_version(ver)), NcclAlgo::nvls, NcclProto::simple).bandwidth;
+  };
+  // v2.26: bus = the intra-node bandwidth; all-reduce × 5/6, all-gather kept as bus.
+  EXPECT_NEAR(bw(CollectiveKind::all_reduce, "2.26"), 367e9 * 5 / 6, 1e3);
+  EXPECT_NEAR(bw(CollectiveKind::all_gather, "2.26"), 367e9, 1e3);
+  // v2.27.3-1: all-gather / reduce-scatter through the switch at (ppn − 1) / ppn.
+  EXPECT_NEAR(bw(CollectiveKind::reduce_scatter, "2.27"), 367e9 * 7 / 8, 1e3);
+  EXPECT_NEAR(bw(CollectiveKind::all_reduce, "2.27"), 367e9 * 5 / 6, 1e3);
+  // v2.28.3-1: nvlsEfficiency 0.85 (Hopper) × (8 − 1) / 8 channels, all-reduce doubled and
+  // converted as the ring (8 / 14), all-gather × 7/8 and not converted.
+  EXPECT_NEAR(bw(CollectiveKind::all_reduce, "2.28"), 367e9 * 0.85 * 7 / 8 * 2 * 8 / 14, 1e3);
+  EXPECT_NEAR(bw(CollectiveKind::all_gather, "2.30"), 367e9 * 0.85 * 7 / 8 * 7 / 8, 1e3);
+  // Blackwell: 0.74.
+  NcclComm b = c;
+  b.arch = GpuArch::blackwell;
+  EXPECT_NEAR(find(nccl_estimates(CollectiveKind::all_reduce, b, 1 << 30, parse_nccl_version("2.28")), NcclAlgo::nvls,
+                   NcclProto::simple)
+                  .bandwidth,
+              367e9 * 0.74 * 7 / 8 * 2 * 8 / 14, 1e3);
+}
+
+TEST(NcclTuning, NvlsTreeAcrossNodesFrom228) {
+  const auto c = hgx_h100(4);
+  auto est = [&](const char* ver) {
+    return find(nccl_estimates(CollectiveKind::all_reduce, c, 1 << 30, parse_nccl_version(ver)), NcclAlgo::nvls_tree,
+                NcclProto::simple);
+  };
+  // v2.27: min(intra, inter / 2) beyond two nodes, × 5/6.
+  EXPECT_NEAR(est("2.27").bandwidth, 8 * 48e9 * 0.96 / 2 * 5 / 6, 1e3);
+  // v2.28: min(intra × 0.85 × 7/8 × 2, inter, 8 channels × 45.5 GB/s (Hopper, > 2 nodes)),
+  // × 32 / 62.
+  EXPECT_NEAR(est("2.28").bandwidth, 8 * 45.5e9 * 32 / 62, 1e3);
+  // NVLS-tree's network hop: 14 µs up to v2.28.7-1, 20.9 from v2.28.9-1 (25 µs NVLink +
+  // 2 log2(4) network hops).
+  EXPECT_NEAR(est("2.28.3").latency, (25 + 4 * 14.0) * 1e-6, 1e-12);
+  EXPECT_NEAR(est("2.28.9").latency, (25 + 4 * 20.9) * 1e-6, 1e-12);
+  EXPECT_NEAR(est("2.30").latency, (25 + 4 * 20.9) * 1e-6, 1e-12);
+}
+
+TEST(NcclTuning, BlackwellCapsByVersion) {
+  // Tree Simple all-reduce on 4 nodes with a fast fabric: 16 channels × perChMaxTreeBws,
+  // halved to algorithm bandwidth. Blackwell took Hopper's row (36.0) before v2.25, twice
+  // it (72.0) in v2.25–v2.27, its own (24.0) from v2.28.
+  NcclComm c = dgx_a100(4);
+  c.arch = GpuArch::blackwell;
+  c.bus_bw_intra = c.bus_bw_inter = 2000e9;
+  auto tree = [&](const char* ver) {
+    return find(nccl_estimates(CollectiveKind::all_reduce, c, 1 << 30, parse_nccl_version(ver)), NcclAlgo::tree,
+                NcclProto::simple)
+        .bandwidth;
+  };
+  EXPECT_NEAR(tree("2.24"), 16 * 36.0e9 * .5, 1e3);
+  EXPECT_NEAR(tree("2.25"), 16 * 72.0e9 * .5, 1e3);
+  EXPECT_NEAR(tree("2.28"), 16 * 24.0e9 * .5, 1e3);
+  // Ring LL128 on two nodes: 73.4 (v2.28.3), 34.6 (v2.28.7 .. v2.29.3), 40 (v2.29.7 on).
+  c = dgx_a100(2);
+  c.arch = GpuArch::blackwell;
+  c.bus_bw_intra = c.bus_bw_inter = 2000e9;
+  auto ll128 = [&](const char* ver) {
+    return find(nccl_estimates(CollectiveKind::all_gather, c, 1 << 30, parse_nccl_version(ver)), NcclAlgo::ring,
+                NcclProto::ll128)
+        .bandwidth;
+  };
+  EXPECT_NEAR(ll128("2.28.3"), 16 * 73.4e9 * 16 / 15, 1e3);
+  EXPECT_NEAR(ll128("2.28.7"), 16 * 34.6e9 * 16 / 15, 1e3);
+  EXPECT_NEAR(ll128("2.29.3"), 16 * 34.6e9 * 16 / 15, 1e3);
+  EXPECT_NEAR(ll128("2.29"), 16 * 40.0e9 * 16 / 15, 1e3);
+}
+
+TEST(NcclTuning, BlackwellNvlsTreeTakesTheTreeCorrectionFrom229OnX86) {
+  // ncclTopoGetAlgoTime, v2.29.2-1: NVLS-tree all-reduce on compute capability >= 10.0 with
+  // an x86 host scales its bandwidth by treeCorrectionFactor (Simple, 1 MiB: log2(2^20 /
+  // 64) = 14 -> 0.5); not on an Arm host, nor before.
+  NcclComm c = hgx_h100(4);
+  c.arch = GpuArch::blackwell;
+  auto bw = [&](const NcclComm& comm, const char* ver) {
+    return find(nccl_estimates(CollectiveKind::all_reduce, comm, 1 << 20, parse_nccl_version(ver)), NcclAlgo::nvls_tree,
+                NcclProto::simple)
+        .bandwidth;
+  };
+  EXPECT_NEAR(bw(c, "2.29") / bw(c, "2.28"), 0.5, 1e-9);
+  NcclComm arm = c;
+  arm.cpu = CpuVendor::arm;
+  EXPECT_NEAR(bw(arm, "2.29") / bw(arm, "2.28"), 1.0, 1e-9);
 }
 
 }  // namespace
