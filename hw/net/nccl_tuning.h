@@ -34,7 +34,7 @@ struct NcclVersion {
   // At least 2.m.p (a version without a patch level counts as the minor's latest).
   constexpr bool at_least(int m, int p = 0) const { return minor > m || (minor == m && (patch < 0 || patch >= p)); }
 };
-inline constexpr std::string_view kDefaultNcclVersion = "2.27";
+inline constexpr std::string_view kDefaultNcclVersion = "2.30";  // NCCL v2.30.7-1 (2026-06), the newest read
 inline constexpr int kMinNcclMinor = 18, kMaxNcclMinor = 30;
 // "2.18" .. "2.30", optionally with a patch level ("2.21.5"); throws
 // std::invalid_argument naming the accepted range otherwise.

@@ -62,7 +62,7 @@ struct ClusterConfig {
   hw::net::CpuVendor host_cpu = hw::net::CpuVendor::intel;
   // cluster.nccl_version: which NCCL's cost model and algorithms (hw/net/nccl_tuning.h;
   // the default is hw::net::kDefaultNcclVersion).
-  std::string nccl_version = "2.27";
+  std::string nccl_version{hw::net::kDefaultNcclVersion};
   // cluster.collectives: per-kind algorithm override, e.g. {"all_reduce", "ring"}.
   std::vector<std::pair<std::string, std::string>> collective_algorithms;
   // Time-to-train and cost (sim/core/time_to_train.h): cluster.price_per_gpu_hour, a

@@ -99,7 +99,7 @@ const std::vector<ScenarioKey>& key_table() {
       {"cluster.collectives.broadcast", "", "auto", "as all_reduce", "", ""},
       {"cluster.collectives.all_to_all", "", "auto", "as all_reduce", "", ""},
       {"cluster.collectives.send_recv", "", "auto", "as all_reduce", "", ""},
-      {"cluster.nccl_version", "", "2.27", "NCCL cost model, 2.18 to 2.30 (optionally with the patch, e.g. 2.28.3)", "",
+      {"cluster.nccl_version", "", "2.30", "NCCL cost model, 2.18 to 2.30 (optionally with the patch, e.g. 2.28.3)", "",
        ""},
       {"cluster.host_cpu", "", "intel",
        "intel | amd | arm: NCCL's network post cost (2 us on AMD, else 1) and LL cap; DGX A100 is AMD", "", ""},

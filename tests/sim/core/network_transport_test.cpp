@@ -25,7 +25,7 @@ namespace {
 // Links carry what NCCL gets from them (sim/core/network_cost.cpp): NVLink at the A100's
 // measured 0.775 (232.5 GB/s), NICs at 0.96 (24 GB/s).
 constexpr double kNvlink = 300e9 * 0.775, kNic = 25e9 * 0.96;
-// NCCL's latency (hw/net/nccl_tuning.h, v2.27) of a Simple ring all-reduce over two
+// NCCL's latency (hw/net/nccl_tuning.h, v2.23 on) of a Simple ring all-reduce over two
 // nodes with one GPU each: base 8.4 µs + 2 network steps at Tree's 14 µs (one GPU per
 // node), × 1.4 (the multi-node Simple ring "plateau"): 50.96 µs.
 constexpr double kTwoNodeRingLatency = (8.4 + 2 * 14.0) * 1.4 * 1e-6;
