@@ -106,6 +106,8 @@ constexpr double kTreeCorrection[3][24] = {
 bool available(CollectiveKind kind, NcclAlgo a, NcclProto p, const NcclComm& c, NcclVersion v) {
   const bool simple = p == NcclProto::simple;
   if (p == NcclProto::ll128 && !c.nvlink) return false;  // LL128 only on NVLink systems (v2.23.4-1)
+  // LL128 by compute capability: 7.0, 8.0 and 9.0 up to v2.24.3-1, 10.0 from v2.25.1-1.
+  if (p == NcclProto::ll128 && c.arch == GpuArch::blackwell && !v.at_least(25)) return false;
   const bool rs_ag = kind == CollectiveKind::reduce_scatter || kind == CollectiveKind::all_gather;
   switch (a) {
     case NcclAlgo::ring:
@@ -237,6 +239,15 @@ double latency_us(CollectiveKind kind, NcclAlgo a, NcclProto p, const NcclComm& 
 }  // namespace
 
 int nccl_channels(int nics_per_node) { return std::max(2, 2 * nics_per_node); }
+
+GpuArch nccl_gpu_arch(std::string_view n, bool nvls) {
+  if (n.starts_with("v100")) return GpuArch::volta;
+  if (n.starts_with("b") || n.starts_with("gb")) return GpuArch::blackwell;
+  if (nvls || n.starts_with("h1") || n.starts_with("h2")) return GpuArch::hopper;
+  return GpuArch::ampere;
+}
+
+int nccl_first_minor(GpuArch arch) { return arch == GpuArch::blackwell ? 25 : kMinNcclMinor; }
 
 NcclVersion parse_nccl_version(std::string_view text) {
   const std::string_view range = "accepted: 2.18 to 2.30, e.g. \"2.23\" or \"2.28.3\"";

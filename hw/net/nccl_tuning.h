@@ -46,6 +46,13 @@ std::string_view to_string(NcclAlgo a);
 std::string_view to_string(NcclProto p);
 
 enum class GpuArch : std::uint8_t { volta, ampere, hopper, blackwell };
+// The row of NCCL's per-architecture tables (indexed by compute capability) for a GPU of
+// the catalog: by its name (v100*; b*, gb* = Blackwell, compute capability 10.0; h1*, h2*
+// or any GPU with NVLink SHARP = Hopper; otherwise Ampere).
+GpuArch nccl_gpu_arch(std::string_view gpu_name, bool nvls);
+// The first NCCL minor whose tables know the architecture (Blackwell: v2.25.1-1 added its
+// rows and enabled LL128 for compute capability 10.0; the others: every version modelled).
+int nccl_first_minor(GpuArch arch);
 // The host CPU NCCL detects (ncclTopoCpuType): it sets the cost of posting a network
 // send (getNetOverhead: 1 µs on Intel x86, 2 µs on AMD x86, 1 µs otherwise, 3× for
 // Simple) and which row of llMaxBws caps multi-node LL (AMD's lower row), in every

@@ -128,16 +128,6 @@ namespace {
 
 bool nccl_tuned(CollectiveKind c) { return c != CollectiveKind::all_to_all && c != CollectiveKind::send_recv; }
 
-// NCCL's per-architecture tables are indexed by compute capability: Volta, Ampere,
-// Hopper, Blackwell (B100 / B200 / GB200, compute capability 10.0).
-hw::net::GpuArch gpu_arch(const hw::GpuSpec& g) {
-  const std::string& n = g.name;
-  if (n.rfind("v100", 0) == 0) return hw::net::GpuArch::volta;
-  if (n.rfind("b", 0) == 0 || n.rfind("gb", 0) == 0) return hw::net::GpuArch::blackwell;
-  if (g.nvls || n.rfind("h1", 0) == 0 || n.rfind("h2", 0) == 0) return hw::net::GpuArch::hopper;
-  return hw::net::GpuArch::ampere;
-}
-
 // The NCCL algorithm a scenario's per-kind override asks for.
 std::optional<hw::net::NcclAlgo> forced_nccl_algo(hw::net::Algorithm a, int n_nodes) {
   switch (a) {
@@ -161,7 +151,7 @@ hw::net::NcclComm NetworkModel::nccl_comm(std::span<const int> ranks) const {
   hw::net::NcclComm c;
   c.n_ranks = static_cast<int>(ranks.size());
   c.n_nodes = static_cast<int>(nodes.size());
-  c.arch = gpu_arch(cluster_.gpu);
+  c.arch = hw::net::nccl_gpu_arch(cluster_.gpu.name, cluster_.gpu.nvls);
   c.cpu = cluster_.host_cpu;
   c.nvlink = cluster_.intra_fabric != "pcie";
   c.n_channels = hw::net::nccl_channels(cluster_.nics_per_node);

@@ -418,11 +418,18 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c, Scena
   if (c["host_cpu"]) cc.host_cpu = r.choice(c["host_cpu"], "cluster.host_cpu", kHostCpuNames);
   if (c["nccl_version"]) {
     cc.nccl_version = r.string(c["nccl_version"], "cluster.nccl_version");
+    hw::net::NcclVersion v;
     try {
-      hw::net::parse_nccl_version(cc.nccl_version);
+      v = hw::net::parse_nccl_version(cc.nccl_version);
     } catch (const std::invalid_argument& e) {
       r.fail("cluster.nccl_version", e.what());
     }
+    const auto arch = hw::net::nccl_gpu_arch(cc.gpu.name, cc.gpu.nvls);
+    if (v.minor < hw::net::nccl_first_minor(arch))
+      s.warn("cluster.nccl_version",
+             fmt::format("NCCL {} predates {} (its tables know compute capability 10.0 from 2.25): costed with "
+                         "Hopper's rows and no LL128, as that release would run it",
+                         cc.nccl_version, cc.gpu.name));
   }
   if (const auto co = c["collectives"]) {
     r.check_keys(co, "cluster.collectives", kCollectiveKindKeys);

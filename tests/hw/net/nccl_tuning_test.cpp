@@ -324,5 +324,26 @@ TEST(NcclTuning, BlackwellNvlsTreeTakesTheTreeCorrectionFrom229OnX86) {
   EXPECT_NEAR(bw(arm, "2.29") / bw(arm, "2.28"), 1.0, 1e-9);
 }
 
+TEST(NcclTuning, BlackwellRunsLl128From225) {
+  // tuning.cc's LL128 switch enabled compute capabilities 7.0, 8.0 and 9.0 up to v2.24.3-1;
+  // v2.25.1-1 added 10.0 (and Blackwell's rows of the caps).
+  NcclComm c = dgx_a100();
+  c.arch = GpuArch::blackwell;
+  auto ll128 = [&](const char* ver) {
+    for (const auto& e : nccl_estimates(CollectiveKind::all_reduce, c, 1 << 20, parse_nccl_version(ver)))
+      if (e.proto == NcclProto::ll128) return true;
+    return false;
+  };
+  EXPECT_FALSE(ll128("2.24"));
+  EXPECT_TRUE(ll128("2.25"));
+  EXPECT_EQ(nccl_first_minor(GpuArch::blackwell), 25);
+  EXPECT_EQ(nccl_first_minor(GpuArch::hopper), kMinNcclMinor);
+  EXPECT_EQ(nccl_gpu_arch("b200", true), GpuArch::blackwell);
+  EXPECT_EQ(nccl_gpu_arch("h200", true), GpuArch::hopper);
+  EXPECT_EQ(nccl_gpu_arch("h100-sxm", false), GpuArch::hopper);
+  EXPECT_EQ(nccl_gpu_arch("a100-sxm-80gb", false), GpuArch::ampere);
+  EXPECT_EQ(nccl_gpu_arch("v100", false), GpuArch::volta);
+}
+
 }  // namespace
 }  // namespace ptsim::hw::net

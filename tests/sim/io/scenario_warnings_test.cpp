@@ -50,6 +50,18 @@ TEST(NicDefault, FollowsTheGpuGenerationAndWarnsOnSeveralNodes) {
   EXPECT_DOUBLE_EQ(parse_scenario(cluster_yaml("b200", 16), "b.yaml").cluster.nic_bandwidth, 400e9 / 8);
 }
 
+// An NCCL release older than the GPU (Blackwell's rows came with NCCL 2.25) is costed as that
+// release would run it, with a warning; a later one, or the default, says nothing.
+TEST(NcclVersion, OneThatPredatesTheGpuIsWarnedAbout) {
+  auto parse = [](const std::string& gpu, const std::string& version) {
+    return parse_scenario(cluster_yaml(gpu, 8, "  nccl_version: \"" + version + "\""), "n.yaml");
+  };
+  EXPECT_TRUE(has_warning(parse("b200", "2.24"), "cluster.nccl_version: NCCL 2.24 predates b200"));
+  EXPECT_FALSE(has_warning(parse("b200", "2.25"), "cluster.nccl_version"));
+  EXPECT_FALSE(has_warning(parse("h100-sxm", "2.18"), "cluster.nccl_version"));
+  EXPECT_FALSE(has_warning(parse_scenario(cluster_yaml("b200", 8), "n.yaml"), "cluster.nccl_version"));
+}
+
 // A pipeline schedule the framework's own engine does not run is simulated with a warning that
 // says where it runs (FrameworkProfile::pipeline_schedules); one it runs, or any schedule
 // without pipeline parallelism, says nothing; interleaving on DeepSpeed's engine is an error.
