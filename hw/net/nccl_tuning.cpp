@@ -117,8 +117,13 @@ bool available(CollectiveKind kind, NcclAlgo a, NcclProto p, const NcclComm& c, 
     case NcclAlgo::collnet_direct:
     case NcclAlgo::collnet_chain:
       return kind == CollectiveKind::all_reduce && simple && c.collnet && c.n_nodes > 1;
-    case NcclAlgo::nvls:  // across nodes only with CollNet support (v2.23.4-1 algoEnable)
-      return simple && c.nvls && (kind == CollectiveKind::all_reduce || rs_ag) && (c.n_nodes == 1 || c.collnet);
+    // Across nodes only with CollNet (v2.23.4-1 algoEnable), and there all-reduce only: its
+    // all-gather / reduce-scatter need the CollNet plugin's iallgather / ireducescatter (not
+    // modelled; tuning.cc zeroes them otherwise).
+    case NcclAlgo::nvls:
+      return simple && c.nvls &&
+             (c.n_nodes == 1 ? kind == CollectiveKind::all_reduce || rs_ag
+                             : c.collnet && kind == CollectiveKind::all_reduce);
     case NcclAlgo::nvls_tree:
       return simple && c.nvls && kind == CollectiveKind::all_reduce && c.n_nodes > 1;
     case NcclAlgo::pat:  // v2.23: one GPU per node only

@@ -163,7 +163,7 @@ hw::net::NcclComm NetworkModel::nccl_comm(std::span<const int> ranks) const {
   const double nics = std::max(1.0, c.ppn() * cluster_.nics_per_node / gpn);
   c.bus_bw_inter = std::min(nvlink_bw_, nic_bw_ * nics);
   c.nvls = topo_.nvls();
-  c.collnet = false;  // no cluster key for in-network reduction (SHARP) yet
+  c.collnet = cluster_.sharp && c.n_nodes > 1;  // cluster.inter_node.sharp
   return c;
 }
 

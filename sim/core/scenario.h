@@ -54,6 +54,9 @@ struct ClusterConfig {
   // (NCCL_IB_QPS_PER_CONNECTION; hw/net/collectives.h ExpandOptions::qps).
   int qps_per_connection = 1;
   bool nvls = false;            // intra_node.nvls: NVLink SHARP all-reduce (H100+)
+  // inter_node.sharp: in-network reduction on the fabric's switches (InfiniBand SHARP through
+  // NCCL's CollNet plugin): NCCL's CollNet algorithms, and NVLS across nodes.
+  bool sharp = false;
   bool link_sharing = true;     // cluster.link_sharing: overlapping transfers share links
   // cluster.pxn: NCCL's PXN for all-to-all (hw/net/collectives.h ExpandOptions::pxn);
   // false stands for NCCL_PXN_DISABLE=1.

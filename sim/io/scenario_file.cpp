@@ -392,6 +392,7 @@ ClusterConfig read_cluster(const hw::StrictReader& r, const YAML::Node& c, Scena
     }
     if (ex["graph_file"]) cc.graph_file = r.string(ex["graph_file"], "cluster.inter_node.graph_file");
     if (ex["routing"]) cc.routing = r.choice(ex["routing"], "cluster.inter_node.routing", kRoutingNames);
+    if (ex["sharp"]) cc.sharp = r.boolean(ex["sharp"], "cluster.inter_node.sharp");
     if (ex["qps_per_connection"]) {
       cc.qps_per_connection = r.integer(ex["qps_per_connection"], "cluster.inter_node.qps_per_connection", 1);
       if (cc.qps_per_connection > hw::net::kMaxQps)

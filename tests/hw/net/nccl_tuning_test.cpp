@@ -183,6 +183,10 @@ TEST(NcclTuning, NvlsInsideANodeAndNvlsTreeAcrossNodes) {
   EXPECT_TRUE(offers(four, NcclAlgo::nvls_tree));
   c.collnet = true;
   EXPECT_TRUE(offers(nccl_estimates(CollectiveKind::all_reduce, c, 1 << 30, v), NcclAlgo::collnet_direct));
+  // With CollNet, NVLS runs across nodes, for all-reduce only (the plugin's all-gather /
+  // reduce-scatter are not modelled).
+  EXPECT_TRUE(offers(nccl_estimates(CollectiveKind::all_reduce, c, 1 << 30, v), NcclAlgo::nvls));
+  EXPECT_FALSE(offers(nccl_estimates(CollectiveKind::all_gather, c, 1 << 30, v), NcclAlgo::nvls));
   c.nvls = false;
   c.collnet = false;
   EXPECT_FALSE(offers(nccl_estimates(CollectiveKind::all_reduce, c, 1 << 30, v), NcclAlgo::nvls_tree));

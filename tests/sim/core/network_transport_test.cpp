@@ -161,6 +161,39 @@ struct TwoNodeRig {
   Recorder rec{&e};
 };
 
+TEST(NetworkCost, SharpSwitchesGiveTheAllReduceCollNetAndNvlsAcrossNodes) {
+  // cluster.inter_node.sharp: NCCL's CollNet all-reduce (in-network reduction) and NVLS across
+  // nodes become available to the multi-node all-reduce, which the tuner picks when faster;
+  // all-gather and reduce-scatter keep their algorithms (CollNet's need the plugin's
+  // iallgather / ireducescatter), and so does a group inside one node.
+  Layout layout(1, 1, 64, 1, 1, 8);
+  auto model = [&](bool sharp) {
+    ClusterConfig c = default_cluster("h100-sxm", 64);
+    c.nvls = true;
+    c.sharp = sharp;
+    return std::make_shared<NetworkModel>(c, layout);
+  };
+  const auto off = model(false), on = model(true);
+  const std::vector<int> all = off->members(Dim::dp, 0);
+  EXPECT_FALSE(off->nccl_comm(all).collnet);
+  EXPECT_TRUE(on->nccl_comm(all).collnet);
+  const std::vector<int> one_node(all.begin(), all.begin() + 8);
+  EXPECT_FALSE(on->nccl_comm(one_node).collnet);
+  const double S = 1e9;
+  const auto a = hw::net::nccl_choose(CollectiveKind::all_reduce, on->nccl_comm(all), S, on->nccl_version());
+  const auto b = hw::net::nccl_choose(CollectiveKind::all_reduce, off->nccl_comm(all), S, off->nccl_version());
+  ASSERT_TRUE(a && b);
+  EXPECT_TRUE(a->algo == hw::net::NcclAlgo::collnet_direct || a->algo == hw::net::NcclAlgo::collnet_chain ||
+              a->algo == hw::net::NcclAlgo::nvls)
+      << hw::net::to_string(a->algo);
+  EXPECT_LT(a->time, b->time);
+  EXPECT_LT(on->isolated_seconds(CollectiveKind::all_reduce, all, S),
+            off->isolated_seconds(CollectiveKind::all_reduce, all, S));
+  for (CollectiveKind k : {CollectiveKind::all_gather, CollectiveKind::reduce_scatter})
+    EXPECT_EQ(hw::net::nccl_choose(k, on->nccl_comm(all), S, on->nccl_version())->algo,
+              hw::net::nccl_choose(k, off->nccl_comm(all), S, off->nccl_version())->algo);
+}
+
 TEST(NetworkTransport, IdleNetworkEqualsTheClosedForm) {
   TwoNodeRig rig;
   const double S = 100e6;
@@ -607,6 +640,12 @@ TEST(NetworkScenario, NewClusterKeysAreCheckedByName) {
   EXPECT_EQ(parse_scenario(w, "ok.yaml").cluster.routing, hw::net::Topology::Routing::d_mod_k);
   w.replace(w.find("routing: d-mod-k"), 16, "routing: random");
   EXPECT_THROW(parse_scenario(w, "bad.yaml"), ScenarioError);
+  std::string v = oversubscribed_yaml(1.0);
+  v.replace(v.find("switch_radix: 8"), 15, "switch_radix: 8\n    sharp: true");
+  EXPECT_TRUE(parse_scenario(v, "ok.yaml").cluster.sharp);
+  EXPECT_FALSE(parse_scenario(oversubscribed_yaml(1.0), "ok.yaml").cluster.sharp);
+  v.replace(v.find("sharp: true"), 11, "sharp: maybe");
+  EXPECT_THROW(parse_scenario(v, "bad.yaml"), ScenarioError);
 }
 
 }  // namespace
