@@ -68,6 +68,7 @@ struct Result {
   std::vector<StageMemoryResult> per_stage;
   std::vector<StageTiming> stage_timing;
   std::string framework = "megatron-core";  // training.framework (sim/core/framework_profile.h)
+  std::string nccl_version;                 // cluster.nccl_version as given, or the default
   std::string cost_source = "datasheet";
   double sim_wall_time_s = 0;
   std::uint64_t events = 0;

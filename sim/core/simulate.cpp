@@ -99,6 +99,7 @@ void fill_headline(Result& r, const Scenario& s, const hw::ComputeCostModel& com
   r.world_size = s.plan.world_size();
   r.plan = s.plan;
   r.framework = std::string(to_string(s.framework.framework));
+  r.nccl_version = s.cluster.nccl_version;
   r.regime = regime_of(s);
   r.prediction_band = find_band(s);
   r.cost_source = compute.source();

@@ -122,6 +122,7 @@ std::string inputs_panel(const Scenario& s, const Result& r) {
       {"topology", c.oversubscription != 1.0 ? fmt::format("{} ({}:1 oversubscribed)", c.topology, c.oversubscription)
                                              : c.topology},
       {"cost source", r.cost_source},
+      {"NCCL", r.nccl_version},
       {"framework", r.framework},
       {"plan",
        fmt::format("tp {} × pp {} × dp {} × cp {}, ep {}{}, vpp {}, {}, zero {}, recompute {}, sp {}", q.tp, q.pp, q.dp,

@@ -136,6 +136,7 @@ nlohmann::json to_json(const Result& r) {
                   {"cost_s", x->cost_s},
                   {"cost_fraction", x->cost_fraction}};
   j["framework"] = r.framework;
+  j["nccl_version"] = r.nccl_version;
   j["prediction_band"] = prediction_band_json(r.prediction_band);
   j["regime"] = r.regime;
   if (const auto& ft = r.plan.par.finetune; ft.active())

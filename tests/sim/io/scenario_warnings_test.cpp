@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "hw/gpu_catalog.h"
+#include "hw/net/nccl_tuning.h"
 #include "sim/core/errors.h"
 #include "sim/core/simulate.h"
 #include "sim/io/result_json.h"
@@ -60,6 +61,11 @@ TEST(NcclVersion, OneThatPredatesTheGpuIsWarnedAbout) {
   EXPECT_FALSE(has_warning(parse("b200", "2.25"), "cluster.nccl_version"));
   EXPECT_FALSE(has_warning(parse("h100-sxm", "2.18"), "cluster.nccl_version"));
   EXPECT_FALSE(has_warning(parse_scenario(cluster_yaml("b200", 8), "n.yaml"), "cluster.nccl_version"));
+  // The JSON result names the release that costed the collectives, given or default.
+  EXPECT_EQ(to_json(simulate(parse("b200", "2.28.3"), {.fold = true}).result)["nccl_version"], "2.28.3");
+  EXPECT_EQ(
+      to_json(simulate(parse_scenario(cluster_yaml("h100-sxm", 8), "n.yaml"), {.fold = true}).result)["nccl_version"],
+      std::string(hw::net::kDefaultNcclVersion));
 }
 
 // A pipeline schedule the framework's own engine does not run is simulated with a warning that
