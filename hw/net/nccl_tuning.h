@@ -29,7 +29,7 @@
 namespace ptsim::hw::net {
 
 struct NcclVersion {
-  int minor = 27;  // 2.minor
+  int minor = 30;  // 2.minor (kDefaultNcclVersion)
   int patch = -1;  // -1: the minor's latest release
   // At least 2.m.p (a version without a patch level counts as the minor's latest).
   constexpr bool at_least(int m, int p = 0) const { return minor > m || (minor == m && (patch < 0 || patch >= p)); }
