@@ -114,7 +114,9 @@ bool available(CollectiveKind kind, NcclAlgo a, NcclProto p, const NcclComm& c, 
       return true;
     case NcclAlgo::tree:
       return kind == CollectiveKind::all_reduce;
-    case NcclAlgo::collnet_direct:
+    case NcclAlgo::collnet_direct:  // from v2.24.3-1 only on NVSwitch systems (algoEnable, nvsCount)
+      if (v.at_least(24) && !c.nvswitch) return false;
+      [[fallthrough]];
     case NcclAlgo::collnet_chain:
       return kind == CollectiveKind::all_reduce && simple && c.collnet && c.n_nodes > 1;
     // Across nodes only with CollNet (v2.23.4-1 algoEnable), and there all-reduce only: its

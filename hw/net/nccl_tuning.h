@@ -64,7 +64,8 @@ struct NcclComm {
   int n_nodes = 1;
   GpuArch arch = GpuArch::ampere;
   CpuVendor cpu = CpuVendor::intel;
-  bool nvlink = true;  // GPUs of a node joined by NVLink (else PCIe)
+  bool nvlink = true;    // GPUs of a node joined by NVLink (else PCIe)
+  bool nvswitch = true;  // ... through NVSwitches (else point-to-point NVLink or PCIe)
   int n_channels = 16;
   BytesPerSecond bus_bw_intra = 0;  // Simple ring busbw inside one node, all channels
   BytesPerSecond bus_bw_inter = 0;  // Simple ring busbw across nodes, all channels

@@ -154,6 +154,7 @@ hw::net::NcclComm NetworkModel::nccl_comm(std::span<const int> ranks) const {
   c.arch = hw::net::nccl_gpu_arch(cluster_.gpu.name, cluster_.gpu.nvls);
   c.cpu = cluster_.host_cpu;
   c.nvlink = cluster_.intra_fabric != "pcie";
+  c.nvswitch = cluster_.intra_fabric == "nvswitch";
   c.n_channels = hw::net::nccl_channels(cluster_.nics_per_node);
   c.bus_bw_intra = nvlink_bw_;
   // Across nodes a ring crosses each node once per channel, so its busbw is what the

@@ -187,6 +187,13 @@ TEST(NcclTuning, NvlsInsideANodeAndNvlsTreeAcrossNodes) {
   // reduce-scatter are not modelled).
   EXPECT_TRUE(offers(nccl_estimates(CollectiveKind::all_reduce, c, 1 << 30, v), NcclAlgo::nvls));
   EXPECT_FALSE(offers(nccl_estimates(CollectiveKind::all_gather, c, 1 << 30, v), NcclAlgo::nvls));
+  // CollNet Direct needs NVSwitches from v2.24.3-1 (algoEnable: nvsCount == 0 disables it).
+  NcclComm p2p = c;
+  p2p.nvswitch = false;
+  EXPECT_FALSE(offers(nccl_estimates(CollectiveKind::all_reduce, p2p, 1 << 30, v), NcclAlgo::collnet_direct));
+  EXPECT_TRUE(offers(nccl_estimates(CollectiveKind::all_reduce, p2p, 1 << 30, v), NcclAlgo::collnet_chain));
+  EXPECT_TRUE(offers(nccl_estimates(CollectiveKind::all_reduce, p2p, 1 << 30, parse_nccl_version("2.23")),
+                     NcclAlgo::collnet_direct));
   c.nvls = false;
   c.collnet = false;
   EXPECT_FALSE(offers(nccl_estimates(CollectiveKind::all_reduce, c, 1 << 30, v), NcclAlgo::nvls_tree));
