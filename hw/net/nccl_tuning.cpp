@@ -171,9 +171,8 @@ double bandwidth_gbs(CollectiveKind kind, NcclAlgo a, NcclProto p, const NcclCom
   double bus = nn == 1 ? intra : std::min(intra, inter);
   if (a == NcclAlgo::nvls_tree) bus = std::min(intra, nn <= 2 ? inter : inter / 2);
   // v2.27.3-1: an NVLS all-gather / reduce-scatter moves (ppn − 1) / ppn of the buffer
-  // through the switch, and across nodes 0.9 of the inter-node bandwidth.
-  if (a == NcclAlgo::nvls && rs_ag && v.at_least(27))
-    bus = nn == 1 ? intra * (c.ppn() - 1) / c.ppn() : std::min(intra * (c.ppn() - 1) / c.ppn(), inter * 0.9);
+  // through the switch (inside one node only here: see available()).
+  if (a == NcclAlgo::nvls && rs_ag && v.at_least(27)) bus = intra * (c.ppn() - 1) / c.ppn();
   if (nvls_any && v.at_least(28)) bus = nvls_bus_gbs(kind, a, c, cap);
   if (a == NcclAlgo::ring && p == NcclProto::ll)  // LL: half the wire carries flags; 1/4 or 1/3 before v2.21
     bus = std::min(cap.ll_max, bus * (v.minor >= 21 ? 0.5 : (nn > 1 || ar) ? 0.25 : 1.0 / 3.0));

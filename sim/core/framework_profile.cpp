@@ -1,6 +1,7 @@
 #include "sim/core/framework_profile.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -179,18 +180,26 @@ FrameworkProfile default_profile(Framework f) {
   throw std::invalid_argument(fmt::format("unknown Framework value {}", static_cast<int>(f)));
 }
 
-std::string offered_schedules(const FrameworkProfile& fp) {
-  std::string out;
+std::vector<std::string_view> schedule_names(std::uint32_t schedules) {
+  std::vector<std::string_view> out;
   for (const auto& [s, name] : models::kScheduleNames)
-    if (fp.offers(s)) out += (out.empty() ? "" : ", ") + std::string(name);
+    if (schedules & schedule_bit(s)) out.push_back(name);
   return out;
 }
 
-std::string offered_zero_stages(const FrameworkProfile& fp) {
-  std::string out;
+std::vector<int> zero_stage_list(std::uint32_t stages) {
+  std::vector<int> out;
   for (int z = 0; z < 4; ++z)
-    if (fp.offers_zero(z)) out += (out.empty() ? "" : ", ") + std::to_string(z);
+    if ((stages >> z) & 1u) out.push_back(z);
   return out;
+}
+
+std::string offered_schedules(const FrameworkProfile& fp) {
+  return fmt::format("{}", fmt::join(schedule_names(fp.pipeline_schedules), ", "));
+}
+
+std::string offered_zero_stages(const FrameworkProfile& fp) {
+  return fmt::format("{}", fmt::join(zero_stage_list(fp.zero_stages), ", "));
 }
 
 std::string_view schedule_home(models::Schedule s) {

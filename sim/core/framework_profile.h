@@ -205,6 +205,10 @@ struct FrameworkProfile {
 // The documented defaults of `f` (every figure cited in framework_profile.cpp).
 FrameworkProfile default_profile(Framework f);
 
+// The schedules a mask of schedule_bit()s holds, in models::Schedule order.
+std::vector<std::string_view> schedule_names(std::uint32_t schedules);
+// The ZeRO stages a mask holds (bit z for stage z), ascending.
+std::vector<int> zero_stage_list(std::uint32_t stages);
 // The schedules fp.pipeline_schedules holds, in models::Schedule order ("1f1b, interleaved-1f1b").
 std::string offered_schedules(const FrameworkProfile& fp);
 // The ZeRO stages fp.zero_stages holds ("0, 1, 2, 3").

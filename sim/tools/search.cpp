@@ -173,10 +173,8 @@ SearchResult search(const Scenario& base, const SearchOptions& opt) {
     zeros |= 1u << c.par.zero_stage;
     cps.insert(c.par.cp);
   }
-  for (const auto& [s, name] : models::kScheduleNames)
-    if (schedules & schedule_bit(s)) run.res.schedules.emplace_back(name);
-  for (int z = 0; z < 4; ++z)
-    if (zeros & (1u << z)) run.res.zero_stages.push_back(z);
+  for (const std::string_view name : schedule_names(schedules)) run.res.schedules.emplace_back(name);
+  run.res.zero_stages = zero_stage_list(zeros);
   run.res.context_parallel.assign(cps.begin(), cps.end());
   run.res.space_fixed = plan_search::fixes_framework_space(opt);
 
