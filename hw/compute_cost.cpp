@@ -134,10 +134,18 @@ Seconds ComputeCostModel::attention_seconds(const KernelDesc& k) const {
   if (k.head_dim > 0 && attention_kernel_ != "cudnn")
     flops *=
         static_cast<double>(flash_kernel_head_dim(attention_kernel_, k.head_dim)) / static_cast<double>(k.head_dim);
-  double launches = 1;
-  if (k.seq_q > 0 && k.seq_kv > 0) {
-    eff *= attention_length_factor(gpu_, std::min(k.seq_q, k.seq_kv));
-    launches = std::max(1.0, std::ceil(static_cast<double>(k.seq_kv) / static_cast<double>(k.seq_q)));
+  // The pass's and the mask's rate at the kernel's length (0: unknown, the long-sequence
+  // rate). Ring attention runs one kernel per K/V chunk, of which only the diagonal one is
+  // masked: 1 of `launches` at the causal rate, the rest at the unmasked one.
+  const std::int64_t length = k.seq_q > 0 && k.seq_kv > 0 ? std::min(k.seq_q, k.seq_kv) : 0;
+  const double launches =
+      length > 0 ? std::max(1.0, std::ceil(static_cast<double>(k.seq_kv) / static_cast<double>(k.seq_q))) : 1;
+  const double masked = attention_rate_factor(gpu_, attention_kernel_, length, k.backward, k.causal);
+  if (launches > 1 && k.causal) {
+    const double open = attention_rate_factor(gpu_, attention_kernel_, length, k.backward, false);
+    eff /= 1 / (launches * masked) + (launches - 1) / (launches * open);
+  } else {
+    eff *= masked;
   }
   eff /= held_sms_stretch(k);
   return std::max(flops / (math_peak(k.dtype) * eff), memory_seconds(k.bytes, k.hbm_taken)) +

@@ -75,10 +75,17 @@ GemmTiming gemm_timing(const GpuSpec& gpu, FlopsPerSecond peak, double eff, std:
   return slot.value;
 }
 
-double attention_length_factor(const GpuSpec& gpu, std::int64_t length) {
-  if (length <= 0) throw std::invalid_argument(fmt::format("attention_length_factor: length {} <= 0", length));
+double attention_rate_factor(const GpuSpec& gpu, const std::string& kernel, std::int64_t length, bool backward,
+                             bool causal) {
+  if (length < 0) throw std::invalid_argument(fmt::format("attention_rate_factor: length {} < 0", length));
+  const auto it = gpu.attention_shapes.find(kernel);
+  if (it == gpu.attention_shapes.end())
+    throw std::invalid_argument(
+        fmt::format("attention_rate_factor: {} has no shape for kernel '{}'", gpu.name, kernel));
+  const GpuSpec::AttentionShape& a = it->second;
+  const double half = (backward ? a.backward_seq_half : a.seq_half) + (causal ? a.causal_seq_half : 0);
   const double l = static_cast<double>(length);
-  return l / (l + gpu.attention_seq_half);
+  return (backward ? a.backward : 1) * (causal ? a.causal : 1) * (length > 0 ? l / (l + half) : 1.0);
 }
 
 }  // namespace ptsim::hw

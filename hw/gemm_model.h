@@ -32,8 +32,12 @@ struct GemmTiming {
 GemmTiming gemm_timing(const GpuSpec& gpu, FlopsPerSecond peak, double eff, std::int64_t m, std::int64_t n,
                        std::int64_t k, int count = 1, int reserved_sms = 0);
 
-// Fraction of a flash kernel's long-sequence rate reached with `length` queries per
-// kernel: length / (length + attention_seq_half).
-double attention_length_factor(const GpuSpec& gpu, std::int64_t length);
+// A flash kernel's rate with `length` queries per kernel, in the pass and under the mask
+// given, as a fraction of its long-sequence forward rate (GpuSpec::AttentionShape):
+// [backward] · [causal] · length / (length + L½ + [causal_seq_half]), L½ the pass's;
+// length 0 (not known) gives the long-sequence rate. Throws std::invalid_argument on
+// length < 0 or a kernel without a shape.
+double attention_rate_factor(const GpuSpec& gpu, const std::string& kernel, std::int64_t length, bool backward,
+                             bool causal);
 
 }  // namespace ptsim::hw

@@ -22,6 +22,43 @@ FlopsPerSecond GpuSpec::peak(std::string_view precision) const {
   throw std::invalid_argument(fmt::format("unknown precision '{}'", precision));
 }
 
+namespace {
+
+// attention_shape: one entry per flash kernel the GPU runs (its default and each of
+// attention_kernels), each with every field of GpuSpec::AttentionShape.
+std::map<std::string, GpuSpec::AttentionShape> parse_attention_shapes(const GpuSpec& s, const YAML::Node& node) {
+  std::map<std::string, GpuSpec::AttentionShape> out;
+  if (node && !node.IsMap())
+    throw std::invalid_argument(
+        fmt::format("gpu '{}': attention_shape must map each flash kernel to its shape", s.name));
+  std::vector<std::string> kernels{s.attention_kernel};
+  for (const auto& [name, rate] : s.attention_kernels) kernels.push_back(name);
+  for (const std::string& k : kernels) {
+    const YAML::Node e = node ? node[k] : YAML::Node();
+    if (!e || !e.IsMap())
+      throw std::invalid_argument(fmt::format("gpu '{}': attention_shape has no entry for kernel '{}'", s.name, k));
+    const auto field = [&](const char* key, bool positive) {
+      if (!e[key]) throw std::invalid_argument(fmt::format("gpu '{}': attention_shape.{} lacks '{}'", s.name, k, key));
+      const double v = e[key].as<double>();
+      if (!(positive ? v > 0 : v >= 0))
+        throw std::invalid_argument(fmt::format("gpu '{}': attention_shape.{}.{} is {}, must be {}", s.name, k, key, v,
+                                                positive ? "> 0" : ">= 0"));
+      return v;
+    };
+    out[k] = {field("backward", true), field("seq_half", false), field("backward_seq_half", false),
+              field("causal", true), field("causal_seq_half", false)};
+  }
+  for (const auto& entry : node) {
+    const std::string k = entry.first.as<std::string>();
+    if (!out.count(k))
+      throw std::invalid_argument(
+          fmt::format("gpu '{}': attention_shape names kernel '{}', which the GPU does not run", s.name, k));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<GpuSpec> parse_gpu_catalog(const std::string& yaml_text) {
   const YAML::Node root = YAML::Load(yaml_text);
   std::vector<GpuSpec> out;
@@ -54,13 +91,11 @@ std::vector<GpuSpec> parse_gpu_catalog(const std::string& yaml_text) {
     s.gemm_tile_k = g["gemm_tile_k"].as<int>();
     s.gemm_stages = g["gemm_stages"].as<int>();
     s.attention_kernel = g["attention_kernel"].as<std::string>();
-    s.attention_seq_half = g["attention_seq_half"].as<double>();
     if (const auto a = g["attention_kernels"]) s.attention_kernels = a.as<std::map<std::string, double>>();
-    if (s.sm_count < 1 || s.gemm_tile_k < 1 || s.gemm_stages < 0 || !(s.attention_seq_half >= 0))
+    if (s.sm_count < 1 || s.gemm_tile_k < 1 || s.gemm_stages < 0)
       throw std::invalid_argument(
-          fmt::format("gpu '{}': sm_count, gemm_tile_k must be >= 1, gemm_stages and "
-                      "attention_seq_half >= 0",
-                      s.name));
+          fmt::format("gpu '{}': sm_count, gemm_tile_k must be >= 1, gemm_stages >= 0", s.name));
+    s.attention_shapes = parse_attention_shapes(s, g["attention_shape"]);
     if (const auto e = g["efficiency"]) {
       s.efficiency.gemm = e["gemm"].as<double>();
       s.efficiency.attention = e["attention"].as<double>();

@@ -36,10 +36,22 @@ struct GpuSpec {
   int gemm_tile_k = 64;           // k-slice of one main-loop iteration (CUTLASS ThreadblockShape k)
   int gemm_stages = 3;            // software-pipeline stages: prologue + epilogue cost this many k-slices
   std::string attention_kernel;   // default flash kernel of the generation: fa2 | fa3 | cudnn
-  double attention_seq_half = 0;  // sequence length at which a flash kernel reaches half its long-sequence rate
-  // Other flash kernels this GPU runs, with their long-sequence fraction of peak
+  // Other flash kernels this GPU runs, with their long-sequence forward fraction of peak
   // (the default kernel's is efficiency.attention).
   std::map<std::string, double> attention_kernels;
+  // How a flash kernel's rate moves with the pass, the mask and the kernel's length L (its
+  // queries): forward at rate · L / (L + seq_half), backward at rate · backward · L / (L +
+  // backward_seq_half), a causal mask multiplying either by `causal` and adding
+  // causal_seq_half to its L½ (hw/gemm_model.h attention_rate_factor).
+  struct AttentionShape {
+    double backward = 1;           // backward rate / forward rate at long sequences
+    double seq_half = 0;           // forward: L at which the kernel reaches half its long-sequence rate
+    double backward_seq_half = 0;  // the same for the backward kernel
+    double causal = 1;             // causal rate / non-causal rate at long sequences
+    double causal_seq_half = 0;    // added to either L½ under a causal mask
+  };
+  // One per kernel: the default one and each of attention_kernels.
+  std::map<std::string, AttentionShape> attention_shapes;
   // Fraction of peak reached per op class, global per GPU type: gemm is the main loop of a
   // full-wave, long-k GEMM tile; attention the default flash kernel at long sequences;
   // memory the fraction of HBM bandwidth a streaming kernel reaches.

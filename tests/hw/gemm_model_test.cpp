@@ -111,13 +111,43 @@ TEST(GemmModel, RememberedTimingsAreTheComputedOnes) {
   EXPECT_NEAR(alone[0][0], 20 * 2.0 * 128 * 128 * 64 / (312e12 * 0.8 / 108), 1e-15);
 }
 
-TEST(GemmModel, AttentionLengthFactor) {
+TEST(GemmModel, AttentionRateFactor) {
   const GpuSpec g = a100();
-  EXPECT_DOUBLE_EQ(attention_length_factor(g, 235), 0.5);
-  EXPECT_LT(attention_length_factor(g, 512), attention_length_factor(g, 16384));
-  // FA2's published low end: 0.73 of peak at 16k-ish, 0.50 at 512 (gpus.yaml [fa2]).
-  EXPECT_NEAR(g.efficiency.attention * attention_length_factor(g, 512), 0.50, 0.005);
-  EXPECT_THROW(attention_length_factor(g, 0), std::invalid_argument);
+  // Forward, unmasked: half the long-sequence rate at L½ = 235, FA2's published low end
+  // 0.50 of peak at 512 (gpus.yaml [fa2]).
+  EXPECT_DOUBLE_EQ(attention_rate_factor(g, "fa2", 235, false, false), 0.5);
+  EXPECT_LT(attention_rate_factor(g, "fa2", 512, false, false), attention_rate_factor(g, "fa2", 16384, false, false));
+  EXPECT_NEAR(g.efficiency.attention * attention_rate_factor(g, "fa2", 512, false, false), 0.50, 0.005);
+  // By hand: backward 0.873 · 4096 / (4096 + 405); causal 0.930 and 300 more on either L½.
+  EXPECT_DOUBLE_EQ(attention_rate_factor(g, "fa2", 4096, true, false), 0.873 * 4096 / (4096 + 405.0));
+  EXPECT_DOUBLE_EQ(attention_rate_factor(g, "fa2", 4096, true, true), 0.873 * 0.930 * 4096 / (4096 + 705.0));
+  EXPECT_DOUBLE_EQ(attention_rate_factor(g, "fa2", 4096, false, true), 0.930 * 4096 / (4096 + 535.0));
+  // Length not known: the long-sequence rate of the pass and mask.
+  EXPECT_DOUBLE_EQ(attention_rate_factor(g, "fa2", 0, true, true), 0.873 * 0.930);
+  EXPECT_THROW(attention_rate_factor(g, "fa2", -1, false, false), std::invalid_argument);
+  EXPECT_THROW(attention_rate_factor(g, "fa3", 4096, false, false), std::invalid_argument);  // not an A100 kernel
+}
+
+// The H100 shapes reproduce FlashAttention-3's Fig. 5 / 6 bars (head dim 128, gpus.yaml
+// [fa3]) within 5 % at 512 and 16k, for every kernel, pass and mask given there.
+TEST(GemmModel, AttentionShapesMatchFlashAttention3Figures) {
+  const GpuSpec h = *find_gpu("h100");
+  const double peak = 989.4;
+  struct Bar {
+    const char* kernel;
+    bool backward, causal;
+    double at512, at16k;
+  };
+  for (const Bar& b :
+       {Bar{"fa3", false, false, 467, 648}, Bar{"fa3", false, true, 292, 616}, Bar{"fa3", true, false, 316, 561},
+        Bar{"cudnn", false, false, 497, 595}, Bar{"cudnn", false, true, 315, 539}, Bar{"cudnn", true, false, 305, 516},
+        Bar{"fa2", false, false, 309, 370}, Bar{"fa2", false, true, 191, 335}, Bar{"fa2", true, false, 214, 322}}) {
+    const double rate =
+        std::string(b.kernel) == h.attention_kernel ? h.efficiency.attention : h.attention_kernels.at(b.kernel);
+    for (const auto& [length, bar] : {std::pair{512, b.at512}, std::pair{16384, b.at16k}})
+      EXPECT_NEAR(peak * rate * attention_rate_factor(h, b.kernel, length, b.backward, b.causal) / bar, 1.0, 0.05)
+          << b.kernel << " backward " << b.backward << " causal " << b.causal << " L " << length;
+  }
 }
 
 }  // namespace

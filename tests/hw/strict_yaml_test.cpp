@@ -108,7 +108,8 @@ TEST(GpuCatalog, EfficiencyNotFitted) {
       "    tdp: \"1 W\"\n    host_adam_rate: \"1 Gparam/s\"\n    matmul_best: 0.8\n    sm_count: 1\n"
       "    launch_overhead: \"1 us\"\n    blas_workspace: \"1 MiB\"\n    te_workspace: \"1 MiB\"\n    gemm_tile_k: "
       "64\n    gemm_stages: 3\n"
-      "    attention_kernel: fa2\n    attention_seq_half: 1\n";
+      "    attention_kernel: fa2\n    attention_shape:\n      fa2: { seq_half: 1, backward: 0.9, "
+      "backward_seq_half: 2, causal: 0.9, causal_seq_half: 3 }\n";
   EXPECT_TRUE(parse_gpu_catalog(gpu + "    efficiency_not_fitted: [memory]\n").at(0).efficiency_not_fitted.memory);
   try {
     parse_gpu_catalog(gpu + "    efficiency_not_fitted: [gemm, memroy]\n");
@@ -117,6 +118,42 @@ TEST(GpuCatalog, EfficiencyNotFitted) {
     EXPECT_NE(std::string(e.what()).find("gpu 'x': efficiency_not_fitted lists 'memroy'"), std::string::npos)
         << e.what();
   }
+}
+
+// attention_shape: an entry for every flash kernel the GPU runs, each field given and in
+// range; a missing or stray entry names the GPU and the kernel.
+TEST(GpuCatalog, AttentionShapeOfEveryKernel) {
+  for (const auto& g : gpu_catalog()) {
+    EXPECT_TRUE(g.attention_shapes.count(g.attention_kernel)) << g.name;
+    for (const auto& [kernel, rate] : g.attention_kernels) EXPECT_TRUE(g.attention_shapes.count(kernel)) << g.name;
+  }
+  const std::string gpu =
+      "gpus:\n  - name: x\n    peak: { fp16: \"1 TFLOP/s\" }\n    hbm: \"1 GiB\"\n"
+      "    hbm_bandwidth: \"1 GB/s\"\n    nvlink_bandwidth: \"1 GB/s\"\n    pcie_bandwidth: \"1 GB/s\"\n"
+      "    tdp: \"1 W\"\n    host_adam_rate: \"1 Gparam/s\"\n    matmul_best: 0.8\n    sm_count: 1\n"
+      "    launch_overhead: \"1 us\"\n    blas_workspace: \"1 MiB\"\n    te_workspace: \"1 MiB\"\n    gemm_tile_k: "
+      "64\n    gemm_stages: 3\n    attention_kernel: fa2\n    attention_kernels: { fa1: 0.4 }\n";
+  const std::string shape = "{ seq_half: 1, backward: 0.9, backward_seq_half: 2, causal: 0.9, causal_seq_half: 3 }";
+  const auto fails = [&](const std::string& yaml, const std::string& says) {
+    try {
+      parse_gpu_catalog(yaml);
+      ADD_FAILURE() << "accepted: " << yaml;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  const auto ok = parse_gpu_catalog(gpu + "    attention_shape:\n      fa2: " + shape + "\n      fa1: " + shape + "\n");
+  EXPECT_DOUBLE_EQ(ok.at(0).attention_shapes.at("fa1").causal_seq_half, 3);
+  fails(gpu, "gpu 'x': attention_shape has no entry for kernel 'fa2'");
+  fails(gpu + "    attention_shape:\n      fa2: " + shape + "\n", "no entry for kernel 'fa1'");
+  fails(gpu + "    attention_shape:\n      fa2: " + shape + "\n      fa1: { seq_half: 1 }\n",
+        "attention_shape.fa1 lacks 'backward'");
+  fails(gpu + "    attention_shape:\n      fa2: " + shape + "\n      fa1: " + shape + "\n      fa3: " + shape + "\n",
+        "names kernel 'fa3', which the GPU does not run");
+  std::string bad = shape;
+  bad.replace(bad.find("backward: 0.9"), 13, "backward: 0");
+  fails(gpu + "    attention_shape:\n      fa2: " + bad + "\n      fa1: " + shape + "\n",
+        "attention_shape.fa2.backward is 0, must be > 0");
 }
 
 // PyTorch's default cuBLAS workspace per (handle, stream), as CublasHandlePool.cpp sizes it:
