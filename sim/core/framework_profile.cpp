@@ -175,9 +175,50 @@ FrameworkProfile default_profile(Framework f) {
       // context parallelism: torch.distributed.tensor.experimental.context_parallel (PyTorch 2.5),
       // as torchtitan runs it.
       p.zero_stages = 0b1001u;
+      // The step is the training script's: torch.optim.AdamW runs its multi-tensor (foreach)
+      // implementation on CUDA unless fused=True is asked for (torch/optim/adamw.py, 2.x:
+      // "foreach ... we will try to use foreach over the for-loop implementation on CUDA";
+      // fused defaults to None), as foundation-model-stack/fms-fsdp main_training_llama.py
+      // builds it (optim.AdamW(model.parameters(), lr, betas, weight_decay)). LLM scripts on
+      // FSDP clip the gradient norm (llm-foundry's yamls: algorithms.gradient_clipping
+      // clipping_type norm, threshold 1.0; fms-fsdp grad_clip_thresh; torchtitan max_norm),
+      // through FullyShardedDataParallel.clip_grad_norm_.
+      p.optimizer_impl = OptimizerImpl::foreach;
+      p.clip_grad_norm = true;
       return p;
   }
   throw std::invalid_argument(fmt::format("unknown Framework value {}", static_cast<int>(f)));
+}
+
+double optimizer_step_bytes(const FrameworkProfile& fp) {
+  // Bytes read and written per fp32 element of the shard (parameter p, gradient g, moments m
+  // and v), each pass a kernel over it:
+  double step = 0;
+  switch (fp.optimizer_impl) {
+    case OptimizerImpl::fused:
+      // One kernel (apex / Transformer Engine / DeepSpeed FusedAdam, torch fused=True):
+      // reads p, g, m, v and writes p, m, v; a 16-bit weight copy, where there is one,
+      // counted in place of g's upper half (Megatron's weights: the builder's passes).
+      step = 28;
+      break;
+    case OptimizerImpl::foreach:
+      // torch/optim/adamw.py _multi_tensor_adamw (2.x): _foreach_mul_(p) 8, _foreach_lerp_(m,
+      // g) 12, _foreach_mul_(v) 8, _foreach_addcmul_(v, g, g) 12, _foreach_sqrt(v) into a new
+      // list 8, _foreach_div_ 8, _foreach_add_(eps) 8, _foreach_addcdiv_(p, m, denom) 16.
+      step = 80;
+      break;
+    case OptimizerImpl::decoupled_adamw:
+      // mosaicml/composer composer/optim/decoupled_weight_decay.py DecoupledAdamW.adamw
+      // (v0.14-v0.16): per parameter param.mul_ 8, exp_avg.mul_(beta1).add_(grad) 8 + 12,
+      // exp_avg_sq.mul_(beta2).addcmul_(grad, grad) 8 + 12, (exp_avg_sq.sqrt() / c).add_(eps)
+      // 8 + 8 + 8, param.addcdiv_(exp_avg, denom) 16.
+      step = 88;
+      break;
+  }
+  // FullyShardedDataParallel.clip_grad_norm_ (torch/distributed/fsdp): the local norm reads
+  // each gradient (torch.linalg.vector_norm, 4), and every gradient is multiplied in place by
+  // the clamped coefficient, even at 1 ("it avoids the host-device sync", 8).
+  return step + (fp.clip_grad_norm ? 12 : 0);
 }
 
 std::vector<std::string_view> schedule_names(std::uint32_t schedules) {

@@ -41,6 +41,15 @@ inline constexpr models::Spelling<BackwardPrefetch> kBackwardPrefetchNames[] = {
     {BackwardPrefetch::post, "BACKWARD_POST"},
     {BackwardPrefetch::none, "none"}};
 
+// The optimizer step's implementation (training.fsdp.optimizer_impl; framework_profile.cpp
+// cites each): one fused kernel, PyTorch AdamW's multi-tensor (foreach) passes, or Composer's
+// DecoupledAdamW, a Python loop of per-parameter ops.
+enum class OptimizerImpl : std::uint8_t { fused, foreach, decoupled_adamw };
+inline constexpr models::Spelling<OptimizerImpl> kOptimizerImplNames[] = {
+    {OptimizerImpl::fused, "fused"},
+    {OptimizerImpl::foreach, "foreach"},
+    {OptimizerImpl::decoupled_adamw, "decoupled_adamw"}};
+
 struct FrameworkProfile {
   Framework framework = Framework::megatron_core;
   GatherUnit gather_unit = GatherUnit::layer;
@@ -114,6 +123,12 @@ struct FrameworkProfile {
   // weights and Adam state partitioned over the data-parallel ranks and all-gathers
   // the updated bf16 weights (a ZeRO-1 equivalent).
   bool bf16_optimizer = false;
+  // The Adam step over this GPU's shard of fp32 parameters, gradients and moments, and
+  // FSDP's clip_grad_norm_ before it (optimizer_step_bytes; framework_profile.cpp cites
+  // each): Megatron's and DeepSpeed's fused kernels; under FSDP what the training script
+  // builds, PyTorch's AdamW (foreach) by default, and the gradient clipping LLM scripts run.
+  OptimizerImpl optimizer_impl = OptimizerImpl::fused;
+  bool clip_grad_norm = false;
   // Megatron's column-parallel linears (QKV, MLP up, the logits GEMM) communicate
   // asynchronously in their backward (framework_profile.cpp cites it): under sequence
   // parallelism the input is all-gathered again beside the input-gradient GEMM and the
@@ -216,6 +231,11 @@ std::string offered_zero_stages(const FrameworkProfile& fp);
 // Where a pipeline schedule runs, for a scenario whose framework does not offer it (cited in
 // framework_profile.cpp), e.g. "DeepSeek's deepseek-ai/DualPipe".
 std::string_view schedule_home(models::Schedule s);
+
+// HBM bytes per parameter of the GPU's optimizer shard that the step moves (the optimizer
+// passes and clip_grad_norm_'s; Megatron's own passes around its fused kernel are the
+// builder's): 28 fused, 80 foreach, 88 decoupled_adamw, + 12 with clip_grad_norm.
+double optimizer_step_bytes(const FrameworkProfile& fp);
 
 // Bytes per gradient element on the wire of the data-parallel reduction: the dtype
 // the framework reduces in (framework_profile.cpp cites each rule).

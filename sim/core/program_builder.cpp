@@ -1454,9 +1454,10 @@ class Builder {
     if (overlapped_param_gather() && expert_params > 0) wait(e, Dim::edp, kExpertGatherChannel, 0);
     // Gradient norm (clip) and inf check: an all-reduce over the model-parallel group.
     push_coll(e, Dim::mp, CollectiveKind::all_reduce, 8, "grad-norm all-reduce");
-    // Adam step on this GPU's optimizer shard: fused kernel reading fp32 master
-    // weights, m, v and the gradient, writing master, m, v and the 16-bit weights
-    // (4+4+4+2 read + 4+4+4+2 written = 28 bytes per parameter).
+    // Adam step on this GPU's optimizer shard: the framework's kernels over fp32 master
+    // weights, m, v and the gradient (optimizer_step_bytes: a fused kernel reading master,
+    // m, v and the gradient and writing master, m, v and the 16-bit weights, 4+4+4+2 read +
+    // 4+4+4+2 written = 28 bytes per parameter; FSDP's scripts' unfused passes and clipping).
     const bool sharded = par_.zero_stage >= 1 || fw_.bf16_optimizer;  // BF16_Optimizer: a ZeRO-1 equivalent
     const double shard = sharded ? dense_params / (par_.dp * par_.cp) + expert_params / par_.expert_dp() : local_params;
     if (par_.offload_optimizer) {
@@ -1469,7 +1470,7 @@ class Builder {
       // What the step alone allocates (Megatron fp16's fp32 main grads, models::ModelStates).
       const Bytes step = sp.states.step;
       if (step > 0) e.push_back(mem(InstrKind::alloc, MemCat::optimizer, step, "fp32 main grads"));
-      push_compute(e, "optimizer", memory_ticks(shard * (28.0 + megatron_step_extra_bytes())));
+      push_compute(e, "optimizer", memory_ticks(shard * (optimizer_step_bytes(fw_) + megatron_step_extra_bytes())));
       if (step > 0) e.push_back(mem(InstrKind::release, MemCat::optimizer, step, "fp32 main grads"));
     }
     if ((par_.zero_stage == 1 || par_.zero_stage == 2 || fw_.bf16_optimizer) && !overlapped_param_gather()) {

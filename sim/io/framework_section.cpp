@@ -90,6 +90,9 @@ void read_fsdp(const hw::StrictReader& r, const YAML::Node& f, Scenario& s) {
     if (f["reduce_dtype"])
       fp.reduce_bytes =
           r.choice(f["reduce_dtype"], "training.fsdp.reduce_dtype", {"fp32", "bf16", "fp16"}) == "fp32" ? 4.0 : 2.0;
+    if (f["optimizer_impl"])
+      fp.optimizer_impl = r.choice(f["optimizer_impl"], "training.fsdp.optimizer_impl", kOptimizerImplNames);
+    if (f["clip_grad_norm"]) fp.clip_grad_norm = r.boolean(f["clip_grad_norm"], "training.fsdp.clip_grad_norm");
   }
   s.plan.par.fsdp_reduce_bytes = fp.reduce_bytes;
   // Gradients are reduce-scattered on FSDP's own stream after each unit's backward.

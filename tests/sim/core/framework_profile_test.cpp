@@ -192,5 +192,23 @@ TEST(FrameworkProfile, EagerOpHostTimeMatchesTheMeasuredListGatherLoop) {
   EXPECT_NEAR(2 * kEagerOpHostSeconds / copy, 1.0, 0.2) << copy;
 }
 
+// The optimizer step's implementation per framework (optimizer_step_bytes; the builder's
+// use of it: ProgramBuilder.OptimizerStepBytesPerParameter): FSDP's scripts run PyTorch
+// AdamW's foreach passes (80 bytes a parameter) and clip_grad_norm_ (12), Composer's
+// DecoupledAdamW loop 88; Megatron and DeepSpeed one fused kernel (28).
+TEST(FrameworkProfile, OptimizerStepPassesByImplementation) {
+  FrameworkProfile fp = default_profile(Framework::fsdp);
+  EXPECT_EQ(fp.optimizer_impl, OptimizerImpl::foreach);
+  EXPECT_TRUE(fp.clip_grad_norm);
+  EXPECT_DOUBLE_EQ(optimizer_step_bytes(fp), 92);
+  fp.optimizer_impl = OptimizerImpl::decoupled_adamw;
+  EXPECT_DOUBLE_EQ(optimizer_step_bytes(fp), 100);
+  fp.clip_grad_norm = false;
+  fp.optimizer_impl = OptimizerImpl::fused;
+  EXPECT_DOUBLE_EQ(optimizer_step_bytes(fp), 28);
+  for (const Framework f : {Framework::megatron_core, Framework::megatron_lm, Framework::deepspeed})
+    EXPECT_DOUBLE_EQ(optimizer_step_bytes(default_profile(f)), 28) << to_string(f);
+}
+
 }  // namespace
 }  // namespace ptsim::sim

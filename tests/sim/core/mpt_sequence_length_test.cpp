@@ -41,7 +41,7 @@ double mpt_tokens_per_s(const MptSequenceRow& row, const std::string& attention)
 TEST(MptSequenceLength, TritonAttentionAsFlashAttention1MatchesTheLongSequenceRows) {
   for (const auto& row : kMptSequenceRows) {
     SCOPED_TRACE(::testing::Message() << row.scenario << " at " << row.seq << " tokens");
-    // Measured at stop 56: A100 −8.4 / −2.0 / +1.7 %, H100 −3.2 / −8.2 / −9.9 % (stop 54, before
+    // Measured at stop 56: A100 −8.4 / −2.1 / +1.7 %, H100 −3.3 / −8.2 / −9.9 % (stop 54, before
     // the backward and causal attention rates: −3.5 / +7.7 / +14.1 %, +0.6 / −3.1 / −4.3 %).
     EXPECT_NEAR(mpt_tokens_per_s(row, "") / row.tokens_per_s, 1.0, 0.15);
   }

@@ -350,7 +350,13 @@ TEST(ProgramBuilder, OptimizerStepBytesPerParameter) {
   EXPECT_NEAR(step("  precision: fp32\n"), 28 + 4, 1e-3);
   EXPECT_NEAR(step("  framework: megatron-lm\n"), 28 + 4 + 6, 1e-3);
   EXPECT_NEAR(step("  framework: deepspeed\n"), 28, 1e-3);
-  EXPECT_NEAR(step("  framework: fsdp\n", "  zero_stage: 3\n"), 28, 1e-3);
+  // FSDP: the training script's step (FrameworkProfile::optimizer_impl), PyTorch AdamW's
+  // foreach passes by default, and clip_grad_norm_'s norm and scaling.
+  EXPECT_NEAR(step("  framework: fsdp\n", "  zero_stage: 3\n"), 80 + 12, 1e-3);
+  EXPECT_NEAR(step("  framework: fsdp\n  fsdp: {optimizer_impl: decoupled_adamw}\n", "  zero_stage: 3\n"), 88 + 12,
+              1e-3);
+  EXPECT_NEAR(step("  framework: fsdp\n  fsdp: {optimizer_impl: fused, clip_grad_norm: false}\n", "  zero_stage: 3\n"),
+              28, 1e-3);
 }
 
 // Megatron's passes over each gradient bucket before its data-parallel reduction: the scaling
