@@ -169,6 +169,13 @@ struct FrameworkProfile {
   // reduce-scatters after proj and FC2 pipelined with their GEMM in 4 splits ("pipeline",
   // num_sm 16), the column-parallel backward in bulk beside its GEMMs (as async_tp does).
   bool tp_comm_overlap = false;
+  // Megatron's --cp-comm-type allgather (Transformer Engine's cp_comm_type "all_gather",
+  // AttnFuncWithCPAndKVAllGather, dot_product_attention/context_parallel.py): the K/V of the
+  // context-parallel group are all-gathered before attention, "not async, and cannot be
+  // overlapped", again in backward, whose dK/dV are reduce-scattered after it (Dubey et al.
+  // 2024, Llama 3, Sec. 3.3.2: "the all-gather communication latency is exposed in the
+  // critical path"). Off (p2p, the default): the ring's K/V exchanges overlap attention.
+  bool cp_allgather = false;
   // Megatron's bias_activation_fusion (--no-bias-swiglu-fusion / --no-bias-gelu-fusion turn it
   // off): with SwiGLU, MoE experts weight their activation in one fused kernel.
   bool bias_activation_fusion = true;

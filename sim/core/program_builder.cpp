@@ -494,7 +494,7 @@ class Builder {
       if (op.cls == OpClass::attention) cp_launch(out, false, flags);
       push_compute(out, op.name, fwd[j], flags);
       if (fetch) fetch_done(out, *fetch, block, static_cast<int>(j), bwd_pass);
-      if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, flags);
+      if (op.cls == OpClass::attention) cp_after(out, false, flags);
       if (op.role == OpRole::moe_dispatch) ep_exchange(out, false, false, flags, shared.first);
     }
   }
@@ -534,7 +534,7 @@ class Builder {
       if (op.recomputed_selective && par_.recompute == models::Recompute::selective) {
         cp_launch(out, false, kRecompute);
         push_compute(out, joined({op.name, " (recompute)"}), fwd[j], kRecompute);
-        wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, kRecompute);
+        cp_after(out, false, kRecompute);
       }
       if (op.cls == OpClass::attention) cp_launch(out, true, kNoFlags);
       if (ub_row_parallel(ops, j, true)) {
@@ -555,7 +555,7 @@ class Builder {
       }
       push_compute(out, op.name, bwd[j]);
       fetch_done(out, fetch, block, static_cast<int>(j), false);
-      if (op.cls == OpClass::attention) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0);
+      if (op.cls == OpClass::attention) cp_after(out, true, kNoFlags);
       if (op.role == OpRole::moe_combine) ep_exchange(out, true, true, kNoFlags, shared.second);
       const bool before_ub = j > 0 && ub_row_parallel(ops, j - 1, true);
       if (op.role == OpRole::attn_leave && !before_ub) tp_boundary(out, false, true, "attn", kNoFlags);
@@ -1099,15 +1099,34 @@ class Builder {
   // Ring attention (context parallelism): K and V chunks travel around the CP
   // ring while attention computes on the chunk at hand (Liu et al. 2023; Megatron-
   // core CP), i.e. an all-gather of K/V in forward and, in backward, K/V again
-  // plus a reduce-scatter of dK/dV, both overlapping the attention kernel.
+  // plus a reduce-scatter of dK/dV, both overlapping the attention kernel; cp_after
+  // waits for them. With --cp-comm-type allgather (FrameworkProfile::cp_allgather) the
+  // all-gather is waited for before the kernel and the backward's reduce-scatter issued
+  // after it.
+  double cp_kv_bytes() const {
+    const auto& m = s_.model;
+    return 2.0 * tokens_ * static_cast<double>(m.num_query_groups / par_.tp) * static_cast<double>(m.head_dim()) *
+           act_bytes_ * par_.cp;
+  }
   void cp_launch(std::vector<Instr>& out, bool backward, std::uint8_t flags) {
     if (par_.cp <= 1) return;
-    const auto& m = s_.model;
-    const double kv = 2.0 * tokens_ * static_cast<double>(m.num_query_groups / par_.tp) *
-                      static_cast<double>(m.head_dim()) * act_bytes_ * par_.cp;
-    launch(out, Dim::cp, static_cast<int>(Dim::cp), CollectiveKind::all_gather, kv, "cp kv ring", flags);
+    if (fw_.cp_allgather) {
+      launch(out, Dim::cp, static_cast<int>(Dim::cp), CollectiveKind::all_gather, cp_kv_bytes(), "cp kv all-gather",
+             flags);
+      wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, flags);
+      return;
+    }
+    launch(out, Dim::cp, static_cast<int>(Dim::cp), CollectiveKind::all_gather, cp_kv_bytes(), "cp kv ring", flags);
     if (backward)
-      launch(out, Dim::cp, static_cast<int>(Dim::cp), CollectiveKind::reduce_scatter, kv, "cp dkv ring", flags);
+      launch(out, Dim::cp, static_cast<int>(Dim::cp), CollectiveKind::reduce_scatter, cp_kv_bytes(), "cp dkv ring",
+             flags);
+  }
+  void cp_after(std::vector<Instr>& out, bool backward, std::uint8_t flags) {
+    if (par_.cp <= 1 || (fw_.cp_allgather && !backward)) return;
+    if (fw_.cp_allgather)
+      launch(out, Dim::cp, static_cast<int>(Dim::cp), CollectiveKind::reduce_scatter, cp_kv_bytes(),
+             "cp dkv reduce-scatter", flags);
+    wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, flags);
   }
 
   ChunkProgram build_chunk(int stage, int chunk) {

@@ -229,6 +229,16 @@ void read_megatron(const hw::StrictReader& r, const YAML::Node& m, const YAML::N
              "needs Transformer Engine's layers (training.megatron.transformer_impl: transformer_engine), whose "
              "userbuffers it runs on");
   }
+  if (m["cp_comm_type"]) {
+    const std::string key = "training.megatron.cp_comm_type";
+    // megatron/training/arguments.py --cp-comm-type: p2p, a2a, allgather or a2a+p2p, one for all
+    // layers here; the context parallelism is Transformer Engine's attention's.
+    fp.cp_allgather = r.choice(m["cp_comm_type"], key, {"p2p", "allgather"}) == "allgather";
+    if (fp.cp_allgather && !fp.transformer_engine)
+      r.fail(
+          key,
+          "allgather runs in Transformer Engine's attention (training.megatron.transformer_impl: transformer_engine)");
+  }
   fp.embedding_in_split = flag("account_for_embedding_in_pipeline_split");
   fp.loss_in_split = flag("account_for_loss_in_pipeline_split");
   // transformer_config.py: not with the explicit first / last stage counts.

@@ -274,6 +274,10 @@ const std::vector<ScenarioKey>& key_table() {
        "inside the GEMMs next to them (needs sequence_parallel and transformer_impl transformer_engine; memory: ten "
        "s x b x h userbuffers)",
        "--tp-comm-overlap", ""},
+      {"training.megatron.cp_comm_type", "", "p2p",
+       "p2p | allgather: context parallelism's K/V by ring exchange beside attention, or all-gathered before it "
+       "(exposed; dK/dV reduce-scattered after the backward)",
+       "--cp-comm-type", ""},
       {"training.megatron.attention_softmax_in_fp32", "", "false",
        "softmax in fp32 (--apply-query-key-layer-scaling implies it)", "--attention-softmax-in-fp32", ""},
       {"training.megatron.gradient_accumulation_fusion", "", "true",

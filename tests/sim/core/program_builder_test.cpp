@@ -428,6 +428,42 @@ TEST(ProgramBuilder, ContextParallelRingAttention) {
   EXPECT_DOUBLE_EQ(tally(all_of(two.p.stages[0]), Dim::dp, CollectiveKind::all_reduce).bytes, kGradBytes * psi);
 }
 
+// The order of a layer's context-parallel collectives and its attention kernel, as letters:
+// A / R a launched all-gather / reduce-scatter, W a wait for them, K the attention kernel.
+std::string cp_order(const std::string& training, bool backward) {
+  Built b{parse_scenario(yaml(2, 1, 2, "  context_parallel: 2") + training, "test"), {}};
+  BuildOptions named;
+  named.fuse_compute = false;
+  b.p = build_program(b.s, FlopsOnlyCost(b.s.cluster.gpu), named);
+  std::string order;
+  for (const Instr& in : phase(b.p.stages[0], backward)) {
+    if (in.kind == InstrKind::compute && b.p.labels[in.label] == "attention") order += 'K';
+    if (in.dim != Dim::cp) continue;
+    if (in.kind == InstrKind::launch) order += in.coll == CollectiveKind::all_gather ? 'A' : 'R';
+    if (in.kind == InstrKind::wait) order += 'W';
+  }
+  return order;
+}
+
+// Megatron's --cp-comm-type: p2p (the default) exchanges K/V around the ring beside the
+// attention kernel; allgather (Transformer Engine's AttnFuncWithCPAndKVAllGather, Llama 3
+// Sec. 3.3.2) waits for the K/V all-gather before the kernel, and in backward gathers them
+// again and reduce-scatters dK/dV after it: nothing of it overlaps attention.
+TEST(ProgramBuilder, ContextParallelAllGatherIsExposed) {
+  EXPECT_EQ(cp_order("", false), "AKW");
+  EXPECT_EQ(cp_order("", true), "ARKW");
+  const std::string allgather = "  megatron:\n    cp_comm_type: allgather\n";
+  EXPECT_EQ(cp_order(allgather, false), "AWK");
+  EXPECT_EQ(cp_order(allgather, true), "AWKRW");
+  // The same bytes either way (ContextParallelRingAttention).
+  const Built ring = build(yaml(2, 2, 2, "  context_parallel: 2")),
+              gathered = build(yaml(2, 2, 2, "  context_parallel: 2") + allgather);
+  for (const bool bwd : {false, true})
+    for (const CollectiveKind c : {CollectiveKind::all_gather, CollectiveKind::reduce_scatter})
+      EXPECT_DOUBLE_EQ(tally(phase(ring.p.stages[0], bwd), Dim::cp, c).bytes,
+                       tally(phase(gathered.p.stages[0], bwd), Dim::cp, c).bytes);
+}
+
 TEST(ProgramBuilder, ExpertParallelAllToAllTwicePerMoeLayerEachWay) {
   // MoE layer, ep = 2 (carved from dp = 2), top_k = 2, dropless: the dispatch
   // all-to-all sends each token's top_k copies of its hidden state, the combine
