@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -199,6 +200,16 @@ TEST(ImportMegatron, MoeLayerPatternAndSharedExperts) {
   EXPECT_TRUE(import_megatron_args("--tp-comm-overlap --sequence-parallel --tensor-model-parallel-size 2", "a", 8)
                   .keys["training"]["megatron"]["tp_comm_overlap"]
                   .as<bool>());
+  // --cp-comm-type: one type for every layer; per-layer or a2a types are not modelled (warned).
+  EXPECT_EQ(import_megatron_args("--context-parallel-size 2 --cp-comm-type allgather", "a", 8)
+                .keys["training"]["megatron"]["cp_comm_type"]
+                .as<std::string>(),
+            "allgather");
+  const auto a2a = import_megatron_args("--context-parallel-size 2 --cp-comm-type p2p a2a", "a", 8);
+  EXPECT_FALSE(a2a.keys["training"]["megatron"]["cp_comm_type"]);
+  EXPECT_TRUE(std::any_of(a2a.warnings.begin(), a2a.warnings.end(), [](const std::string& w) {
+    return w.find("--cp-comm-type: only one of p2p or allgather") != std::string::npos;
+  }));
   EXPECT_TRUE(import_megatron_args("--num-experts 8 --moe-shared-expert-overlap", "a", 8)
                   .keys["training"]["megatron"]["moe_shared_expert_overlap"]
                   .as<bool>());
