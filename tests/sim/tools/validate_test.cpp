@@ -293,6 +293,8 @@ void expect_published_rankings_that_hold(const ValidationReport& rep) {
       // Since the Llama 3 runs take Sec. 3.3.2's interleaved schedule (8 one-layer chunks per
       // rank): +1.5 %, where plain 1F1B's bubble at 16 micro-batches made it +24.7 %.
       "Llama 3 405B: 8,192 vs 16,384 H100 (dp 64 vs 128)",
+      // Since stop 56 runs the CP 16 row's all-gather context parallelism (Sec. 3.3.2).
+      "Llama 3 405B on 16,384 H100: 8K tokens, CP 1 vs 131K tokens, CP 16",
       // Since stop 53 reduce-scatters 2021 ZeRO-3's gradients per parameter in list form
       // (DeepSpeedExamples' contiguous_gradients): -8.2 %, -31.5 % before.
       "ZeRO-3 175B: 384 vs 1,536 GPUs (fixed batch)",
