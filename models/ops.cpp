@@ -146,15 +146,19 @@ Op attention(const ModelSpec& m, const Parallelism& p, const Dims& x) {
   Op op;
   op.name = "attention";
   op.cls = OpClass::attention;
-  op.attn = AttentionShape{static_cast<std::int64_t>(x.b * x.heads), static_cast<std::int64_t>(x.s_local),
+  // Context parallelism by head all-to-all (Ulysses, Parallelism::cp_heads): the whole
+  // sequence for heads / cp heads; else s / cp queries against all s keys (ring).
+  const double heads = p.cp_heads ? x.heads / p.cp : x.heads, groups = p.cp_heads ? x.groups / p.cp : x.groups;
+  const double queries = p.cp_heads ? x.s_full : x.s_local;
+  op.attn = AttentionShape{static_cast<std::int64_t>(x.b * heads), static_cast<std::int64_t>(queries),
                            static_cast<std::int64_t>(x.s_full), static_cast<std::int64_t>(x.d), true};
   // Selective recompute re-runs the attention core in backward (Korthikanti §5).
   op.recomputed_selective = true;
-  const double bh = x.b * x.heads;
-  op.fwd_flops = 4.0 * bh * x.s_local * x.s_full * x.d;
-  const double q = x.tokens * x.heads * x.d;          // Q, O, dO, dQ elements
-  const double kv = x.b * x.groups * x.s_full * x.d;  // K (or V) elements over the full sequence
-  const double lse = 4.0 * bh * x.s_local;            // fp32 log-sum-exp per query row
+  const double bh = x.b * heads;
+  op.fwd_flops = 4.0 * bh * queries * x.s_full * x.d;
+  const double q = x.b * queries * heads * x.d;     // Q, O, dO, dQ elements
+  const double kv = x.b * groups * x.s_full * x.d;  // K (or V) elements over the full sequence
+  const double lse = 4.0 * bh * queries;            // fp32 log-sum-exp per query row
   // Flash forward: read Q, K, V, write O and the LSE. Backward: read Q, K, V, O,
   // dO, LSE; write dQ, dK, dV. No s×s tensor touches HBM.
   op.fwd_bytes = (2.0 * q + 2.0 * kv) * x.ab + lse;
@@ -171,7 +175,7 @@ Op attention(const ModelSpec& m, const Parallelism& p, const Dims& x) {
     // write dS, read dS for dQ and dK: 7·ab + 1. Without attention dropout P·V
     // reads the softmax output itself (forward 4·ab: no dropout read, mask or
     // output) and backward reads no mask (7·ab).
-    const double scores = bh * x.s_local * x.s_full;
+    const double scores = bh * queries * x.s_full;
     const bool dropout = m.attention_dropout > 0;
     op.fwd_bytes += scores * (dropout ? 6.0 * x.ab + 1.0 : 4.0 * x.ab);
     op.bwd_bytes += scores * (dropout ? 7.0 * x.ab + 1.0 : 7.0 * x.ab);
@@ -267,8 +271,13 @@ void check_sharding(const ModelSpec& m, const Parallelism& p) {
   divides(m.num_attention_heads, p.tp, "num_attention_heads", "tensor_parallel");
   divides(m.num_query_groups, p.tp, "num_query_groups", "tensor_parallel");
   divides(m.ffn_hidden_size, p.tp, "ffn_hidden_size", "tensor_parallel");
-  // Load-balanced causal CP cuts the sequence into 2·cp chunks.
+  // Load-balanced causal CP cuts the sequence into 2·cp chunks; by head all-to-all (Ulysses) each
+  // rank takes heads / cp of its tensor-parallel heads and kv groups.
   divides(m.seq_length, p.cp > 1 ? 2 * p.cp : 1, "seq_length", "2 × context_parallel");
+  if (p.cp_heads) {
+    divides(m.num_attention_heads / p.tp, p.cp, "num_attention_heads / tensor_parallel", "context_parallel");
+    divides(m.num_query_groups / p.tp, p.cp, "num_query_groups / tensor_parallel", "context_parallel");
+  }
   if (m.moe && m.moe->num_experts > 0) {
     divides(m.moe->num_experts, p.ep, "moe.num_experts", "expert_parallel");
     divides(m.moe->ffn_hidden_size, p.expert_tp(), "moe.ffn_hidden_size", "expert_tensor_parallel");

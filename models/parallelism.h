@@ -72,6 +72,10 @@ struct Parallelism {
   // chunk's (Megatron-core's microbatch_group_size_per_vp_stage); 0 = pp, its default.
   int microbatch_group = 0;
   bool sequence_parallel = false;
+  // Context parallelism by all-to-all over heads (DeepSpeed Ulysses, Megatron's --cp-comm-type
+  // a2a; sim/core/framework_profile.h CpComm): attention sees the whole sequence for
+  // heads / cp heads instead of s / cp queries against s keys.
+  bool cp_heads = false;
   int zero_stage = 0;  // 0..3
   Recompute recompute = Recompute::none;
   Schedule schedule = Schedule::one_f_one_b;

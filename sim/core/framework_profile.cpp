@@ -141,9 +141,10 @@ FrameworkProfile default_profile(Framework f) {
       p.pipeline_reduces_after_schedule = true;
       p.pipeline_schedules = schedule_bit(models::Schedule::one_f_one_b);
       p.max_zero_stage_with_pp = 1;
-      // ZeRO stages 0–3 (zero_optimization.stage). No ring context parallelism: DeepSpeed's
-      // sequence parallelism is Ulysses, an all-to-all over attention heads
-      // (deepspeed/sequence/layer.py DistributedAttention), not modelled.
+      // ZeRO stages 0–3 (zero_optimization.stage). Its context parallelism is Ulysses
+      // (deepspeed/sequence/layer.py DistributedAttention: Q, K, V all-to-all'd from sequence
+      // to head shards around the local attention, the output back), no ring.
+      p.cp_comm = CpComm::a2a;
       // Tensor parallelism under DeepSpeed comes from a Megatron-DeepSpeed fork of 2021
       // Megatron-LM: bigscience-workshop/Megatron-DeepSpeed megatron/mpu/layers.py
       // ColumnParallelLinear.forward calls copy_to_tensor_model_parallel_region, whose

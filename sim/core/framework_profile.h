@@ -41,6 +41,10 @@ inline constexpr models::Spelling<BackwardPrefetch> kBackwardPrefetchNames[] = {
     {BackwardPrefetch::post, "BACKWARD_POST"},
     {BackwardPrefetch::none, "none"}};
 
+enum class CpComm : std::uint8_t { p2p, allgather, a2a };
+inline constexpr models::Spelling<CpComm> kCpCommNames[] = {
+    {CpComm::p2p, "p2p"}, {CpComm::allgather, "allgather"}, {CpComm::a2a, "a2a"}};
+
 // The optimizer step's implementation (training.fsdp.optimizer_impl; framework_profile.cpp
 // cites each): one fused kernel, PyTorch AdamW's multi-tensor (foreach) passes, or Composer's
 // DecoupledAdamW, a Python loop of per-parameter ops.
@@ -169,13 +173,19 @@ struct FrameworkProfile {
   // reduce-scatters after proj and FC2 pipelined with their GEMM in 4 splits ("pipeline",
   // num_sm 16), the column-parallel backward in bulk beside its GEMMs (as async_tp does).
   bool tp_comm_overlap = false;
-  // Megatron's --cp-comm-type allgather (Transformer Engine's cp_comm_type "all_gather",
-  // AttnFuncWithCPAndKVAllGather, dot_product_attention/context_parallel.py): the K/V of the
-  // context-parallel group are all-gathered before attention, "not async, and cannot be
-  // overlapped", again in backward, whose dK/dV are reduce-scattered after it (Dubey et al.
-  // 2024, Llama 3, Sec. 3.3.2: "the all-gather communication latency is exposed in the
-  // critical path"). Off (p2p, the default): the ring's K/V exchanges overlap attention.
-  bool cp_allgather = false;
+  // How context parallelism exchanges attention's inputs (Megatron's --cp-comm-type,
+  // Transformer Engine's cp_comm_type; dot_product_attention/context_parallel.py):
+  //  - p2p (Megatron's default): the K/V chunks go around a ring beside the attention kernel;
+  //  - allgather (AttnFuncWithCPAndKVAllGather): K/V all-gathered before attention, "not
+  //    async, and cannot be overlapped", again in backward, whose dK/dV are reduce-scattered
+  //    after it (Dubey et al. 2024, Llama 3, Sec. 3.3.2: "the all-gather communication
+  //    latency is exposed in the critical path");
+  //  - a2a (AttnFuncWithCPAndQKVOA2A, "Like DeepSpeed Ulysses"; DeepSpeed's own sequence
+  //    parallelism, deepspeed/sequence/layer.py DistributedAttention): Q, K, V all-to-all'd
+  //    from sequence shards to head shards, attention over the whole sequence for heads / cp
+  //    heads, the output all-to-all'd back; backward the same in reverse (dO before, dQ, dK,
+  //    dV after); none of it overlapped.
+  CpComm cp_comm = CpComm::p2p;
   // Megatron's bias_activation_fusion (--no-bias-swiglu-fusion / --no-bias-gelu-fusion turn it
   // off): with SwiGLU, MoE experts weight their activation in one fused kernel.
   bool bias_activation_fusion = true;
@@ -210,7 +220,8 @@ struct FrameworkProfile {
   std::uint32_t zero_stages = 0b1111;
   bool offers_zero(int z) const { return z >= 0 && z < 4 && ((zero_stages >> z) & 1u) != 0; }
   bool offers_context_parallel() const {
-    return framework == Framework::fsdp || (is_megatron(framework) && transformer_engine);
+    return framework == Framework::fsdp || framework == Framework::deepspeed ||
+           (is_megatron(framework) && transformer_engine);
   }
   int max_zero_stage_with_pp = 3;
   // Megatron-core: layers on the first / last pipeline stage when num_layers does

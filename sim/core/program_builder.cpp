@@ -1096,37 +1096,63 @@ class Builder {
            !fw_.allgather_bucket_params;  // DeepSpeed gathers after the step, not under the forward
   }
 
-  // Ring attention (context parallelism): K and V chunks travel around the CP
-  // ring while attention computes on the chunk at hand (Liu et al. 2023; Megatron-
-  // core CP), i.e. an all-gather of K/V in forward and, in backward, K/V again
-  // plus a reduce-scatter of dK/dV, both overlapping the attention kernel; cp_after
-  // waits for them. With --cp-comm-type allgather (FrameworkProfile::cp_allgather) the
-  // all-gather is waited for before the kernel and the backward's reduce-scatter issued
-  // after it.
+  // Context parallelism around the attention kernel, as FrameworkProfile::cp_comm says.
+  // Ring (p2p): K and V chunks travel around the CP ring while attention computes on the
+  // chunk at hand (Liu et al. 2023; Megatron-core CP), i.e. an all-gather of K/V in forward
+  // and, in backward, K/V again plus a reduce-scatter of dK/dV, both overlapping the kernel;
+  // cp_after waits for them. allgather: the all-gather waited for before the kernel, the
+  // backward's reduce-scatter issued after it. a2a (Ulysses): Q, K and V all-to-all'd to head
+  // shards before the kernel and its output back after it (backward: dO before, dQ, dK and dV
+  // after), each waited for.
   double cp_kv_bytes() const {
     const auto& m = s_.model;
     return 2.0 * tokens_ * static_cast<double>(m.num_query_groups / par_.tp) * static_cast<double>(m.head_dim()) *
            act_bytes_ * par_.cp;
   }
+  // A rank's share of the a2a's tensors: Q (or O, dO, dQ) alone, or with K and V.
+  double cp_a2a_bytes(bool with_kv) const {
+    const auto& m = s_.model;
+    const double heads = static_cast<double>(m.num_attention_heads / par_.tp),
+                 groups = static_cast<double>(m.num_query_groups / par_.tp);
+    return tokens_ * (heads + (with_kv ? 2 * groups : 0)) * static_cast<double>(m.head_dim()) * act_bytes_;
+  }
+  void cp_exchange(std::vector<Instr>& out, CollectiveKind kind, double bytes, std::string_view name,
+                   std::uint8_t flags) {
+    launch(out, Dim::cp, static_cast<int>(Dim::cp), kind, bytes, name, flags);
+    wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, flags);
+  }
   void cp_launch(std::vector<Instr>& out, bool backward, std::uint8_t flags) {
     if (par_.cp <= 1) return;
-    if (fw_.cp_allgather) {
-      launch(out, Dim::cp, static_cast<int>(Dim::cp), CollectiveKind::all_gather, cp_kv_bytes(), "cp kv all-gather",
-             flags);
-      wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, flags);
-      return;
+    switch (fw_.cp_comm) {
+      case CpComm::allgather:
+        cp_exchange(out, CollectiveKind::all_gather, cp_kv_bytes(), "cp kv all-gather", flags);
+        return;
+      case CpComm::a2a:
+        cp_exchange(out, CollectiveKind::all_to_all, cp_a2a_bytes(!backward),
+                    backward ? "cp all-to-all dO" : "cp all-to-all qkv", flags);
+        return;
+      case CpComm::p2p:
+        launch(out, Dim::cp, static_cast<int>(Dim::cp), CollectiveKind::all_gather, cp_kv_bytes(), "cp kv ring", flags);
+        if (backward)
+          launch(out, Dim::cp, static_cast<int>(Dim::cp), CollectiveKind::reduce_scatter, cp_kv_bytes(), "cp dkv ring",
+                 flags);
+        return;
     }
-    launch(out, Dim::cp, static_cast<int>(Dim::cp), CollectiveKind::all_gather, cp_kv_bytes(), "cp kv ring", flags);
-    if (backward)
-      launch(out, Dim::cp, static_cast<int>(Dim::cp), CollectiveKind::reduce_scatter, cp_kv_bytes(), "cp dkv ring",
-             flags);
   }
   void cp_after(std::vector<Instr>& out, bool backward, std::uint8_t flags) {
-    if (par_.cp <= 1 || (fw_.cp_allgather && !backward)) return;
-    if (fw_.cp_allgather)
-      launch(out, Dim::cp, static_cast<int>(Dim::cp), CollectiveKind::reduce_scatter, cp_kv_bytes(),
-             "cp dkv reduce-scatter", flags);
-    wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, flags);
+    if (par_.cp <= 1) return;
+    switch (fw_.cp_comm) {
+      case CpComm::allgather:
+        if (backward) cp_exchange(out, CollectiveKind::reduce_scatter, cp_kv_bytes(), "cp dkv reduce-scatter", flags);
+        return;
+      case CpComm::a2a:
+        cp_exchange(out, CollectiveKind::all_to_all, cp_a2a_bytes(backward),
+                    backward ? "cp all-to-all dqkv" : "cp all-to-all output", flags);
+        return;
+      case CpComm::p2p:
+        wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, flags);
+        return;
+    }
   }
 
   ChunkProgram build_chunk(int stage, int chunk) {

@@ -233,11 +233,11 @@ void read_megatron(const hw::StrictReader& r, const YAML::Node& m, const YAML::N
     const std::string key = "training.megatron.cp_comm_type";
     // megatron/training/arguments.py --cp-comm-type: p2p, a2a, allgather or a2a+p2p, one for all
     // layers here; the context parallelism is Transformer Engine's attention's.
-    fp.cp_allgather = r.choice(m["cp_comm_type"], key, {"p2p", "allgather"}) == "allgather";
-    if (fp.cp_allgather && !fp.transformer_engine)
-      r.fail(
-          key,
-          "allgather runs in Transformer Engine's attention (training.megatron.transformer_impl: transformer_engine)");
+    fp.cp_comm = r.choice(m["cp_comm_type"], key, kCpCommNames);
+    if (fp.cp_comm != CpComm::p2p && !fp.transformer_engine)
+      r.fail(key, fmt::format("{} runs in Transformer Engine's attention (training.megatron.transformer_impl: "
+                              "transformer_engine)",
+                              fp.cp_comm == CpComm::a2a ? "a2a" : "allgather"));
   }
   fp.embedding_in_split = flag("account_for_embedding_in_pipeline_split");
   fp.loss_in_split = flag("account_for_loss_in_pipeline_split");
@@ -281,6 +281,7 @@ void read_framework(const hw::StrictReader& r, const YAML::Node& t, const YAML::
   if (f == Framework::fsdp) read_fsdp(r, t["fsdp"], s);
   if (is_megatron(f)) read_megatron(r, t["megatron"], parallel, s);
   if (t["dp_one_stream"]) s.framework.dp_one_stream = r.boolean(t["dp_one_stream"], "training.dp_one_stream");
+  s.plan.par.cp_heads = s.framework.cp_comm == CpComm::a2a;
   if (!is_megatron(f))
     for (const char* key : {"overlap_grad_reduce", "overlap_param_gather"})
       if (parallel && parallel[key])

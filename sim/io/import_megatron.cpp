@@ -392,16 +392,16 @@ ImportedKeys import_megatron_args(const std::string& text, const std::string& so
             "--microbatch-group-size-per-virtual-pipeline-stage");
   if (use("--moe-shared-expert-overlap")) train["megatron"]["moe_shared_expert_overlap"] = true;
   if (use("--tp-comm-overlap")) train["megatron"]["tp_comm_overlap"] = true;
-  // --cp-comm-type (nargs '+': one type for all layers, or one per layer): p2p and allgather
-  // are modelled, one for all layers; a2a and a2a+p2p (heads scattered, Ulysses-style) are not.
+  // --cp-comm-type (nargs '+': one type for all layers, or one per layer): p2p, allgather and
+  // a2a are modelled, one for all layers; a2a+p2p (hierarchical) is not.
   if (const Flag* f = use("--cp-comm-type")) {
     const std::set<std::string> types(f->values.begin(), f->values.end());
-    if (types.size() == 1 && (types.count("p2p") || types.count("allgather")))
+    if (types.size() == 1 && (types.count("p2p") || types.count("allgather") || types.count("a2a")))
       train["megatron"]["cp_comm_type"] = *types.begin();
     else
       out.warnings.push_back(
-          fmt::format("{}: --cp-comm-type: only one of p2p or allgather for every layer is "
-                      "modelled: flag ignored (ring exchange, p2p)",
+          fmt::format("{}: --cp-comm-type: only one of p2p, allgather or a2a for every layer is modelled: flag ignored "
+                      "(ring exchange, p2p)",
                       source));
   }
   if (use("--cross-entropy-loss-fusion")) train["megatron"]["cross_entropy_loss_fusion"] = true;

@@ -663,11 +663,9 @@ void warn_foreign_plan(Scenario& s) {
                        fp.framework == Framework::fsdp ? ": NO_SHARD, and FULL_SHARD or SHARD_GRAD_OP" : ""));
   if (par.cp > 1 && !fp.offers_context_parallel())
     s.warn("parallel.context_parallel",
-           fmt::format("{}: {} runs no ring context parallelism ({}); simulated as Megatron's ring", par.cp, fw,
-                       fp.framework == Framework::deepspeed
-                           ? "its sequence parallelism is Ulysses, an all-to-all over heads, not modelled"
-                           : "Megatron's runs in Transformer Engine's attention; training.megatron.transformer_impl "
-                             "is local"));
+           fmt::format("{}: {} runs no context parallelism (Megatron's runs in Transformer Engine's attention; "
+                       "training.megatron.transformer_impl is local); simulated as Megatron's ring",
+                       par.cp, fw));
 }
 }  // namespace
 
@@ -937,6 +935,17 @@ void validate_sequence(const hw::StrictReader& r, const Scenario& s) {
            fmt::format(
                "model.seq_length ({}) must be divisible by 2 × context_parallel = {} (load-balanced causal chunks)",
                m.seq_length, 2 * par.cp));
+  // By head all-to-all (Ulysses: DeepSpeed's, Megatron's --cp-comm-type a2a) each rank takes
+  // heads / cp of the tensor-parallel rank's query heads and kv groups.
+  if (par.cp_heads && par.tp > 0 && m.num_attention_heads % par.tp == 0 && m.num_query_groups % par.tp == 0)
+    for (const auto& [count, what] : {std::pair{m.num_attention_heads, "model.num_attention_heads"},
+                                      std::pair{m.num_query_groups, "model.num_query_groups"}})
+      if ((count / par.tp) % par.cp != 0)
+        r.fail("parallel.context_parallel",
+               fmt::format("{}: by head all-to-all (Ulysses) each rank takes {} / tensor_parallel = {} / {} = {} "
+                           "heads over context_parallel = {}, which does not divide them",
+                           par.cp, what, count, par.tp, count / par.tp, par.cp),
+               "a context_parallel that divides them, or training.megatron.cp_comm_type p2p / allgather");
 }
 
 void validate_experts(const hw::StrictReader& r, const Scenario& s) {

@@ -275,8 +275,9 @@ const std::vector<ScenarioKey>& key_table() {
        "s x b x h userbuffers)",
        "--tp-comm-overlap", ""},
       {"training.megatron.cp_comm_type", "", "p2p",
-       "p2p | allgather: context parallelism's K/V by ring exchange beside attention, or all-gathered before it "
-       "(exposed; dK/dV reduce-scattered after the backward)",
+       "p2p | allgather | a2a: context parallelism's K/V by ring exchange beside attention, all-gathered before it "
+       "(exposed; dK/dV reduce-scattered after the backward), or Q, K, V all-to-all'd to head shards (Ulysses, "
+       "exposed)",
        "--cp-comm-type", ""},
       {"training.megatron.attention_softmax_in_fp32", "", "false",
        "softmax in fp32 (--apply-query-key-layer-scaling implies it)", "--attention-softmax-in-fp32", ""},

@@ -55,10 +55,13 @@ TEST(FrameworkProfile, PipelineSchedulesAreTheEngines) {
   EXPECT_EQ(offered_zero_stages(default_profile(Framework::megatron_lm)), "0, 1");
   EXPECT_EQ(offered_zero_stages(default_profile(Framework::deepspeed)), "0, 1, 2, 3");
   EXPECT_EQ(offered_zero_stages(default_profile(Framework::fsdp)), "0, 3");
-  // Ring context parallelism: Megatron's in Transformer Engine's attention, PyTorch's; not DeepSpeed.
+  // Context parallelism: Megatron's in Transformer Engine's attention (the ring unless
+  // --cp-comm-type says otherwise), PyTorch's ring, DeepSpeed's Ulysses (heads all-to-all'd).
   EXPECT_TRUE(default_profile(Framework::megatron_core).offers_context_parallel());
   EXPECT_FALSE(default_profile(Framework::megatron_lm).offers_context_parallel());  // its own layers
-  EXPECT_FALSE(default_profile(Framework::deepspeed).offers_context_parallel());
+  EXPECT_TRUE(default_profile(Framework::deepspeed).offers_context_parallel());
+  EXPECT_EQ(default_profile(Framework::deepspeed).cp_comm, CpComm::a2a);
+  EXPECT_EQ(default_profile(Framework::megatron_core).cp_comm, CpComm::p2p);
   EXPECT_TRUE(default_profile(Framework::fsdp).offers_context_parallel());
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "models/memory.h"
+#include "models/ops.h"
 #include "models/params.h"
 #include "sim/core/program_builder.h"
 #include "sim/io/scenario_file.h"
@@ -429,7 +430,8 @@ TEST(ProgramBuilder, ContextParallelRingAttention) {
 }
 
 // The order of a layer's context-parallel collectives and its attention kernel, as letters:
-// A / R a launched all-gather / reduce-scatter, W a wait for them, K the attention kernel.
+// A / R / X a launched all-gather / reduce-scatter / all-to-all, W a wait for them, K the
+// attention kernel.
 std::string cp_order(const std::string& training, bool backward) {
   Built b{parse_scenario(yaml(2, 1, 2, "  context_parallel: 2") + training, "test"), {}};
   BuildOptions named;
@@ -439,7 +441,8 @@ std::string cp_order(const std::string& training, bool backward) {
   for (const Instr& in : phase(b.p.stages[0], backward)) {
     if (in.kind == InstrKind::compute && b.p.labels[in.label] == "attention") order += 'K';
     if (in.dim != Dim::cp) continue;
-    if (in.kind == InstrKind::launch) order += in.coll == CollectiveKind::all_gather ? 'A' : 'R';
+    if (in.kind == InstrKind::launch)
+      order += in.coll == CollectiveKind::all_gather ? 'A' : in.coll == CollectiveKind::all_to_all ? 'X' : 'R';
     if (in.kind == InstrKind::wait) order += 'W';
   }
   return order;
@@ -462,6 +465,42 @@ TEST(ProgramBuilder, ContextParallelAllGatherIsExposed) {
     for (const CollectiveKind c : {CollectiveKind::all_gather, CollectiveKind::reduce_scatter})
       EXPECT_DOUBLE_EQ(tally(phase(ring.p.stages[0], bwd), Dim::cp, c).bytes,
                        tally(phase(gathered.p.stages[0], bwd), Dim::cp, c).bytes);
+}
+
+// By head all-to-all (Megatron's --cp-comm-type a2a, DeepSpeed's Ulysses): Q, K and V to
+// head shards before the kernel, the output back after it; backward dO before, dQ, dK and dV
+// after; each waited for. A rank sends its T = b·s/cp tokens' share: cp 2, T = 64, Q, K, V
+// 3 · 64 · 1024 · 2 bytes, O 64 · 1024 · 2. The kernel sees the whole sequence for half the
+// heads: the same FLOPs as the ring's s/cp queries against s keys.
+TEST(ProgramBuilder, ContextParallelByHeadAllToAll) {
+  const std::string a2a = "  megatron:\n    cp_comm_type: a2a\n";
+  EXPECT_EQ(cp_order(a2a, false), "XWKXW");
+  EXPECT_EQ(cp_order(a2a, true), "XWKXW");
+  EXPECT_EQ(cp_order("  framework: deepspeed\n", false), "XWKXW");  // Ulysses, DeepSpeed's own
+  const double t = kB * kS / 2;
+  EXPECT_DOUBLE_EQ(per_layer("  context_parallel: 2", 2, false, Dim::cp, CollectiveKind::all_to_all).count, 0);
+  const Built two = build(yaml(2, 2, 2, "  context_parallel: 2") + a2a),
+              four = build(yaml(2, 4, 2, "  context_parallel: 2") + a2a);
+  for (const bool bwd : {false, true}) {
+    const Tally a = tally(phase(four.p.stages[0], bwd), Dim::cp, CollectiveKind::all_to_all),
+                b = tally(phase(two.p.stages[0], bwd), Dim::cp, CollectiveKind::all_to_all);
+    EXPECT_EQ((a.count - b.count) / 2, 2) << bwd;
+    EXPECT_DOUBLE_EQ((a.bytes - b.bytes) / 2, (3 + 1) * t * kH * kBf16) << bwd;
+  }
+  const Scenario s = parse_scenario(yaml(2, 2, 2, "  context_parallel: 2") + a2a, "t");
+  EXPECT_TRUE(s.plan.par.cp_heads);
+  models::Parallelism ring = s.plan.par;
+  ring.cp_heads = false;
+  const auto find_attention = [&](const models::Parallelism& p) {
+    for (const models::Op& op : models::layer_ops(s.model, p, false))
+      if (op.cls == models::OpClass::attention) return op;
+    return models::Op{};
+  };
+  const models::Op heads = find_attention(s.plan.par), chunks = find_attention(ring);
+  EXPECT_EQ(heads.attn.seq_q, static_cast<std::int64_t>(kS));
+  EXPECT_EQ(chunks.attn.seq_q, static_cast<std::int64_t>(kS) / 2);
+  EXPECT_EQ(heads.attn.batch_heads * 2, chunks.attn.batch_heads);
+  EXPECT_DOUBLE_EQ(heads.fwd_flops, chunks.fwd_flops);
 }
 
 TEST(ProgramBuilder, ExpertParallelAllToAllTwicePerMoeLayerEachWay) {

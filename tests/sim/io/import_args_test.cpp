@@ -200,15 +200,16 @@ TEST(ImportMegatron, MoeLayerPatternAndSharedExperts) {
   EXPECT_TRUE(import_megatron_args("--tp-comm-overlap --sequence-parallel --tensor-model-parallel-size 2", "a", 8)
                   .keys["training"]["megatron"]["tp_comm_overlap"]
                   .as<bool>());
-  // --cp-comm-type: one type for every layer; per-layer or a2a types are not modelled (warned).
-  EXPECT_EQ(import_megatron_args("--context-parallel-size 2 --cp-comm-type allgather", "a", 8)
-                .keys["training"]["megatron"]["cp_comm_type"]
-                .as<std::string>(),
-            "allgather");
-  const auto a2a = import_megatron_args("--context-parallel-size 2 --cp-comm-type p2p a2a", "a", 8);
-  EXPECT_FALSE(a2a.keys["training"]["megatron"]["cp_comm_type"]);
-  EXPECT_TRUE(std::any_of(a2a.warnings.begin(), a2a.warnings.end(), [](const std::string& w) {
-    return w.find("--cp-comm-type: only one of p2p or allgather") != std::string::npos;
+  // --cp-comm-type: one type for every layer; per-layer lists and a2a+p2p are not modelled (warned).
+  for (const char* type : {"allgather", "a2a"})
+    EXPECT_EQ(import_megatron_args(std::string("--context-parallel-size 2 --cp-comm-type ") + type, "a", 8)
+                  .keys["training"]["megatron"]["cp_comm_type"]
+                  .as<std::string>(),
+              type);
+  const auto mixed = import_megatron_args("--context-parallel-size 2 --cp-comm-type p2p a2a+p2p", "a", 8);
+  EXPECT_FALSE(mixed.keys["training"]["megatron"]["cp_comm_type"]);
+  EXPECT_TRUE(std::any_of(mixed.warnings.begin(), mixed.warnings.end(), [](const std::string& w) {
+    return w.find("--cp-comm-type: only one of p2p, allgather or a2a") != std::string::npos;
   }));
   EXPECT_TRUE(import_megatron_args("--num-experts 8 --moe-shared-expert-overlap", "a", 8)
                   .keys["training"]["megatron"]["moe_shared_expert_overlap"]

@@ -102,8 +102,8 @@ training: {{ global_batch_size: 64, framework: {} }}
 }
 
 // So are ZeRO stages and context parallelism the framework does not run: FSDP has no ZeRO-1 or
-// ZeRO-2 mode, the Megatron-LM profile no sharded gradients, DeepSpeed no ring attention, and
-// Megatron's ring attention needs Transformer Engine.
+// ZeRO-2 mode, the Megatron-LM profile no sharded gradients, and Megatron's context
+// parallelism needs Transformer Engine (DeepSpeed's is Ulysses).
 TEST(PipelineSchedule, ZeroStagesAndContextParallelismTheFrameworkDoesNotRunAreWarnedAbout) {
   auto parse = [](const std::string& training, const std::string& parallel) {
     return parse_scenario(fmt::format(R"(name: t
@@ -122,11 +122,13 @@ training: {{ global_batch_size: 64, {} }}
   EXPECT_TRUE(has_warning(parse("framework: megatron-lm", "zero_stage: 3, data_parallel: 8"),
                           "megatron-lm's ZeRO stages (0, 1)"));
   EXPECT_TRUE(parse("framework: megatron-core", "zero_stage: 3, data_parallel: 8").warnings.empty());
-  EXPECT_TRUE(has_warning(parse("framework: deepspeed", "context_parallel: 2, data_parallel: 4"),
-                          "z.yaml: parallel.context_parallel: 2: deepspeed runs no ring context parallelism (its "
-                          "sequence parallelism is Ulysses"));
+  // DeepSpeed's context parallelism is Ulysses (CpComm::a2a): run, not warned.
+  const Scenario ulysses = parse("framework: deepspeed", "context_parallel: 2, data_parallel: 4");
+  EXPECT_TRUE(ulysses.warnings.empty());
+  EXPECT_TRUE(ulysses.plan.par.cp_heads);
   EXPECT_TRUE(has_warning(
       parse("framework: megatron-core, megatron: { transformer_impl: local }", "context_parallel: 2, data_parallel: 4"),
+      "z.yaml: parallel.context_parallel: 2: megatron-core runs no context parallelism (Megatron's runs in "
       "Transformer Engine's attention"));
   EXPECT_TRUE(parse("framework: megatron-core", "context_parallel: 2, data_parallel: 4").warnings.empty());
   EXPECT_TRUE(parse("framework: fsdp", "zero_stage: 3, context_parallel: 2, data_parallel: 4").warnings.empty());

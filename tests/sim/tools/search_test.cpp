@@ -189,7 +189,8 @@ TEST(Search, ExploresTheFrameworksOwnSchedules) {
   EXPECT_EQ(plans_of("fsdp").first, (std::set<int>{0, 3}));
   EXPECT_EQ(plans_of("megatron-core").first, (std::set<int>{0, 1, 2, 3}));
   EXPECT_EQ(plans_of("megatron-lm").first, (std::set<int>{0, 1}));
-  EXPECT_EQ(plans_of("deepspeed").second, (std::set<int>{1}));
+  EXPECT_EQ(plans_of("megatron-lm").second, (std::set<int>{1}));  // its own layers: no context parallelism
+  EXPECT_GT(plans_of("deepspeed").second.size(), 1u);             // Ulysses
   EXPECT_GT(plans_of("megatron-core").second.size(), 1u);
   // --fix names them: those run, whatever the framework.
   const SearchResult fixed = search(small_scenario(), small_options());
