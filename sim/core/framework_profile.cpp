@@ -186,6 +186,11 @@ FrameworkProfile default_profile(Framework f) {
       // through FullyShardedDataParallel.clip_grad_norm_.
       p.optimizer_impl = OptimizerImpl::foreach;
       p.clip_grad_norm = true;
+      // Its context parallelism rotates K/V by one all-gather (torch/distributed/tensor/
+      // experimental/_attention.py: rotate_method ALL_GATHER by default; set_rotate_method
+      // "alltoall" rotates them step by step; torchtitan's context_parallel_rotate_method
+      // defaults to "allgather").
+      p.cp_comm = CpComm::rotate_allgather;
       return p;
   }
   throw std::invalid_argument(fmt::format("unknown Framework value {}", static_cast<int>(f)));

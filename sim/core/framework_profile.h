@@ -41,7 +41,8 @@ inline constexpr models::Spelling<BackwardPrefetch> kBackwardPrefetchNames[] = {
     {BackwardPrefetch::post, "BACKWARD_POST"},
     {BackwardPrefetch::none, "none"}};
 
-enum class CpComm : std::uint8_t { p2p, allgather, a2a };
+enum class CpComm : std::uint8_t { p2p, allgather, a2a, rotate_allgather };
+// Megatron's --cp-comm-type spellings (rotate_allgather is PyTorch's, training.fsdp.cp_rotate_method).
 inline constexpr models::Spelling<CpComm> kCpCommNames[] = {
     {CpComm::p2p, "p2p"}, {CpComm::allgather, "allgather"}, {CpComm::a2a, "a2a"}};
 
@@ -184,7 +185,12 @@ struct FrameworkProfile {
   //    parallelism, deepspeed/sequence/layer.py DistributedAttention): Q, K, V all-to-all'd
   //    from sequence shards to head shards, attention over the whole sequence for heads / cp
   //    heads, the output all-to-all'd back; backward the same in reverse (dO before, dQ, dK,
-  //    dV after); none of it overlapped.
+  //    dV after); none of it overlapped;
+  //  - rotate_allgather (PyTorch's context_parallel, torch/distributed/tensor/experimental/
+  //    _attention.py: _ContextParallelOptions.rotate_method = ALL_GATHER by default,
+  //    _AllGatherRotater): the K/V all-gather issued at the ring's first step and waited for
+  //    at its second, so only the first step's kernel (1/cp of the work) runs beside it; in
+  //    backward the same, dK/dV going round the ring beside the remaining steps.
   CpComm cp_comm = CpComm::p2p;
   // Megatron's bias_activation_fusion (--no-bias-swiglu-fusion / --no-bias-gelu-fusion turn it
   // off): with SwiGLU, MoE experts weight their activation in one fused kernel.

@@ -492,7 +492,10 @@ class Builder {
       if (op.role == OpRole::mlp_leave && !after_ub) tp_boundary(out, false, false, "mlp", flags);
       if (op.role == OpRole::moe_combine) ep_exchange(out, true, false, flags, shared.second);
       if (op.cls == OpClass::attention) cp_launch(out, false, flags);
-      push_compute(out, op.name, fwd[j], flags);
+      if (op.cls == OpClass::attention)
+        push_attention(out, op.name, fwd[j], false, flags);
+      else
+        push_compute(out, op.name, fwd[j], flags);
       if (fetch) fetch_done(out, *fetch, block, static_cast<int>(j), bwd_pass);
       if (op.cls == OpClass::attention) cp_after(out, false, flags);
       if (op.role == OpRole::moe_dispatch) ep_exchange(out, false, false, flags, shared.first);
@@ -533,7 +536,7 @@ class Builder {
       if (op.role == OpRole::moe_dispatch) ep_exchange(out, false, true, kNoFlags, shared.first);
       if (op.recomputed_selective && par_.recompute == models::Recompute::selective) {
         cp_launch(out, false, kRecompute);
-        push_compute(out, joined({op.name, " (recompute)"}), fwd[j], kRecompute);
+        push_attention(out, joined({op.name, " (recompute)"}), fwd[j], false, kRecompute);
         cp_after(out, false, kRecompute);
       }
       if (op.cls == OpClass::attention) cp_launch(out, true, kNoFlags);
@@ -553,7 +556,10 @@ class Builder {
         fetch_done(out, fetch, block, static_cast<int>(j), false);
         continue;
       }
-      push_compute(out, op.name, bwd[j]);
+      if (op.cls == OpClass::attention)
+        push_attention(out, op.name, bwd[j], true, kNoFlags);
+      else
+        push_compute(out, op.name, bwd[j]);
       fetch_done(out, fetch, block, static_cast<int>(j), false);
       if (op.cls == OpClass::attention) cp_after(out, true, kNoFlags);
       if (op.role == OpRole::moe_combine) ep_exchange(out, true, true, kNoFlags, shared.second);
@@ -1124,6 +1130,10 @@ class Builder {
   void cp_launch(std::vector<Instr>& out, bool backward, std::uint8_t flags) {
     if (par_.cp <= 1) return;
     switch (fw_.cp_comm) {
+      case CpComm::rotate_allgather:
+        launch(out, Dim::cp, static_cast<int>(Dim::cp), CollectiveKind::all_gather, cp_kv_bytes(), "cp kv all-gather",
+               flags);
+        return;
       case CpComm::allgather:
         cp_exchange(out, CollectiveKind::all_gather, cp_kv_bytes(), "cp kv all-gather", flags);
         return;
@@ -1149,10 +1159,30 @@ class Builder {
         cp_exchange(out, CollectiveKind::all_to_all, cp_a2a_bytes(backward),
                     backward ? "cp all-to-all dqkv" : "cp all-to-all output", flags);
         return;
+      case CpComm::rotate_allgather:
+        if (backward) wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, flags);
+        return;
       case CpComm::p2p:
         wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, flags);
         return;
     }
+  }
+  // The attention kernel: one compute, or, under PyTorch's all-gather rotation, the ring's
+  // first step (its local K/V: 1/cp of the work, as load-balanced chunks give every step the
+  // same) beside the all-gather, the wait, then the other steps, in backward beside the dK/dV
+  // ring that cp_after waits for.
+  void push_attention(std::vector<Instr>& out, std::string_view name, OpTicks t, bool backward, std::uint8_t flags) {
+    if (par_.cp <= 1 || fw_.cp_comm != CpComm::rotate_allgather) {
+      push_compute(out, name, t, flags);
+      return;
+    }
+    const OpTicks first{t.plain / par_.cp, t.under_comm / par_.cp};
+    push_compute(out, name, first, flags);
+    wait(out, Dim::cp, static_cast<int>(Dim::cp), 0, flags);
+    if (backward)
+      launch(out, Dim::cp, static_cast<int>(Dim::cp), CollectiveKind::reduce_scatter, cp_kv_bytes(), "cp dkv ring",
+             flags);
+    push_compute(out, name, {t.plain - first.plain, t.under_comm - first.under_comm}, flags);
   }
 
   ChunkProgram build_chunk(int stage, int chunk) {

@@ -93,6 +93,12 @@ void read_fsdp(const hw::StrictReader& r, const YAML::Node& f, Scenario& s) {
     if (f["optimizer_impl"])
       fp.optimizer_impl = r.choice(f["optimizer_impl"], "training.fsdp.optimizer_impl", kOptimizerImplNames);
     if (f["clip_grad_norm"]) fp.clip_grad_norm = r.boolean(f["clip_grad_norm"], "training.fsdp.clip_grad_norm");
+    // PyTorch's set_rotate_method: "allgather" (the default) or "alltoall" (a ring of sends).
+    if (f["cp_rotate_method"])
+      fp.cp_comm =
+          r.choice(f["cp_rotate_method"], "training.fsdp.cp_rotate_method", {"allgather", "alltoall"}) == "allgather"
+              ? CpComm::rotate_allgather
+              : CpComm::p2p;
   }
   s.plan.par.fsdp_reduce_bytes = fp.reduce_bytes;
   // Gradients are reduce-scattered on FSDP's own stream after each unit's backward.

@@ -199,6 +199,10 @@ const std::vector<ScenarioKey>& key_table() {
        "foreach | fused | decoupled_adamw: torch AdamW's passes, its fused kernel, Composer's loop", "", ""},
       {"training.fsdp.clip_grad_norm", "", "true", "clip_grad_norm_ before the step (a norm and a scaling pass)", "",
        ""},
+      {"training.fsdp.cp_rotate_method", "", "allgather",
+       "allgather | alltoall: PyTorch context parallelism's K/V by one all-gather waited for after the ring's "
+       "first step, or by a ring of sends beside every step",
+       "", ""},
       {"training.megatron", "", "", "Megatron's own keys (framework megatron-core / megatron-lm)", "", ""},
       {"training.megatron.bucket_size", "parameters", "max(4e7, 1e6 × dp)", "DDP gradient bucket", "--ddp-bucket-size",
        ""},

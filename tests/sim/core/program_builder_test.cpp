@@ -458,6 +458,13 @@ TEST(ProgramBuilder, ContextParallelAllGatherIsExposed) {
   const std::string allgather = "  megatron:\n    cp_comm_type: allgather\n";
   EXPECT_EQ(cp_order(allgather, false), "AWK");
   EXPECT_EQ(cp_order(allgather, true), "AWKRW");
+  // PyTorch's context_parallel (FSDP's), whose default rotation all-gathers K/V at the ring's
+  // first step and waits at its second: the first step's kernel beside it, the rest after; in
+  // backward the dK/dV ring beside the rest. set_rotate_method("alltoall"): the ring.
+  const std::string fsdp = "  framework: fsdp\n";
+  EXPECT_EQ(cp_order(fsdp, false), "AKWK");
+  EXPECT_EQ(cp_order(fsdp, true), "AKWRKW");
+  EXPECT_EQ(cp_order(fsdp + "  fsdp: { cp_rotate_method: alltoall }\n", false), "AKW");
   // The same bytes either way (ContextParallelRingAttention).
   const Built ring = build(yaml(2, 2, 2, "  context_parallel: 2")),
               gathered = build(yaml(2, 2, 2, "  context_parallel: 2") + allgather);
