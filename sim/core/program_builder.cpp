@@ -492,10 +492,7 @@ class Builder {
       if (op.role == OpRole::mlp_leave && !after_ub) tp_boundary(out, false, false, "mlp", flags);
       if (op.role == OpRole::moe_combine) ep_exchange(out, true, false, flags, shared.second);
       if (op.cls == OpClass::attention) cp_launch(out, false, flags);
-      if (op.cls == OpClass::attention)
-        push_attention(out, op.name, fwd[j], false, flags);
-      else
-        push_compute(out, op.name, fwd[j], flags);
+      push_op(out, op, op.name, fwd[j], false, flags);
       if (fetch) fetch_done(out, *fetch, block, static_cast<int>(j), bwd_pass);
       if (op.cls == OpClass::attention) cp_after(out, false, flags);
       if (op.role == OpRole::moe_dispatch) ep_exchange(out, false, false, flags, shared.first);
@@ -536,7 +533,7 @@ class Builder {
       if (op.role == OpRole::moe_dispatch) ep_exchange(out, false, true, kNoFlags, shared.first);
       if (op.recomputed_selective && par_.recompute == models::Recompute::selective) {
         cp_launch(out, false, kRecompute);
-        push_attention(out, joined({op.name, " (recompute)"}), fwd[j], false, kRecompute);
+        push_op(out, op, joined({op.name, " (recompute)"}), fwd[j], false, kRecompute);
         cp_after(out, false, kRecompute);
       }
       if (op.cls == OpClass::attention) cp_launch(out, true, kNoFlags);
@@ -556,10 +553,7 @@ class Builder {
         fetch_done(out, fetch, block, static_cast<int>(j), false);
         continue;
       }
-      if (op.cls == OpClass::attention)
-        push_attention(out, op.name, bwd[j], true, kNoFlags);
-      else
-        push_compute(out, op.name, bwd[j]);
+      push_op(out, op, op.name, bwd[j], true, kNoFlags);
       fetch_done(out, fetch, block, static_cast<int>(j), false);
       if (op.cls == OpClass::attention) cp_after(out, true, kNoFlags);
       if (op.role == OpRole::moe_combine) ep_exchange(out, true, true, kNoFlags, shared.second);
@@ -1167,12 +1161,13 @@ class Builder {
         return;
     }
   }
-  // The attention kernel: one compute, or, under PyTorch's all-gather rotation, the ring's
-  // first step (its local K/V: 1/cp of the work, as load-balanced chunks give every step the
-  // same) beside the all-gather, the wait, then the other steps, in backward beside the dK/dV
-  // ring that cp_after waits for.
-  void push_attention(std::vector<Instr>& out, std::string_view name, OpTicks t, bool backward, std::uint8_t flags) {
-    if (par_.cp <= 1 || fw_.cp_comm != CpComm::rotate_allgather) {
+  // A layer op's compute: one instruction, except the attention kernel under PyTorch's
+  // all-gather rotation: the ring's first step (its local K/V: 1/cp of the work, as
+  // load-balanced chunks give every step the same) beside the all-gather, the wait, then the
+  // other steps, in backward beside the dK/dV ring that cp_after waits for.
+  void push_op(std::vector<Instr>& out, const Op& op, std::string_view name, OpTicks t, bool backward,
+               std::uint8_t flags) {
+    if (op.cls != OpClass::attention || par_.cp <= 1 || fw_.cp_comm != CpComm::rotate_allgather) {
       push_compute(out, name, t, flags);
       return;
     }

@@ -243,7 +243,7 @@ void read_megatron(const hw::StrictReader& r, const YAML::Node& m, const YAML::N
     if (fp.cp_comm != CpComm::p2p && !fp.transformer_engine)
       r.fail(key, fmt::format("{} runs in Transformer Engine's attention (training.megatron.transformer_impl: "
                               "transformer_engine)",
-                              fp.cp_comm == CpComm::a2a ? "a2a" : "allgather"));
+                              m["cp_comm_type"].Scalar()));
   }
   fp.embedding_in_split = flag("account_for_embedding_in_pipeline_split");
   fp.loss_in_split = flag("account_for_loss_in_pipeline_split");

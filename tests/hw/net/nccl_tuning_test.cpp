@@ -292,25 +292,22 @@ TEST(NcclTuning, BlackwellCapsByVersion) {
   // Tree Simple all-reduce on 4 nodes with a fast fabric: 16 channels × perChMaxTreeBws,
   // halved to algorithm bandwidth. Blackwell took Hopper's row (36.0) before v2.25, twice
   // it (72.0) in v2.25–v2.27, its own (24.0) from v2.28.
-  NcclComm c = dgx_a100(4);
-  c.arch = GpuArch::blackwell;
-  c.bus_bw_intra = c.bus_bw_inter = 2000e9;
+  // A 1 GiB collective's bandwidth on `nodes` Blackwell nodes with a fast fabric.
+  auto bandwidth = [](int nodes, CollectiveKind kind, NcclAlgo algo, NcclProto proto, const char* ver) {
+    NcclComm c = dgx_a100(nodes);
+    c.arch = GpuArch::blackwell;
+    c.bus_bw_intra = c.bus_bw_inter = 2000e9;
+    return find(nccl_estimates(kind, c, 1 << 30, parse_nccl_version(ver)), algo, proto).bandwidth;
+  };
   auto tree = [&](const char* ver) {
-    return find(nccl_estimates(CollectiveKind::all_reduce, c, 1 << 30, parse_nccl_version(ver)), NcclAlgo::tree,
-                NcclProto::simple)
-        .bandwidth;
+    return bandwidth(4, CollectiveKind::all_reduce, NcclAlgo::tree, NcclProto::simple, ver);
   };
   EXPECT_NEAR(tree("2.24"), 16 * 36.0e9 * .5, 1e3);
   EXPECT_NEAR(tree("2.25"), 16 * 72.0e9 * .5, 1e3);
   EXPECT_NEAR(tree("2.28"), 16 * 24.0e9 * .5, 1e3);
   // Ring LL128 on two nodes: 73.4 (v2.28.3), 34.6 (v2.28.7 .. v2.29.3), 40 (v2.29.7 on).
-  c = dgx_a100(2);
-  c.arch = GpuArch::blackwell;
-  c.bus_bw_intra = c.bus_bw_inter = 2000e9;
   auto ll128 = [&](const char* ver) {
-    return find(nccl_estimates(CollectiveKind::all_gather, c, 1 << 30, parse_nccl_version(ver)), NcclAlgo::ring,
-                NcclProto::ll128)
-        .bandwidth;
+    return bandwidth(2, CollectiveKind::all_gather, NcclAlgo::ring, NcclProto::ll128, ver);
   };
   EXPECT_NEAR(ll128("2.28.3"), 16 * 73.4e9 * 16 / 15, 1e3);
   EXPECT_NEAR(ll128("2.28.7"), 16 * 34.6e9 * 16 / 15, 1e3);
